@@ -1,0 +1,224 @@
+"""Reading the config directory: ``node.yaml``, ``pods/*.yaml|yml``, ``vms/*.yaml|yml``.
+
+This is the filesystem edge. It refuses what an attacker or an accident could slip in — files
+writable by non-root users (like sshd's StrictModes, unless ``--insecure``), symlinks leading out of
+the directory, anything that is not a regular file, oversized files, non-UTF-8 text — and reports
+each problem with the file it concerns. A file that cannot be read makes its pods *unknown*, never
+*deleted*: :attr:`Config.removals_safe` tells the reconciler whether it may remove anything.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from . import host
+from .errors import ConfigDirError, InvalidInput
+from .manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
+from .model import NodeConfig, Pod, VirtualMachine
+from .nodeconfig import parse_node_config
+from .quantity import Quantity
+from .yamlsafe import YamlError, load_documents
+
+DEFAULT_DIR = Path("/etc/sdqos")
+MAX_FILE_BYTES = 8 * 2**20
+SUFFIXES = (".yaml", ".yml")
+
+
+class ConfigInvalid(InvalidInput):
+    """Fatal config errors (node.yaml): nothing can be computed. ``errors`` holds every line."""
+
+    def __init__(self, errors: list[InvalidInput]):
+        self.errors = errors
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(first.message + more, where=first.where, field=first.field)
+
+
+@dataclass
+class Config:
+    dir: Path
+    node: NodeConfig
+    pods: list[Pod] = field(default_factory=list)
+    vms: list[VirtualMachine] = field(default_factory=list)
+    errors: list[InvalidInput] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    invalid_keys: set[str] = field(default_factory=set)
+    failed_files: list[str] = field(default_factory=list)  # whole files whose content is unknown
+    vms_declared: bool = False  # vms/ holds at least one file
+
+    @property
+    def removals_safe(self) -> bool:
+        """Removing a pod is safe only when every file was read: otherwise a pod missing from the
+        parsed set may just be in a file we could not read."""
+        return not self.failed_files
+
+    @property
+    def complete(self) -> bool:
+        return not self.errors
+
+
+def _fail(config_dir: Path, path: Path, message: str) -> InvalidInput:
+    try:
+        rel = str(path.relative_to(config_dir))
+    except ValueError:
+        rel = str(path)
+    return InvalidInput(message, where=rel)
+
+
+def _check_mode(st: os.stat_result, what: str, insecure: bool) -> str | None:
+    """sshd-StrictModes-like: owned by root (or us), not writable by group or others."""
+    if insecure:
+        return None
+    if st.st_uid not in (0, os.geteuid()):
+        return f"{what} is owned by uid {st.st_uid}, not root; fix the owner or pass --insecure"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{what} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); run chmod go-w, or pass --insecure"
+    return None
+
+
+def _read_text(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> str:
+    """The text of one config file, or InvalidInput saying why it cannot be used."""
+    try:
+        real = path.resolve(strict=True)
+    except RuntimeError:
+        raise _fail(config_dir, path, "symlink loop") from None
+    except OSError as exc:
+        raise _fail(config_dir, path, f"cannot resolve: {exc.strerror or exc}") from None
+    if real != real_dir and real_dir not in real.parents:
+        raise _fail(config_dir, path, f"is a symlink to {real}, outside the config directory; refused")
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        raise _fail(config_dir, path, f"cannot stat: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _fail(config_dir, path, "is not a regular file")
+    problem = _check_mode(st, "file", insecure)
+    if problem:
+        raise _fail(config_dir, path, problem)
+    if st.st_size > MAX_FILE_BYTES:
+        raise _fail(config_dir, path, f"is {st.st_size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit")
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _fail(config_dir, path, f"cannot be read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise _fail(config_dir, path, f"is over the {MAX_FILE_BYTES // 2**20} MiB limit")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(config_dir, path, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str]) -> list[Path]:
+    d = config_dir / sub
+    if not d.exists() and not d.is_symlink():
+        return []
+    try:
+        st = os.stat(d)
+    except OSError as exc:
+        errors.append(_fail(config_dir, d, f"cannot stat: {exc.strerror or exc}"))
+        failed.append(sub)
+        return []
+    if not stat.S_ISDIR(st.st_mode):
+        errors.append(_fail(config_dir, d, "is not a directory"))
+        failed.append(sub)
+        return []
+    problem = _check_mode(st, "directory", insecure)
+    if problem:
+        errors.append(_fail(config_dir, d, problem))
+        failed.append(sub)
+        return []
+    try:
+        names = sorted(os.listdir(d))
+    except OSError as exc:
+        errors.append(_fail(config_dir, d, f"cannot be listed: {exc.strerror or exc}"))
+        failed.append(sub)
+        return []
+    return [d / n for n in names if n.endswith(SUFFIXES) and not n.startswith(".")]
+
+
+def load_config(
+    config_dir: Path | str = DEFAULT_DIR,
+    *,
+    detected: Mapping[str, Quantity] | None = None,
+    insecure: bool = False,
+    apply_defaults: bool = True,
+) -> Config:
+    """Read and validate the whole config directory. Raises ConfigDirError when the directory is
+    unusable and ConfigInvalid when node.yaml is; per-file problems are collected in the result."""
+    config_dir = Path(config_dir)
+    try:
+        st = os.stat(config_dir)
+    except FileNotFoundError:
+        raise ConfigDirError(f"config directory {config_dir} does not exist") from None
+    except OSError as exc:
+        raise ConfigDirError(f"config directory {config_dir}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigDirError(f"{config_dir} is not a directory")
+    problem = _check_mode(st, "config directory", insecure)
+    if problem:
+        raise ConfigDirError(f"{config_dir}: {problem}")
+    real_dir = config_dir.resolve()
+
+    node_path = config_dir / "node.yaml"
+    node_raw = None
+    if node_path.exists() or node_path.is_symlink():
+        try:
+            docs = load_documents(_read_text(config_dir, real_dir, node_path, insecure))
+        except InvalidInput as exc:
+            raise ConfigInvalid([exc]) from None
+        except YamlError as exc:
+            raise ConfigInvalid([InvalidInput(str(exc), where="node.yaml")]) from None
+        if len(docs) > 1:
+            raise ConfigInvalid([InvalidInput("must hold exactly one document", where="node.yaml")])
+        node_raw = docs[0] if docs else None
+    node, node_errors = parse_node_config(
+        node_raw, detected if detected is not None else host.detect_capacity(), page_size=host.page_size()
+    )
+    if node_errors:
+        raise ConfigInvalid(node_errors)
+
+    result = ParseResult()
+    failed: list[str] = []
+    errors: list[InvalidInput] = []
+    for sub in ("pods", "vms"):
+        for path in _list_dir(config_dir, sub, insecure, errors, failed):
+            rel = f"{sub}/{path.name}"
+            try:
+                docs = load_documents(_read_text(config_dir, real_dir, path, insecure))
+            except InvalidInput as exc:
+                errors.append(exc)
+                failed.append(rel)
+                continue
+            except YamlError as exc:
+                errors.append(InvalidInput(str(exc), where=rel))
+                failed.append(rel)
+                continue
+            before = len(result.errors)
+            if sub == "pods":
+                parse_pod_documents(docs, rel, result, apply_defaults=apply_defaults)
+            else:
+                parse_vm_documents(docs, rel, result)
+            # A document whose identity could not be read at all makes the file's content unknown.
+            if any(e.field in (None, "metadata", "metadata.name", "items", "kind", "apiVersion")
+                   for e in result.errors[before:]):
+                failed.append(rel)
+    check_duplicates(result)
+    vms_declared = bool(_list_dir(config_dir, "vms", True, [], []))
+    return Config(
+        dir=config_dir,
+        node=node,
+        pods=result.pods,
+        vms=result.vms,
+        errors=errors + result.errors,
+        warnings=list(node.warnings) + result.warnings,
+        invalid_keys=result.invalid_keys,
+        failed_files=failed,
+        vms_declared=vms_declared,
+    )

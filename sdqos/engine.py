@@ -1,0 +1,605 @@
+"""The QoS engine: node config + pods + VMs → the desired unit tree, with kubelet's numbers.
+
+Pure: no I/O, no clock. Every value can carry the formula that produced it (``explain=True``),
+which is what ``sdqos explain`` prints. The tree, parents before children:
+
+    kubepods.slice                      node allocatable for pods (minus what VMs reserve)
+      kubepods-pod<uid>.slice           Guaranteed pods
+      kubepods-burstable.slice          Burstable tier
+        kubepods-burstable-pod<uid>.slice
+      kubepods-besteffort.slice         BestEffort tier
+        kubepods-besteffort-pod<uid>.slice
+    machine.slice                       VMs, when any are declared
+      machine-<name>.scope
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from . import humanize as H
+from . import naming, qos
+from .model import (
+    BESTEFFORT,
+    BURSTABLE,
+    CPU,
+    GUARANTEED,
+    MEMORY,
+    PID,
+    Container,
+    NodeConfig,
+    Pod,
+    VirtualMachine,
+)
+from .properties import ResourceConfig, to_properties
+
+TIER_NAMES = {BURSTABLE: "burstable", BESTEFFORT: "besteffort"}
+TIERED = "TieredReservation"
+
+
+@dataclass
+class UnitPlan:
+    """One unit of the desired tree. ``create``: sync may create it (slices); scopes need a
+    process first, so sync only tunes them when they exist."""
+
+    name: str
+    slice: str
+    kind: str  # node | tier | pod | container | machine | vm
+    description: str
+    properties: dict[str, int]
+    resources: ResourceConfig
+    owner: str | None = None  # "pod:<ns>/<name>" or "vm:<name>"
+    create: bool = True
+    why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ContainerPlan:
+    name: str
+    kind: str  # app | init | sidecar
+    scope: str
+    oom_score_adj: int
+    resources: ResourceConfig
+    properties: dict[str, int]
+    why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PodPlan:
+    pod: Pod
+    qos: str
+    slice: str
+    requests: dict[str, int]  # cpu (milli), memory (bytes): PodRequests incl. overhead
+    limits: dict[str, int]
+    resources: ResourceConfig
+    properties: dict[str, int]
+    containers: list[ContainerPlan]
+    why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class VMPlan:
+    vm: VirtualMachine
+    qos: str
+    scope: str | None  # known scope name (spec.scope / libvirt domain) or None (pidFile only)
+    requests: dict[str, int]
+    limits: dict[str, int]
+    oom_score_adj: int
+    resources: ResourceConfig
+    properties: dict[str, int]
+    why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    cgroup: str
+    node: NodeConfig
+    capacity: dict[str, int]  # cpu in millicores, memory in bytes, pid
+    allocatable: dict[str, int]
+    pods_budget: dict[str, int]  # what kubepods.slice gets
+    vm_reserved: dict[str, int]
+    units: list[UnitPlan]
+    pods: list[PodPlan]
+    vms: list[VMPlan]
+    warnings: list[str]
+    root_slice: str = "kubepods.slice"
+
+    def unit(self, name: str) -> UnitPlan | None:
+        for u in self.units:
+            if u.name == name:
+                return u
+        return None
+
+    def pod(self, key: str) -> PodPlan | None:
+        for p in self.pods:
+            if p.pod.key == key or p.pod.name == key or p.pod.uid == key:
+                return p
+        return None
+
+
+def _milli(q) -> int:
+    return q.milli_value() if q is not None else 0
+
+
+def _bytes(q) -> int:
+    return q.value() if q is not None else 0
+
+
+def _resource_int(res, name: str) -> int:
+    return _milli(res.get(name)) if name == CPU else _bytes(res.get(name))
+
+
+# --- node -----------------------------------------------------------------------------------------
+
+
+def node_values(node: NodeConfig) -> tuple[dict[str, int], dict[str, int]]:
+    """Capacity and allocatable (capacity − kubeReserved − systemReserved, never below 0), as ints."""
+    capacity = {r: _resource_int(node.capacity, r) for r in (CPU, MEMORY, PID)}
+    allocatable = {}
+    for r, cap in capacity.items():
+        reserved = _resource_int(node.kube_reserved, r) + _resource_int(node.system_reserved, r)
+        allocatable[r] = max(0, cap - reserved)
+    return capacity, allocatable
+
+
+# --- pods -----------------------------------------------------------------------------------------
+
+
+def pod_resource_config(pod: Pod, qos_class: str, node: NodeConfig, cgroup: str, why: dict | None = None):
+    """ResourceConfigForPod (helpers_linux.go) + pod pids limit + MemoryQoS reservation."""
+    pod_level = node.gate("PodLevelResources")
+    reqs = qos.pod_requests(pod, pod_level=pod_level)
+    declared = {CPU: True, MEMORY: True}
+
+    def check(res, _c: Container) -> None:
+        for r in (CPU, MEMORY):
+            if qos.limit_is_zero(res, r):
+                declared[r] = False
+
+    limits = qos.pod_limits(pod, pod_level=pod_level, fn=check)
+    if pod_level and qos.is_pod_level_resources_set(pod):
+        assert pod.resources is not None
+        for r in (CPU, MEMORY):
+            if not qos.limit_is_zero(pod.resources.limits, r):
+                declared[r] = True
+
+    cpu_req, cpu_lim = _milli(reqs.get(CPU)), _milli(limits.get(CPU))
+    mem_req, mem_lim = _bytes(reqs.get(MEMORY)), _bytes(limits.get(MEMORY))
+    period = node.cpu_cfs_quota_period_us
+    shares = qos.milli_cpu_to_shares(cpu_req)
+    quota = qos.milli_cpu_to_quota(cpu_lim, period) if node.cpu_cfs_quota else -1
+    pids = node.pod_pids_limit if node.pod_pids_limit > 0 else None
+
+    rc = dict(cpu_shares=shares, pids=pids)
+    if qos_class == GUARANTEED:
+        rc.update(cpu_quota=quota, cpu_period=period, memory=mem_lim)
+    elif qos_class == BURSTABLE:
+        if declared[CPU]:
+            rc.update(cpu_quota=quota, cpu_period=period)
+        if declared[MEMORY]:
+            rc.update(memory=mem_lim)
+    else:
+        rc.update(cpu_shares=qos.MIN_SHARES)
+    if cgroup == "v2" and node.gate("MemoryQoS") and node.memory_reservation_policy == TIERED and mem_req > 0:
+        if qos_class == GUARANTEED:
+            rc["memory_min"] = mem_req
+        elif qos_class == BURSTABLE:
+            rc["memory_low"] = mem_req
+
+    if why is not None:
+        _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared)
+    return ResourceConfig(**rc), {CPU: cpu_req, MEMORY: mem_req}, {CPU: cpu_lim, MEMORY: mem_lim}
+
+
+def _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared) -> None:
+    parts = _contributions(pod, "requests", CPU)
+    if qos_class == BESTEFFORT:
+        why["cpu_shares"] = "2 = kubelet's minimum, always used for BestEffort pods"
+    elif cpu_req == 0:
+        why["cpu_shares"] = "2 = kubelet's minimum (the pod requests no CPU)"
+    else:
+        why["cpu_shares"] = f"{rc['cpu_shares']} = {H.cpu(cpu_req)} × 1024 / 1000 (pod CPU request: {parts})"
+    period = node.cpu_cfs_quota_period_us
+    if "cpu_quota" in rc:
+        if not node.cpu_cfs_quota:
+            why["cpu_quota"] = "no quota: cpuCFSQuota is false in node.yaml"
+        elif cpu_lim == 0:
+            why["cpu_quota"] = "no quota: no CPU limit"
+        else:
+            why["cpu_quota"] = (
+                f"{rc['cpu_quota']}µs per {period}µs = {H.cpu(cpu_lim)} × {period} / 1000"
+                f" (pod CPU limit: {_contributions(pod, 'limits', CPU)})"
+            )
+    elif qos_class == BURSTABLE:
+        why["cpu_quota"] = "no quota: not every container has a CPU limit (Burstable pod)"
+    else:
+        why["cpu_quota"] = "no quota: BestEffort pod"
+    if "memory" in rc:
+        why["memory"] = f"{H.size(mem_lim)} = pod memory limit ({_contributions(pod, 'limits', MEMORY)})"
+    elif qos_class == BURSTABLE and not declared[MEMORY]:
+        why["memory"] = "no limit: not every container has a memory limit (Burstable pod)"
+    else:
+        why["memory"] = "no limit: BestEffort pod"
+    why["pids"] = (
+        f"{node.pod_pids_limit} = podPidsLimit from node.yaml"
+        if node.pod_pids_limit > 0
+        else "no limit: podPidsLimit is unset (-1)"
+    )
+
+
+def _contributions(pod: Pod, attr: str, resource: str) -> str:
+    """'web 250m + api 100m (+ overhead 50m)' for explain texts."""
+    fmt = H.cpu if resource == CPU else H.size
+    conv = _milli if resource == CPU else _bytes
+    items = []
+    if pod.resources is not None and resource in getattr(pod.resources, attr):
+        items.append(f"pod-level {fmt(conv(getattr(pod.resources, attr)[resource]))}")
+    else:
+        for c in pod.all_containers():
+            q = getattr(c, attr).get(resource)
+            tag = "" if c.kind == "app" else f" ({c.kind}, max with others)" if c.kind == "init" else " (sidecar)"
+            items.append(f"{c.name} {fmt(conv(q)) if q is not None else 'none'}{tag}")
+    if pod.overhead.get(resource) is not None:
+        items.append(f"overhead {fmt(conv(pod.overhead[resource]))}")
+    return " + ".join(items) if items else "none"
+
+
+def container_resource_config(
+    pod: Pod, c: Container, qos_class: str, node: NodeConfig, cgroup: str, alloc_memory: int, why: dict | None = None
+) -> ResourceConfig:
+    """kuberuntime's container values: shares from the request (the limit when the request is
+    absent), quota and memory from the limit (the pod-level limit when the container has none)."""
+    pod_level = node.gate("PodLevelResources") and qos.is_pod_level_resources_set(pod)
+    pod_limits = pod.resources.limits if pod_level and pod.resources is not None else {}
+    cpu_lim = _milli(c.limits.get(CPU)) or (_milli(pod_limits.get(CPU)) if pod_level else 0)
+    if CPU in c.requests:
+        cpu_basis, basis = _milli(c.requests[CPU]), "request"
+    else:
+        cpu_basis, basis = cpu_lim, "limit (no request)"
+    shares = qos.milli_cpu_to_shares(cpu_basis)
+    period = node.cpu_cfs_quota_period_us
+    quota = qos.milli_cpu_to_quota(cpu_lim, period) if node.cpu_cfs_quota else 0
+    mem_lim = _bytes(c.limits.get(MEMORY)) or (_bytes(pod_limits.get(MEMORY)) if pod_level else 0)
+    mem_req = _bytes(c.requests.get(MEMORY))
+    rc = dict(cpu_shares=shares, cpu_quota=quota or None, cpu_period=period if quota else None, memory=mem_lim or None)
+    if cgroup == "v2":
+        _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits)
+    if why is not None:
+        why["cpu_shares"] = (
+            f"{shares} = {H.cpu(cpu_basis)} × 1024 / 1000 (CPU {basis})" if cpu_basis else "2 = kubelet's minimum (no CPU request or limit)"
+        )
+        why["cpu_quota"] = (
+            f"{quota}µs per {period}µs = {H.cpu(cpu_lim)} × {period} / 1000 (CPU limit)"
+            if quota
+            else ("no quota: cpuCFSQuota is false" if not node.cpu_cfs_quota else "no quota: no CPU limit")
+        )
+        why["memory"] = f"{H.size(mem_lim)} = memory limit" if mem_lim else "no limit: no memory limit"
+    return ResourceConfig(**rc)
+
+
+def _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits) -> None:
+    """MemoryQoS on cgroup v2 (KEP-2570 as of 1.36): memory.min/low by reservation policy, and
+    memory.high = floor((req + factor × (limit − req)) / page) × page for throttling."""
+    if not node.gate("MemoryQoS"):
+        rc["memory_high"] = -1  # kubelet writes "max" when the gate is off (rollback)
+        return
+    if node.memory_reservation_policy == TIERED:
+        if qos_class == GUARANTEED:
+            rc["memory_min"] = mem_req
+        else:
+            rc["memory_low"] = mem_req
+    factor = node.memory_throttling_factor
+    own_lim = _bytes(c.limits.get(MEMORY))
+    if factor is None or (own_lim == 0 and pod_level and MEMORY in pod_limits):
+        return
+    if mem_req != own_lim or mem_req == 0:
+        limit = own_lim or alloc_memory
+        page = node.page_size
+        high = int(math.floor((mem_req + factor * (limit - mem_req)) / page)) * page
+        if high > mem_req and high != 0:
+            rc["memory_high"] = high
+
+
+# --- VMs ------------------------------------------------------------------------------------------
+
+
+def vm_values(vm: VirtualMachine) -> tuple[dict[str, int], dict[str, int]]:
+    """A VM's effective requests and limits: its own plus the hypervisor overhead (like pod
+    overhead: added to requests, and to limits that are set)."""
+    reqs = {r: _resource_int(vm.requests, r) + _resource_int(vm.overhead, r) for r in (CPU, MEMORY)}
+    limits = {}
+    for r in (CPU, MEMORY):
+        lim = _resource_int(vm.limits, r)
+        limits[r] = lim + _resource_int(vm.overhead, r) if lim else 0
+    return reqs, limits
+
+
+def vm_qos(vm: VirtualMachine) -> str:
+    """The pod rules with the VM as its only container."""
+    as_pod = Pod(
+        name=vm.name,
+        namespace="vm",
+        uid="vm",
+        containers=(Container(name="vm", requests=vm.requests, limits=vm.limits),),
+    )
+    return qos.pod_qos(as_pod, pod_level=False)
+
+
+# --- the tree -------------------------------------------------------------------------------------
+
+
+def build_plan(
+    node: NodeConfig,
+    pods: Iterable[Pod],
+    vms: Iterable[VirtualMachine] = (),
+    cgroup: str = "v1",
+    *,
+    explain: bool = False,
+) -> Plan:
+    """Compute every unit, property and OOM score kubelet would (plus machine.slice for VMs)."""
+    pods = list(pods)
+    vms = list(vms)
+    warnings = list(node.warnings)
+    capacity, allocatable = node_values(node)
+    enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
+    period = node.cpu_cfs_quota_period_us
+    root = list(node.cgroup_root)
+    kubepods = naming.slice_name(root + ["kubepods"])
+    tier_slice = {t: naming.slice_name(root + ["kubepods", n]) for t, n in TIER_NAMES.items()}
+    tier_slice[GUARANTEED] = kubepods
+
+    # VMs take their share of the node first (issue: one node budget).
+    vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain) for vm in vms]
+    vm_cpu = sum(v.requests[CPU] for v in vm_plans)
+    vm_mem = sum(v.limits[MEMORY] for v in vm_plans)
+    budget = {CPU: max(0, enforced[CPU] - vm_cpu), MEMORY: max(0, enforced[MEMORY] - vm_mem), PID: enforced[PID]}
+    if vm_plans and (vm_cpu > enforced[CPU] or vm_mem > enforced[MEMORY]):
+        warnings.append(
+            f"VMs reserve more than the node has for workloads: cpu {H.cpu(vm_cpu)} of {H.cpu(enforced[CPU])},"
+            f" memory {H.size(vm_mem)} of {H.size(enforced[MEMORY])}"
+        )
+
+    pod_plans: list[PodPlan] = []
+    tier_cpu = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
+    tier_mem = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
+    tier_members: dict[str, list[str]] = {GUARANTEED: [], BURSTABLE: [], BESTEFFORT: []}
+    pod_level = node.gate("PodLevelResources")
+    for pod in pods:
+        cls = qos.pod_qos(pod, pod_level=pod_level)
+        why: dict[str, str] | None = {} if explain else None
+        rc, reqs, lims = pod_resource_config(pod, cls, node, cgroup, why)
+        tier = TIER_NAMES.get(cls)
+        slice_unit = naming.pod_slice(root, tier, pod.uid)
+        containers = []
+        for c in pod.all_containers():
+            cwhy: dict[str, str] | None = {} if explain else None
+            crc = container_resource_config(pod, c, cls, node, cgroup, budget[MEMORY], cwhy)
+            adj = qos.container_oom_score_adj(pod, c, capacity[MEMORY], qos=cls, pod_level=pod_level)
+            if cwhy is not None:
+                cwhy["oom_score_adj"] = _why_oom(pod, c, cls, adj, capacity[MEMORY])
+            containers.append(
+                ContainerPlan(
+                    name=c.name,
+                    kind=c.kind,
+                    scope=naming.container_scope(pod.uid, c.name),
+                    oom_score_adj=adj,
+                    resources=crc,
+                    properties=to_properties(crc, cgroup, period, container=True),
+                    why=cwhy or {},
+                )
+            )
+        pod_plans.append(
+            PodPlan(
+                pod=pod,
+                qos=cls,
+                slice=slice_unit,
+                requests=reqs,
+                limits=lims,
+                resources=rc,
+                properties=to_properties(rc, cgroup, period),
+                containers=containers,
+                why=why or {},
+            )
+        )
+        tier_cpu[cls] += reqs[CPU]
+        if cls != BESTEFFORT:
+            tier_mem[cls] += reqs[MEMORY]
+        tier_members[cls].append(f"{pod.key} {H.cpu(reqs[CPU])}")
+
+    total_cpu = sum(tier_cpu.values()) + vm_cpu
+    total_mem = sum(tier_mem.values()) + sum(v.requests[MEMORY] for v in vm_plans)
+    if total_cpu > allocatable[CPU] or total_mem > allocatable[MEMORY]:
+        warnings.append(
+            "requests exceed node allocatable:"
+            f" cpu {H.cpu(total_cpu)} requested of {H.cpu(allocatable[CPU])},"
+            f" memory {H.size(total_mem)} requested of {H.size(allocatable[MEMORY])}"
+        )
+
+    units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_cpu, vm_mem, tier_cpu,
+                        tier_mem, tier_members, warnings, explain)
+    order = {GUARANTEED: 0, BURSTABLE: 1, BESTEFFORT: 2}
+    for pp in sorted(pod_plans, key=lambda p: (order[p.qos], p.pod.key)):
+        owner = f"pod:{pp.pod.key}"
+        units.append(
+            UnitPlan(
+                name=pp.slice,
+                slice=tier_slice[pp.qos],
+                kind="pod",
+                description=f"sdqos pod {pp.pod.key} ({pp.qos})",
+                properties=pp.properties,
+                resources=pp.resources,
+                owner=owner,
+                why=pp.why,
+            )
+        )
+        for cp in pp.containers:
+            units.append(
+                UnitPlan(
+                    name=cp.scope,
+                    slice=pp.slice,
+                    kind="container",
+                    description=f"sdqos container {pp.pod.key}/{cp.name} ({pp.qos})",
+                    properties=cp.properties,
+                    resources=cp.resources,
+                    owner=owner,
+                    create=False,
+                    why=cp.why,
+                )
+            )
+    if vm_plans:
+        mwhy = {}
+        if explain:
+            mwhy["cpu_shares"] = f"{qos.milli_cpu_to_shares(vm_cpu)} = {H.cpu(vm_cpu)} × 1024 / 1000 (Σ VM cpu requests)"
+            mwhy["memory"] = f"{H.size(vm_mem)} = Σ VM memory (limits.memory + overhead)"
+        mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(vm_cpu), memory=vm_mem)
+        units.append(
+            UnitPlan(
+                name=naming.MACHINE_SLICE,
+                slice=naming.ROOT_SLICE,
+                kind="machine",
+                description="Virtual Machine and Container Slice",
+                properties=to_properties(mrc, cgroup, period),
+                resources=mrc,
+                why=mwhy,
+            )
+        )
+        for vp in vm_plans:
+            if vp.scope:
+                units.append(
+                    UnitPlan(
+                        name=vp.scope,
+                        slice=naming.MACHINE_SLICE,
+                        kind="vm",
+                        description=f"sdqos vm {vp.vm.name} ({vp.qos})",
+                        properties=vp.properties,
+                        resources=vp.resources,
+                        owner=f"vm:{vp.vm.name}",
+                        create=False,
+                        why=vp.why,
+                    )
+                )
+    return Plan(
+        cgroup=cgroup,
+        node=node,
+        capacity=capacity,
+        allocatable=allocatable,
+        pods_budget=budget,
+        vm_reserved={CPU: vm_cpu, MEMORY: vm_mem},
+        units=units,
+        pods=pod_plans,
+        vms=vm_plans,
+        warnings=warnings,
+        root_slice=kubepods,
+    )
+
+
+def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_cpu, vm_mem, tier_cpu, tier_mem,
+                tier_members, warnings, explain) -> list[UnitPlan]:
+    period = node.cpu_cfs_quota_period_us
+    mem_qos = cgroup == "v2" and node.gate("MemoryQoS")
+    tiered = mem_qos and node.memory_reservation_policy == TIERED
+    why_node: dict[str, str] = {}
+    node_rc = dict(cpu_shares=qos.milli_cpu_to_shares(budget[CPU]), memory=budget[MEMORY], pids=budget[PID] or None)
+    if tiered:
+        node_rc["memory_min"] = tier_mem[GUARANTEED] + tier_mem[BURSTABLE]
+    if explain:
+        basis = "allocatable" if "pods" in node.enforce_node_allocatable else "capacity (enforceNodeAllocatable lacks 'pods')"
+        vm_note = f" − VMs {H.cpu(vm_cpu)}" if vm_cpu else ""
+        why_node["cpu_shares"] = f"{node_rc['cpu_shares']} = {H.cpu(budget[CPU])} × 1024 / 1000 (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
+        vm_mnote = f" − VMs {H.size(vm_mem)}" if vm_mem else ""
+        why_node["memory"] = f"{H.size(budget[MEMORY])} = node {basis} {H.size(enforced[MEMORY])}{vm_mnote}"
+        why_node["pids"] = f"{budget[PID]} = node {basis} pids"
+
+    burst_rc: dict = dict(cpu_shares=qos.milli_cpu_to_shares(tier_cpu[BURSTABLE]))
+    be_rc: dict = dict(cpu_shares=qos.MIN_SHARES)
+    why_b: dict[str, str] = {}
+    why_be: dict[str, str] = {}
+    if explain:
+        members = ", ".join(tier_members[BURSTABLE]) or "no Burstable pods"
+        why_b["cpu_shares"] = f"{burst_rc['cpu_shares']} = {H.cpu(tier_cpu[BURSTABLE])} × 1024 / 1000 (Σ Burstable requests: {members})"
+        why_be["cpu_shares"] = "2 = kubelet's fixed BestEffort tier shares"
+    pct = node.qos_reserved.get(MEMORY)
+    if pct is not None and node.gate("QOSReserved") and budget[MEMORY] > 0:
+        burst_mem = budget[MEMORY] - tier_mem[GUARANTEED] * pct // 100
+        be_mem = burst_mem - tier_mem[BURSTABLE] * pct // 100
+        for name, val in (("Burstable", burst_mem), ("BestEffort", be_mem)):
+            if val <= 0:
+                warnings.append(f"qosReserved memory {pct}% leaves the {name} tier no memory ({val} bytes): left unlimited")
+        burst_rc["memory"] = burst_mem if burst_mem > 0 else None
+        be_rc["memory"] = be_mem if be_mem > 0 else None
+        if explain:
+            why_b["memory"] = (
+                f"{H.size(burst_mem)} = pods memory {H.size(budget[MEMORY])} − Σ Guaranteed requests"
+                f" {H.size(tier_mem[GUARANTEED])} × {pct}% (qosReserved)"
+            )
+            why_be["memory"] = (
+                f"{H.size(be_mem)} = Burstable tier {H.size(burst_mem)} − Σ Burstable requests"
+                f" {H.size(tier_mem[BURSTABLE])} × {pct}% (qosReserved)"
+            )
+    elif explain:
+        why_b["memory"] = why_be["memory"] = "no limit: qosReserved memory is not in effect"
+    if tiered:
+        burst_rc["memory_low"] = tier_mem[BURSTABLE]
+
+    node_res = ResourceConfig(**node_rc)
+    burst_res = ResourceConfig(**burst_rc)
+    be_res = ResourceConfig(**be_rc)
+    return [
+        UnitPlan(kubepods, naming.parent_slice(kubepods), "node", "sdqos node allocatable for pods (kubepods)",
+                 to_properties(node_res, cgroup, period), node_res, why=why_node),
+        UnitPlan(tier_slice[BURSTABLE], kubepods, "tier", "sdqos Burstable QoS tier",
+                 to_properties(burst_res, cgroup, period), burst_res, why=why_b),
+        UnitPlan(tier_slice[BESTEFFORT], kubepods, "tier", "sdqos BestEffort QoS tier",
+                 to_properties(be_res, cgroup, period), be_res, why=why_be),
+    ]
+
+
+def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity: int, explain: bool) -> VMPlan:
+    cls = vm_qos(vm)
+    reqs, lims = vm_values(vm)
+    period = node.cpu_cfs_quota_period_us
+    quota = qos.milli_cpu_to_quota(lims[CPU], period) if node.cpu_cfs_quota else 0
+    rc = ResourceConfig(
+        cpu_shares=qos.milli_cpu_to_shares(reqs[CPU]),
+        cpu_quota=quota or None,
+        cpu_period=period if quota else None,
+        memory=lims[MEMORY],
+    )
+    if cls == GUARANTEED:
+        adj = qos.GUARANTEED_OOM_SCORE_ADJ
+    else:
+        adj = 1000 - qos._go_div(1000 * reqs[MEMORY], memory_capacity)
+        adj = max(1000 + qos.GUARANTEED_OOM_SCORE_ADJ, adj)
+        adj = adj - 1 if adj == qos.BESTEFFORT_OOM_SCORE_ADJ else adj
+    props = to_properties(rc, cgroup, period, container=True)
+    props.pop("TasksMax", None)  # libvirt/machined own TasksMax on VM scopes
+    scope = None
+    if vm.scope:
+        scope = vm.scope
+    elif vm.libvirt_domain:
+        scope = naming.machine_scope(vm.libvirt_domain)
+    why = {}
+    if explain:
+        oh = " + overhead" if vm.overhead else ""
+        why["cpu_shares"] = f"{rc.cpu_shares} = {H.cpu(reqs[CPU])} × 1024 / 1000 (cpu request{oh})"
+        why["memory"] = f"{H.size(lims[MEMORY])} = limits.memory{oh} (guest RAM + hypervisor)"
+        why["oom_score_adj"] = f"{adj} ({cls} VM)"
+    return VMPlan(vm, cls, scope, reqs, lims, adj, rc, props, why)
+
+
+def _why_oom(pod: Pod, c: Container, cls: str, adj: int, capacity: int) -> str:
+    if qos.is_node_critical(pod):
+        return f"{adj}: node-critical pod (priorityClassName {qos.SYSTEM_NODE_CRITICAL})"
+    if cls == GUARANTEED:
+        return f"{adj}: Guaranteed pod"
+    if cls == BESTEFFORT:
+        return f"{adj}: BestEffort pod"
+    req = _bytes(c.requests.get(MEMORY))
+    text = f"{adj} = 1000 − 1000 × {H.size(req)} / {H.size(capacity)} (memory request / node memory capacity)"
+    if c.sidecar:
+        text += ", at most the smallest app container's score (sidecar)"
+    if adj in (3, 999):
+        text += f", clamped to {adj}"
+    return text

@@ -1,0 +1,125 @@
+"""Typed errors.
+
+Every failure sdqos reports is one of these. Each carries its context (file, document, field;
+unit and D-Bus error name) and an exit code, so the CLI can print one readable line and exit
+with a documented status:
+
+    0  ok
+    1  error talking to systemd or the host (nothing invalid in the config)
+    2  invalid input (config file, field, command-line argument)
+    3  another sdqos sync holds the lock and --lock-timeout expired
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_INVALID = 2
+EXIT_LOCKED = 3
+
+
+class SdqosError(Exception):
+    """Base of every error sdqos raises on purpose."""
+
+    exit_code = EXIT_ERROR
+
+    def __str__(self) -> str:  # one line, always
+        return " ".join(super().__str__().split())
+
+
+# --- invalid input ---------------------------------------------------------------------------
+
+
+class InvalidInput(SdqosError):
+    """Something an operator wrote is wrong. `where` names the file (and document index), `field`
+    the path inside it, e.g. ``pods/web.yaml[2]`` and ``spec.containers[0].resources.limits.cpu``."""
+
+    exit_code = EXIT_INVALID
+
+    def __init__(self, message: str, where: str | None = None, field: str | None = None):
+        self.message = message
+        self.where = where
+        self.field = field
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        parts = [p for p in (self.where, self.field) if p]
+        return ": ".join(parts + [self.message])
+
+
+class QuantityError(ValueError):
+    """A string is not a Kubernetes resource quantity. Raised by `sdqos.quantity`; the config
+    loader wraps it into InvalidInput with the file and field."""
+
+
+class ConfigDirError(InvalidInput):
+    """The config directory itself is unusable (missing, empty, unsafe permissions)."""
+
+
+# --- runtime ---------------------------------------------------------------------------------
+
+
+class LockTimeout(SdqosError):
+    """Another sync holds the lock."""
+
+    exit_code = EXIT_LOCKED
+
+
+class HostError(SdqosError):
+    """Reading or writing the host (procfs, cgroupfs, namespaces) failed."""
+
+
+class SandboxError(SdqosError):
+    """The private test systemd could not be brought up, entered or torn down."""
+
+
+class SystemdError(SdqosError):
+    """A D-Bus call to systemd failed. `name` is the D-Bus error name when there is one."""
+
+    def __init__(self, message: str, name: str | None = None, unit: str | None = None):
+        self.name = name
+        self.unit = unit
+        self.message = message
+        text = message
+        if unit and unit not in message:
+            text = f"{unit}: {text}"
+        if name:
+            text = f"{text} ({name})"
+        super().__init__(text)
+
+
+class UnitExists(SystemdError):
+    """org.freedesktop.systemd1.UnitExists"""
+
+
+class NoSuchUnit(SystemdError):
+    """org.freedesktop.systemd1.NoSuchUnit"""
+
+
+class InvalidProperty(SystemdError):
+    """PropertyReadOnly / InvalidArgs / UnknownProperty: systemd refused a property or value."""
+
+
+class AccessDenied(SystemdError):
+    """AccessDenied / InteractiveAuthorizationRequired."""
+
+
+class BusDisconnected(SystemdError):
+    """NoReply, a closed connection, or systemd gone from the bus: safe to retry."""
+
+
+class BusUnavailable(SystemdError):
+    """The bus cannot be reached at all (no socket, connection refused)."""
+
+
+class JobFailed(SystemdError):
+    """A job finished with a result other than ``done``."""
+
+    def __init__(self, unit: str, result: str, job: str | None = None):
+        self.result = result
+        self.job = job
+        super().__init__(f"job for {unit} finished with result '{result}'", unit=unit)
+
+
+class CallTimeout(SystemdError):
+    """A D-Bus call or a job did not finish in time."""

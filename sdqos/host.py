@@ -1,0 +1,48 @@
+"""What this host is: capacity (CPUs, memory, pids), cgroup mode, page size. Reads /proc and /sys."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .model import CPU, MEMORY, PID
+from .quantity import Quantity, parse_quantity
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def detect_capacity(proc: Path = Path("/proc")) -> dict[str, Quantity]:
+    """CPUs this process may run on, MemTotal, and kernel.pid_max — what kubelet reports as capacity.
+    A resource that cannot be read is left out (node.yaml's ``capacity`` must then name it)."""
+    out: dict[str, Quantity] = {}
+    try:
+        out[CPU] = parse_quantity(str(len(os.sched_getaffinity(0))))
+    except (AttributeError, OSError):
+        n = os.cpu_count()
+        if n:
+            out[CPU] = parse_quantity(str(n))
+    try:
+        for line in (proc / "meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                kib = int(line.split()[1])
+                out[MEMORY] = parse_quantity(str(kib * 1024))
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        out[PID] = parse_quantity((proc / "sys/kernel/pid_max").read_text().strip())
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def detect_cgroup_mode(root: Path = CGROUP_ROOT) -> str:
+    """"v2" on a unified hierarchy (cgroup2 mounted at /sys/fs/cgroup), "v1" for legacy/hybrid."""
+    return "v2" if (root / "cgroup.controllers").exists() else "v1"
+
+
+def page_size() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return 4096

@@ -1,0 +1,66 @@
+"""Numbers for people: 128 MiB, 850m, 50% CPU. Used by plan/explain/status text output."""
+
+from __future__ import annotations
+
+INFINITY = 2**64 - 1
+
+_BINARY = (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+def size(n: int | None) -> str:
+    """Bytes with a binary unit; exact values stay exact (1.5 GiB), others get 1 decimal."""
+    if n is None or n == INFINITY:
+        return "unlimited"
+    if n < 0:
+        return "-" + size(-n)
+    for unit, factor in _BINARY:
+        if n >= factor:
+            v = n / factor
+            return f"{v:.0f} {unit}" if n % factor == 0 else f"{v:.1f} {unit}"
+    return f"{n} B"
+
+
+def cpu(milli: int | None) -> str:
+    """Millicores the way Kubernetes writes them: 250m, 2, 1500m."""
+    if milli is None:
+        return "-"
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def quota(per_sec_usec: int | None) -> str:
+    """CPUQuotaPerSecUSec as systemd shows it: 50% CPU (of one CPU), or 'no quota'."""
+    if per_sec_usec is None or per_sec_usec == INFINITY:
+        return "no quota"
+    pct = per_sec_usec / 10_000
+    return f"{pct:.0f}% CPU" if per_sec_usec % 10_000 == 0 else f"{pct:.2f}% CPU"
+
+
+def count(n: int | None) -> str:
+    if n is None or n == INFINITY:
+        return "unlimited"
+    return str(n)
+
+
+def usec(n: int | None) -> str:
+    if n is None or n == INFINITY:
+        return "default"
+    if n % 1000 == 0:
+        return f"{n // 1000}ms"
+    return f"{n}us"
+
+
+def prop(name: str, value: int) -> str:
+    """One property value in human units, by property name."""
+    if name in ("MemoryLimit", "MemoryMax", "MemoryHigh", "MemoryMin", "MemoryLow"):
+        return size(value)
+    if name == "CPUQuotaPerSecUSec":
+        return quota(value)
+    if name == "CPUQuotaPeriodUSec":
+        return usec(value)
+    if name == "CPUShares":
+        return f"{value} shares"
+    if name == "CPUWeight":
+        return f"weight {value}"
+    if name == "TasksMax":
+        return f"{count(value)} tasks"
+    return str(value)

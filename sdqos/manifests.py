@@ -1,0 +1,507 @@
+"""Pod and VirtualMachine manifests → model objects, validated and defaulted like the API server.
+
+Pure: takes already-loaded YAML documents. Every problem becomes an :class:`InvalidInput` naming
+the file, the document index and the field path, e.g.
+``pods/web.yaml[2]: spec.containers[0].resources.limits.cpu: "12x" is not a quantity``.
+A pod with problems is not returned; its identity (namespace/name, uid), when readable, is, so the
+reconciler can leave its units alone instead of treating it as deleted.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from .errors import InvalidInput, QuantityError
+from .model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
+from .quantity import Quantity, parse_quantity
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LIBVIRT_DOMAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")
+UID_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,126}[A-Za-z0-9])?$")
+UID_NAMESPACE = uuid.UUID("5b0a7a5e-3d1c-5f2e-9a57-7364716f7300")  # sdqos' own uuid5 namespace
+INT64_MAX = 2**63 - 1
+
+STANDARD_RESOURCES = frozenset({CPU, MEMORY, "ephemeral-storage"})
+BUILTIN_PRIORITY = {"system-node-critical": 2_000_001_000, "system-cluster-critical": 2_000_000_000}
+SIDECAR_POLICY = "Always"
+
+# Field names kubectl's strict validation knows; anything else is a typo we refuse rather than
+# silently ignore (a misspelt "resources" would quietly turn a pod into BestEffort).
+POD_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+METADATA_FIELDS = frozenset({
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+    "ownerReferences", "finalizers", "managedFields",
+})
+POD_SPEC_FIELDS = frozenset({
+    "volumes", "initContainers", "containers", "ephemeralContainers", "restartPolicy",
+    "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy", "nodeSelector",
+    "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName", "hostNetwork",
+    "hostPID", "hostIPC", "shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname",
+    "subdomain", "affinity", "schedulerName", "tolerations", "hostAliases", "priorityClassName",
+    "priority", "dnsConfig", "readinessGates", "runtimeClassName", "enableServiceLinks",
+    "preemptionPolicy", "overhead", "topologySpreadConstraints", "setHostnameAsFQDN", "os",
+    "hostUsers", "schedulingGates", "resourceClaims", "resources", "hostnameOverride",
+    "workloadRef", "restartPolicyRules",
+})
+CONTAINER_FIELDS = frozenset({
+    "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
+    "resizePolicy", "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices",
+    "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+    "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
+})
+RESOURCES_FIELDS = frozenset({"requests", "limits", "claims"})
+VM_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec"})
+VM_SPEC_FIELDS = frozenset({"resources", "overhead", "libvirt", "scope", "pidFile"})
+VM_API_VERSION = "sdqos.io/v1alpha1"
+
+# Hypervisor overhead when a VM does not say (documented in README): QEMU's own process needs
+# roughly 100m CPU and 64 MiB + 1/64 of guest RAM for page tables, device emulation and I/O.
+VM_DEFAULT_OVERHEAD_CPU_MILLI = 100
+VM_DEFAULT_OVERHEAD_MEMORY_BASE = 64 * 2**20
+VM_DEFAULT_OVERHEAD_MEMORY_RATIO = 64
+
+
+@dataclass
+class ParseResult:
+    """What a set of documents yielded: valid objects, errors, and the identities of invalid ones."""
+
+    pods: list[Pod] = field(default_factory=list)
+    vms: list[VirtualMachine] = field(default_factory=list)
+    errors: list[InvalidInput] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    invalid_keys: set[str] = field(default_factory=set)  # "pod:<ns>/<name>", "uid:<uid>", "vm:<name>"
+
+
+class _Doc:
+    """Error collector for one document: remembers the source and a field path prefix."""
+
+    def __init__(self, source: Source, result: ParseResult, prefix: str = ""):
+        self.source = source
+        self.result = result
+        self.prefix = prefix
+        self.failed = False
+
+    def error(self, path: str, message: str) -> None:
+        self.failed = True
+        full = f"{self.prefix}{path}" if path else self.prefix.rstrip(".")
+        self.result.errors.append(InvalidInput(message, where=str(self.source), field=full or None))
+
+    def mapping(self, value, path: str, *, required: bool = False) -> dict | None:
+        if value is None:
+            if required:
+                self.error(path, "Required value")
+            return None
+        if not isinstance(value, dict):
+            self.error(path, f"must be a mapping, not {_type_name(value)}")
+            return None
+        for k in value:
+            if not isinstance(k, str):
+                self.error(path, f"key {k!r} must be a string")
+                return None
+        return value
+
+    def unknown(self, value: dict, allowed: frozenset[str], path: str) -> None:
+        for k in value:
+            if k not in allowed:
+                self.error(f"{path}.{k}" if path else k, "unknown field")
+
+    def string(self, value, path: str, *, required: bool = False) -> str | None:
+        if value is None:
+            if required:
+                self.error(path, "Required value")
+            return None
+        if not isinstance(value, str):
+            self.error(path, f"must be a string, not {_type_name(value)}")
+            return None
+        return value
+
+
+def _type_name(value) -> str:
+    return {dict: "a mapping", list: "a list", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _quote(value) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return '"' + text.replace('"', '\\"') + '"'
+
+
+def _check_name(doc: _Doc, value: str, path: str, *, subdomain: bool = False) -> bool:
+    limit, pattern, what = (253, DNS_SUBDOMAIN, "DNS-1123 subdomain") if subdomain else (63, DNS_LABEL, "DNS-1123 label")
+    if len(value) > limit:
+        doc.error(path, f"{_quote(value)} must be no more than {limit} characters")
+        return False
+    if not pattern.match(value):
+        doc.error(
+            path,
+            f"{_quote(value)} is not a valid {what} (lowercase letters, digits and '-'"
+            + (", '.'" if subdomain else "")
+            + ", starting and ending with a letter or digit)",
+        )
+        return False
+    return True
+
+
+def _resource_name_ok(name: str) -> bool:
+    return name in STANDARD_RESOURCES or name.startswith("hugepages-") or "/" in name
+
+
+def parse_resource_list(doc: _Doc, value, path: str, *, pod_level: bool = False) -> dict[str, Quantity]:
+    """A ResourceList: resource name → non-negative quantity; memory a whole number of bytes."""
+    m = doc.mapping(value, path)
+    if not m:
+        return {}
+    out: dict[str, Quantity] = {}
+    for name, raw in m.items():
+        fpath = f"{path}.{name}"
+        if not _resource_name_ok(name):
+            doc.error(
+                fpath,
+                f"{_quote(name)} is not a resource name (cpu, memory, ephemeral-storage, hugepages-<size>,"
+                " or a fully-qualified extended resource)",
+            )
+            continue
+        if pod_level and not (name in (CPU, MEMORY) or name.startswith("hugepages-")):
+            doc.error(fpath, f"{_quote(name)} is not supported in pod-level resources (cpu, memory, hugepages-<size>)")
+            continue
+        try:
+            q = parse_quantity(raw)
+        except QuantityError as exc:
+            doc.error(fpath, str(exc))
+            continue
+        if q.sign() < 0:
+            doc.error(fpath, f"{_quote(str(raw))} must be greater than or equal to 0")
+            continue
+        if name == CPU:
+            if q.milli_value() > INT64_MAX:
+                doc.error(fpath, f"{_quote(str(raw))} is too large")
+                continue
+        elif q.value() > INT64_MAX:
+            doc.error(fpath, f"{_quote(str(raw))} is too large (more than 2^63-1)")
+            continue
+        if (name == MEMORY or name.startswith("hugepages-")) and q.as_fraction().denominator != 1:
+            doc.error(
+                fpath,
+                f"{_quote(str(raw))} is a fractional number of bytes"
+                + (" (did you mean Mi?)" if isinstance(raw, str) and raw.endswith("m") else ""),
+            )
+            continue
+        out[name] = q
+    return out
+
+
+def _check_request_limit(doc: _Doc, reqs: dict, lims: dict, path: str) -> None:
+    for name, req in reqs.items():
+        lim = lims.get(name)
+        if lim is not None and req > lim:
+            doc.error(f"{path}.requests.{name}", f'"{req}" must be less than or equal to {name} limit of "{lim}"')
+
+
+def parse_container(doc: _Doc, value, path: str, *, init: bool, apply_defaults: bool) -> Container | None:
+    c = doc.mapping(value, path)
+    if c is None:
+        if value is None:
+            doc.error(path, "must be a mapping, not null")
+        return None
+    doc.unknown(c, CONTAINER_FIELDS, path)
+    name = doc.string(c.get("name"), f"{path}.name", required=True)
+    if name is not None and not _check_name(doc, name, f"{path}.name"):
+        name = None
+    res = doc.mapping(c.get("resources"), f"{path}.resources") or {}
+    if res:
+        doc.unknown(res, RESOURCES_FIELDS, f"{path}.resources")
+    reqs = parse_resource_list(doc, res.get("requests"), f"{path}.resources.requests")
+    lims = parse_resource_list(doc, res.get("limits"), f"{path}.resources.limits")
+    _check_request_limit(doc, reqs, lims, f"{path}.resources")
+    written = frozenset(reqs)
+    if apply_defaults:
+        # API defaulting: a limit with no request gets request = limit.
+        for rname, lim in lims.items():
+            reqs.setdefault(rname, lim)
+    policy = c.get("restartPolicy")
+    restart_always = False
+    if policy is not None:
+        if not init:
+            pass  # app-container restartPolicy belongs to newer API features; it does not affect QoS
+        elif policy != SIDECAR_POLICY:
+            doc.error(f"{path}.restartPolicy", f"Unsupported value: {_quote(policy)}: supported values: \"Always\"")
+        else:
+            restart_always = True
+    if name is None:
+        return None
+    return Container(name=name, requests=reqs, limits=lims, init=init, restart_always=restart_always, request_set=written)
+
+
+def stable_uid(namespace: str, name: str) -> str:
+    """A UID derived from namespace/name: the same on every run and every machine."""
+    return str(uuid.uuid5(UID_NAMESPACE, f"{namespace}/{name}"))
+
+
+def parse_pod(raw, source: Source, result: ParseResult, *, prefix: str = "", apply_defaults: bool = True) -> Pod | None:
+    """One Pod document. Errors go to ``result``; returns the Pod only if it is entirely valid."""
+    doc = _Doc(source, result, prefix)
+    m = doc.mapping(raw, "", required=True)
+    if m is None:
+        return None
+    if m.get("apiVersion") != "v1":
+        doc.error("apiVersion", f"must be \"v1\" for a Pod, not {_quote(m.get('apiVersion'))}")
+    if m.get("kind") != "Pod":
+        doc.error("kind", f"must be \"Pod\", not {_quote(m.get('kind'))}")
+    doc.unknown(m, POD_FIELDS, "")
+    meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
+    doc.unknown(meta, METADATA_FIELDS, "metadata")
+    name = doc.string(meta.get("name"), "metadata.name", required=True)
+    if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
+        name = None
+    namespace = doc.string(meta.get("namespace"), "metadata.namespace")
+    if namespace is None and "namespace" not in meta:
+        namespace = "default"
+    if namespace is not None and not _check_name(doc, namespace, "metadata.namespace"):
+        namespace = None
+    uid_raw = meta.get("uid")
+    uid = None
+    if uid_raw is not None:
+        uid = doc.string(uid_raw, "metadata.uid")
+        if uid is not None and not UID_RE.match(uid):
+            doc.error("metadata.uid", f"{_quote(uid)} must be letters, digits and '-' (at most 128), like a UUID")
+            uid = None
+    if name and namespace:
+        result.invalid_keys.add(f"pod:{namespace}/{name}")  # removed again below if the pod is valid
+    if uid:
+        result.invalid_keys.add(f"uid:{uid}")
+    annotations = doc.mapping(meta.get("annotations"), "metadata.annotations") or {}
+    for k, v in annotations.items():
+        if not isinstance(v, str):
+            doc.error(f"metadata.annotations.{k}", f"must be a string, not {_type_name(v)}")
+
+    spec = doc.mapping(m.get("spec"), "spec", required=True) or {}
+    doc.unknown(spec, POD_SPEC_FIELDS, "spec")
+    containers = _container_list(doc, spec, "containers", init=False, apply_defaults=apply_defaults, required=True)
+    inits = _container_list(doc, spec, "initContainers", init=True, apply_defaults=apply_defaults, required=False)
+    seen: dict[str, str] = {}
+    for kind, lst in (("initContainers", inits), ("containers", containers)):
+        for i, c in enumerate(lst):
+            if c is None:
+                continue
+            if c.name in seen:
+                doc.error(f"spec.{kind}[{i}].name", f"Duplicate value: {_quote(c.name)} (also {seen[c.name]})")
+            else:
+                seen[c.name] = f"spec.{kind}[{i}]"
+    overhead = parse_resource_list(doc, spec.get("overhead"), "spec.overhead")
+    pod_resources = None
+    pres = doc.mapping(spec.get("resources"), "spec.resources")
+    if pres:
+        doc.unknown(pres, RESOURCES_FIELDS, "spec.resources")
+        preqs = parse_resource_list(doc, pres.get("requests"), "spec.resources.requests", pod_level=True)
+        plims = parse_resource_list(doc, pres.get("limits"), "spec.resources.limits", pod_level=True)
+        _check_request_limit(doc, preqs, plims, "spec.resources")
+        if apply_defaults:
+            for rname, lim in plims.items():
+                preqs.setdefault(rname, lim)
+        if preqs or plims:
+            pod_resources = PodResources(requests=preqs, limits=plims)
+    priority = spec.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        doc.error("spec.priority", f"must be an integer, not {_type_name(priority)}")
+        priority = None
+    elif priority is not None and not -(2**31) <= priority < 2**31:
+        doc.error("spec.priority", f"{priority} is out of the int32 range")
+        priority = None
+    pclass = doc.string(spec.get("priorityClassName"), "spec.priorityClassName") or ""
+    if priority is None and apply_defaults and pclass in BUILTIN_PRIORITY:
+        priority = BUILTIN_PRIORITY[pclass]  # what the Priority admission plugin fills in
+
+    if doc.failed or not name or not namespace:
+        return None
+    if uid is None:
+        uid = stable_uid(namespace, name)
+        generated = True
+    else:
+        generated = False
+    result.invalid_keys.discard(f"pod:{namespace}/{name}")
+    result.invalid_keys.discard(f"uid:{uid}")
+    return Pod(
+        name=name,
+        namespace=namespace,
+        uid=uid,
+        containers=tuple(c for c in containers if c),
+        init_containers=tuple(c for c in inits if c),
+        overhead=overhead,
+        resources=pod_resources,
+        priority=priority,
+        priority_class_name=pclass,
+        annotations=dict(annotations),
+        uid_generated=generated,
+        source=source,
+    )
+
+
+def _container_list(doc: _Doc, spec: dict, key: str, *, init: bool, apply_defaults: bool, required: bool):
+    raw = spec.get(key)
+    path = f"spec.{key}"
+    if raw is None:
+        if required:
+            doc.error(path, "Required value")
+        return []
+    if not isinstance(raw, list):
+        doc.error(path, f"must be a list, not {_type_name(raw)}")
+        return []
+    if required and not raw:
+        doc.error(path, "Required value: a pod needs at least one container")
+    return [parse_container(doc, c, f"{path}[{i}]", init=init, apply_defaults=apply_defaults) for i, c in enumerate(raw)]
+
+
+def parse_pod_documents(docs: list, file: str, result: ParseResult, *, apply_defaults: bool = True) -> None:
+    """Every Pod in a file's documents (``kind: List`` and ``kind: PodList`` unwrapped)."""
+    for index, raw in enumerate(docs):
+        source = Source(file, index)
+        if isinstance(raw, dict) and raw.get("kind") in ("List", "PodList"):
+            items = raw.get("items")
+            if not isinstance(items, list):
+                doc = _Doc(source, result)
+                doc.error("items", "must be a list")
+                continue
+            for i, item in enumerate(items):
+                pod = parse_pod(item, source, result, prefix=f"items[{i}].", apply_defaults=apply_defaults)
+                if pod:
+                    result.pods.append(pod)
+            continue
+        pod = parse_pod(raw, source, result, apply_defaults=apply_defaults)
+        if pod:
+            result.pods.append(pod)
+
+
+def check_duplicates(result: ParseResult) -> None:
+    """Two pods with the same uid or namespace/name are both invalid: we cannot tell which one
+    the operator means, so neither is applied and neither one's units are touched."""
+    by_key: dict[str, list[Pod]] = {}
+    by_uid: dict[str, list[Pod]] = {}
+    for p in result.pods:
+        by_key.setdefault(p.key, []).append(p)
+        by_uid.setdefault(p.uid, []).append(p)
+    bad: set[int] = set()
+    for what, groups in (("namespace/name", by_key), ("uid", by_uid)):
+        for value, pods in groups.items():
+            if len(pods) < 2:
+                continue
+            places = ", ".join(str(p.source) for p in pods)
+            for p in pods:
+                field_name = "metadata.uid" if what == "uid" else "metadata.name"
+                result.errors.append(
+                    InvalidInput(f"Duplicate {what} {_quote(value)} (defined in {places})", where=str(p.source), field=field_name)
+                )
+                bad.add(id(p))
+                result.invalid_keys.add(f"pod:{p.key}")
+                result.invalid_keys.add(f"uid:{p.uid}")
+    if bad:
+        result.pods = [p for p in result.pods if id(p) not in bad]
+
+
+# --- VirtualMachine ------------------------------------------------------------------------------
+
+
+def default_vm_overhead(limits: dict[str, Quantity]) -> dict[str, Quantity]:
+    mem = limits.get(MEMORY)
+    guest = mem.value() if mem is not None else 0
+    overhead_mem = VM_DEFAULT_OVERHEAD_MEMORY_BASE + math.ceil(guest / VM_DEFAULT_OVERHEAD_MEMORY_RATIO)
+    return {CPU: parse_quantity(f"{VM_DEFAULT_OVERHEAD_CPU_MILLI}m"), MEMORY: parse_quantity(str(overhead_mem))}
+
+
+def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
+    doc = _Doc(source, result)
+    m = doc.mapping(raw, "", required=True)
+    if m is None:
+        return None
+    if m.get("apiVersion") != VM_API_VERSION:
+        doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
+    if m.get("kind") != "VirtualMachine":
+        doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
+    doc.unknown(m, VM_FIELDS, "")
+    meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
+    name = doc.string(meta.get("name"), "metadata.name", required=True)
+    if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
+        name = None
+    if name:
+        result.invalid_keys.add(f"vm:{name}")
+    spec = doc.mapping(m.get("spec"), "spec", required=True) or {}
+    doc.unknown(spec, VM_SPEC_FIELDS, "spec")
+    res = doc.mapping(spec.get("resources"), "spec.resources", required=True) or {}
+    doc.unknown(res, RESOURCES_FIELDS, "spec.resources")
+    reqs = parse_resource_list(doc, res.get("requests"), "spec.resources.requests")
+    lims = parse_resource_list(doc, res.get("limits"), "spec.resources.limits")
+    for rname in list(reqs) + list(lims):
+        if rname not in (CPU, MEMORY):
+            doc.error(f"spec.resources.{rname}", "only cpu and memory are supported for VMs")
+    if MEMORY not in lims and res:
+        doc.error("spec.resources.limits.memory", "Required value: the guest's RAM")
+    _check_request_limit(doc, reqs, lims, "spec.resources")
+    for rname, lim in lims.items():
+        reqs.setdefault(rname, lim)
+    overhead_raw = spec.get("overhead")
+    if overhead_raw is None:
+        overhead = default_vm_overhead(lims)
+        defaulted = True
+    else:
+        overhead = parse_resource_list(doc, overhead_raw, "spec.overhead")
+        defaulted = False
+    libvirt = doc.mapping(spec.get("libvirt"), "spec.libvirt")
+    domain = None
+    if libvirt is not None:
+        domain = doc.string(libvirt.get("domain"), "spec.libvirt.domain", required=True)
+        if domain is not None and not LIBVIRT_DOMAIN.match(domain):
+            doc.error("spec.libvirt.domain", f"{_quote(domain)} is not a libvirt domain name")
+            domain = None
+    scope = doc.string(spec.get("scope"), "spec.scope")
+    if scope is not None and not (scope.endswith(".scope") and _unit_name_ok(scope)):
+        doc.error("spec.scope", f"{_quote(scope)} is not a scope unit name")
+        scope = None
+    pid_file = doc.string(spec.get("pidFile"), "spec.pidFile")
+    if pid_file is not None and not pid_file.startswith("/"):
+        doc.error("spec.pidFile", f"{_quote(pid_file)} must be an absolute path")
+    if sum(x is not None for x in (libvirt, spec.get("scope"), spec.get("pidFile"))) > 1:
+        doc.error("spec", "give only one of libvirt.domain, scope, pidFile")
+    if doc.failed or not name:
+        return None
+    result.invalid_keys.discard(f"vm:{name}")
+    return VirtualMachine(
+        name=name,
+        requests=reqs,
+        limits=lims,
+        overhead=overhead,
+        overhead_defaulted=defaulted,
+        libvirt_domain=domain,
+        scope=scope,
+        pid_file=pid_file,
+        source=source,
+    )
+
+
+def _unit_name_ok(name: str) -> bool:
+    from .naming import valid_unit_name
+
+    return valid_unit_name(name) and ".." not in name
+
+
+def parse_vm_documents(docs: list, file: str, result: ParseResult) -> None:
+    for index, raw in enumerate(docs):
+        vm = parse_vm(raw, Source(file, index), result)
+        if vm:
+            result.vms.append(vm)
+    names: dict[str, VirtualMachine] = {}
+    for vm in list(result.vms):
+        if vm.name in names and names[vm.name] is not vm:
+            first = names[vm.name]
+            result.errors.append(
+                InvalidInput(f"Duplicate VM name \"{vm.name}\" (also in {first.source})", where=str(vm.source), field="metadata.name")
+            )
+            result.vms = [v for v in result.vms if v.name != vm.name]
+            result.invalid_keys.add(f"vm:{vm.name}")
+        names.setdefault(vm.name, vm)

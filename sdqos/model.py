@@ -1,0 +1,130 @@
+"""Plain dataclasses for what the config says: node, pods, containers, VMs.
+
+The loaders build these from YAML; the QoS engine reads them and never does I/O. Resource lists
+map a resource name (``cpu``, ``memory``, ``pid``, …) to a :class:`~sdqos.quantity.Quantity`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .quantity import Quantity
+
+CPU = "cpu"
+MEMORY = "memory"
+PID = "pid"
+
+ResourceList = Mapping[str, Quantity]
+
+GUARANTEED = "Guaranteed"
+BURSTABLE = "Burstable"
+BESTEFFORT = "BestEffort"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where something was read: file (relative to the config dir) and document index."""
+
+    file: str
+    index: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Container:
+    """One container (app, init or sidecar) with its resources after API defaulting."""
+
+    name: str
+    requests: ResourceList
+    limits: ResourceList
+    init: bool = False
+    restart_always: bool = False  # restartPolicy: Always on an init container = sidecar
+    request_set: frozenset[str] = frozenset()  # resource names whose request was written (not defaulted)
+
+    @property
+    def sidecar(self) -> bool:
+        return self.init and self.restart_always
+
+    @property
+    def kind(self) -> str:
+        return "sidecar" if self.sidecar else ("init" if self.init else "app")
+
+
+@dataclass(frozen=True)
+class PodResources:
+    """Pod-level ``spec.resources`` (KEP-2837)."""
+
+    requests: ResourceList
+    limits: ResourceList
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod manifest, reduced to what QoS needs."""
+
+    name: str
+    namespace: str
+    uid: str
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...] = ()
+    overhead: ResourceList = field(default_factory=dict)
+    resources: PodResources | None = None
+    priority: int | None = None
+    priority_class_name: str = ""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    uid_generated: bool = False
+    source: Source | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def all_containers(self) -> tuple[Container, ...]:
+        """Init containers (sidecars included) first, then app containers, as kubelet walks them."""
+        return self.init_containers + self.containers
+
+
+@dataclass(frozen=True)
+class VirtualMachine:
+    """A VM definition (``kind: VirtualMachine``): the hypervisor process as one container."""
+
+    name: str
+    requests: ResourceList
+    limits: ResourceList
+    overhead: ResourceList
+    overhead_defaulted: bool = False
+    libvirt_domain: str | None = None
+    scope: str | None = None
+    pid_file: str | None = None
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """The parts of a KubeletConfiguration sdqos acts on, with kubelet's defaults filled in."""
+
+    capacity: ResourceList
+    capacity_source: Mapping[str, str]  # resource → "detected" | "node.yaml"
+    kube_reserved: ResourceList = field(default_factory=dict)
+    system_reserved: ResourceList = field(default_factory=dict)
+    enforce_node_allocatable: frozenset[str] = frozenset({"pods"})
+    cgroup_root: tuple[str, ...] = ()
+    cgroup_root_text: str = "/"
+    cpu_cfs_quota: bool = True
+    cpu_cfs_quota_period_us: int = 100_000
+    qos_reserved: Mapping[str, int] = field(default_factory=dict)  # "memory" → percent
+    pod_pids_limit: int = -1
+    memory_throttling_factor: float | None = 0.9
+    memory_reservation_policy: str = "None"
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    system_reserved_cgroup: str = ""
+    kube_reserved_cgroup: str = ""
+    page_size: int = 4096
+    warnings: tuple[str, ...] = ()
+
+    def gate(self, name: str) -> bool:
+        return bool(self.feature_gates.get(name, False))

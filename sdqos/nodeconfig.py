@@ -1,0 +1,305 @@
+"""node.yaml: a KubeletConfiguration (kubelet's own field names) → :class:`NodeConfig`.
+
+A real kubelet config works as-is: sdqos reads the fields it acts on, validates them the way
+kubelet does, and accepts every other kubelet field silently. A key that is neither a kubelet
+field nor sdqos's own ``capacity`` is probably a typo and gets a warning naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+from .errors import InvalidInput, QuantityError
+from .kubelet_fields import KUBELET_CONFIG_FIELDS
+from .model import CPU, MEMORY, PID, NodeConfig
+from .naming import cgroup_root_components
+from .quantity import Quantity, parse_quantity
+
+API_VERSION = "kubelet.config.k8s.io/v1beta1"
+KIND = "KubeletConfiguration"
+SDQOS_FIELDS = frozenset({"capacity"})
+
+# Kubernetes 1.36 defaults for the gates sdqos looks at (overridable with featureGates).
+GATE_DEFAULTS: dict[str, bool] = {
+    "PodLevelResources": True,
+    "MemoryQoS": False,
+    "QOSReserved": False,
+    "CustomCPUCFSQuotaPeriod": True,
+}
+
+ENFORCEMENT_KEYS = frozenset(
+    {"pods", "system-reserved", "kube-reserved", "system-reserved-compressible", "kube-reserved-compressible", "none"}
+)
+RESERVABLE = frozenset({CPU, MEMORY, PID, "ephemeral-storage"})
+MIN_PERIOD_US = 1_000
+MAX_PERIOD_US = 1_000_000
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
+
+
+def parse_go_duration(text: str) -> int:
+    """Go's time.ParseDuration → nanoseconds ("100ms", "1m30s", "1.5ms"). ValueError if invalid."""
+    s = text.strip() if isinstance(text, str) else None
+    if not s:
+        raise ValueError(f"{text!r} is not a duration")
+    sign = -1 if s.startswith("-") else 1
+    s = s.lstrip("+-")
+    if s == "0":
+        return 0
+    pos, total = 0, 0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        if not m:
+            raise ValueError(f"{text!r} is not a duration (e.g. 100ms, 1s)")
+        number, unit = m.groups()
+        if "." in number:
+            whole, frac = number.split(".")
+            total += int(whole or 0) * _UNIT_NS[unit] + int(frac or 0) * _UNIT_NS[unit] // 10 ** len(frac or "")
+        else:
+            total += int(number) * _UNIT_NS[unit]
+        pos = m.end()
+    return sign * total
+
+
+def _err(path: str, message: str) -> InvalidInput:
+    return InvalidInput(message, where="node.yaml", field=path)
+
+
+def _resource_map(raw, path: str, errors: list, *, allow_pids_alias: bool = False) -> dict[str, Quantity]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        errors.append(_err(path, "must be a mapping of resource name to quantity"))
+        return {}
+    out = {}
+    for name, value in raw.items():
+        key = PID if allow_pids_alias and name == "pids" else name
+        if key not in RESERVABLE:
+            errors.append(_err(f"{path}.{name}", f'"{name}" is not one of cpu, memory, pid, ephemeral-storage'))
+            continue
+        try:
+            q = parse_quantity(value)
+        except QuantityError as exc:
+            errors.append(_err(f"{path}.{name}", str(exc)))
+            continue
+        if q.sign() < 0:
+            errors.append(_err(f"{path}.{name}", f'"{value}" must not be negative'))
+            continue
+        out[key] = q
+    return out
+
+
+def _bool(raw: Mapping, key: str, default: bool, errors: list) -> bool:
+    if key not in raw or raw[key] is None:
+        return default
+    if not isinstance(raw[key], bool):
+        errors.append(_err(key, f"must be true or false, not {raw[key]!r}"))
+        return default
+    return raw[key]
+
+
+def parse_percentage(value) -> int:
+    """kubelet's parsePercentage for qosReserved: "NN%" with 0 ≤ NN ≤ 100."""
+    if not isinstance(value, str) or not value.endswith("%"):
+        raise ValueError(f'percentage expected, got "{value}"')
+    try:
+        pct = int(value[:-1])
+    except ValueError:
+        raise ValueError(f'invalid number in percentage "{value}"') from None
+    if not 0 <= pct <= 100:
+        raise ValueError(f'"{value}": percentage must be between 0 and 100')
+    return pct
+
+
+def _eviction_memory(eviction_hard: Mapping[str, str], capacity_memory: int) -> int:
+    """Bytes the hard eviction threshold ``memory.available`` reserves (kubelet default 100Mi)."""
+    value = eviction_hard.get("memory.available", "100Mi")
+    value = value.lstrip("<") if isinstance(value, str) else value
+    if isinstance(value, str) and value.endswith("%"):
+        try:
+            return int(capacity_memory * float(value[:-1]) / 100)
+        except ValueError:
+            return 0
+    try:
+        return parse_quantity(value).value()
+    except QuantityError:
+        return 0
+
+
+def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int = 4096) -> tuple[NodeConfig, list[InvalidInput]]:
+    """Parse node.yaml's document (``None`` when absent: all defaults). ``detected`` is the
+    host's capacity (cpu, memory, pid). Returns the config and the errors; with errors the
+    config must not be used."""
+    errors: list[InvalidInput] = []
+    warnings: list[str] = []
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        return NodeConfig(capacity=dict(detected), capacity_source={}), [_err("", "must be a mapping (a KubeletConfiguration)")]
+    if raw.get("apiVersion") not in (None, API_VERSION):
+        errors.append(_err("apiVersion", f'must be "{API_VERSION}", not "{raw.get("apiVersion")}"'))
+    if raw.get("kind") not in (None, KIND):
+        errors.append(_err("kind", f'must be "{KIND}", not "{raw.get("kind")}"'))
+    for key in raw:
+        if key not in KUBELET_CONFIG_FIELDS and key not in SDQOS_FIELDS:
+            warnings.append(f'node.yaml: unknown field "{key}" (not a KubeletConfiguration field): ignored')
+
+    override = _resource_map(raw.get("capacity"), "capacity", errors, allow_pids_alias=True)
+    for name in override:
+        if name not in (CPU, MEMORY, PID):
+            errors.append(_err(f"capacity.{name}", "only cpu, memory and pids can be set"))
+    capacity = {r: override.get(r, detected.get(r)) for r in (CPU, MEMORY, PID)}
+    source = {r: ("node.yaml" if r in override else "detected") for r in (CPU, MEMORY, PID)}
+    kube = _resource_map(raw.get("kubeReserved"), "kubeReserved", errors)
+    system = _resource_map(raw.get("systemReserved"), "systemReserved", errors)
+
+    enforce_raw = raw.get("enforceNodeAllocatable", ["pods"])
+    enforce: set[str] = set()
+    if not isinstance(enforce_raw, list) or not all(isinstance(x, str) for x in enforce_raw):
+        errors.append(_err("enforceNodeAllocatable", "must be a list of strings"))
+    else:
+        for item in enforce_raw:
+            if item not in ENFORCEMENT_KEYS:
+                errors.append(_err("enforceNodeAllocatable", f'invalid option "{item}" (one of {", ".join(sorted(ENFORCEMENT_KEYS))})'))
+            enforce.add(item)
+        if "none" in enforce and len(enforce) > 1:
+            errors.append(_err("enforceNodeAllocatable", '"none" cannot be combined with other options'))
+        enforce.discard("none")
+
+    if not _bool(raw, "cgroupsPerQOS", True, errors):
+        errors.append(_err("cgroupsPerQOS", "sdqos builds the QoS cgroup hierarchy; cgroupsPerQOS: false is not supported"))
+    cgroup_root_text = raw.get("cgroupRoot") or "/"
+    root: list[str] = []
+    if not isinstance(cgroup_root_text, str):
+        errors.append(_err("cgroupRoot", "must be a string"))
+        cgroup_root_text = "/"
+    else:
+        try:
+            root = cgroup_root_components(cgroup_root_text)
+        except ValueError as exc:
+            errors.append(_err("cgroupRoot", str(exc)))
+
+    gates = dict(GATE_DEFAULTS)
+    fg = raw.get("featureGates") or {}
+    if not isinstance(fg, dict):
+        errors.append(_err("featureGates", "must be a mapping of gate name to true/false"))
+    else:
+        for name, val in fg.items():
+            if not isinstance(val, bool):
+                errors.append(_err(f"featureGates.{name}", f"must be true or false, not {val!r}"))
+            else:
+                gates[str(name)] = val
+
+    cfs_quota = _bool(raw, "cpuCFSQuota", True, errors)
+    period_us = 100_000
+    if raw.get("cpuCFSQuotaPeriod") is not None:
+        try:
+            ns = parse_go_duration(raw["cpuCFSQuotaPeriod"])
+        except ValueError as exc:
+            errors.append(_err("cpuCFSQuotaPeriod", str(exc)))
+        else:
+            us = ns // 1000
+            if not MIN_PERIOD_US <= us <= MAX_PERIOD_US:
+                errors.append(_err("cpuCFSQuotaPeriod", f'"{raw["cpuCFSQuotaPeriod"]}" must be between 1ms and 1s, inclusive'))
+            elif gates.get("CustomCPUCFSQuotaPeriod", True):
+                period_us = us
+            elif us != 100_000:
+                warnings.append("cpuCFSQuotaPeriod is ignored: the CustomCPUCFSQuotaPeriod feature gate is off")
+
+    qos_reserved: dict[str, int] = {}
+    qr = raw.get("qosReserved")
+    if qr is not None:
+        if not isinstance(qr, dict):
+            errors.append(_err("qosReserved", 'must be a mapping like {memory: "50%"}'))
+        else:
+            for name, val in qr.items():
+                if name != MEMORY:
+                    errors.append(_err(f"qosReserved.{name}", f'cannot reserve "{name}" resource (only memory)'))
+                    continue
+                try:
+                    qos_reserved[MEMORY] = parse_percentage(val)
+                except ValueError as exc:
+                    errors.append(_err(f"qosReserved.{name}", str(exc)))
+            if qos_reserved and not gates.get("QOSReserved"):
+                warnings.append("qosReserved is ignored: kubelet applies it only with featureGates.QOSReserved: true")
+
+    pids_limit = raw.get("podPidsLimit", -1)
+    if pids_limit is None:
+        pids_limit = -1
+    if isinstance(pids_limit, bool) or not isinstance(pids_limit, int) or pids_limit < -1:
+        errors.append(_err("podPidsLimit", f"must be an integer ≥ -1, not {pids_limit!r}"))
+        pids_limit = -1
+
+    factor = raw.get("memoryThrottlingFactor", 0.9)
+    if factor is not None:
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+            errors.append(_err("memoryThrottlingFactor", f"must be greater than 0 and at most 1.0, not {factor!r}"))
+            factor = 0.9
+        factor = float(factor)
+    policy = raw.get("memoryReservationPolicy", "None")
+    if policy not in ("None", "TieredReservation"):
+        errors.append(_err("memoryReservationPolicy", f'must be "None" or "TieredReservation", not {policy!r}'))
+        policy = "None"
+
+    eviction = raw.get("evictionHard") or {}
+    if not isinstance(eviction, dict):
+        errors.append(_err("evictionHard", "must be a mapping"))
+        eviction = {}
+
+    for r in (CPU, MEMORY, PID):
+        if capacity.get(r) is None:
+            errors.append(_err(f"capacity.{r}", "could not be detected on this host; set it in node.yaml"))
+    if not errors:
+        _check_reservation(capacity, kube, system, eviction, errors)
+
+    cfg = NodeConfig(
+        capacity=capacity,
+        capacity_source=source,
+        kube_reserved=kube,
+        system_reserved=system,
+        enforce_node_allocatable=frozenset(enforce),
+        cgroup_root=tuple(root),
+        cgroup_root_text=cgroup_root_text if isinstance(cgroup_root_text, str) else "/",
+        cpu_cfs_quota=cfs_quota,
+        cpu_cfs_quota_period_us=period_us,
+        qos_reserved=qos_reserved,
+        pod_pids_limit=pids_limit,
+        memory_throttling_factor=factor,
+        memory_reservation_policy=policy,
+        feature_gates=gates,
+        eviction_hard={str(k): str(v) for k, v in eviction.items()},
+        system_reserved_cgroup=str(raw.get("systemReservedCgroup") or ""),
+        kube_reserved_cgroup=str(raw.get("kubeReservedCgroup") or ""),
+        page_size=page_size,
+        warnings=tuple(warnings),
+    )
+    return cfg, errors
+
+
+def _check_reservation(capacity, kube, system, eviction, errors) -> None:
+    """kubelet's validateNodeAllocatable: reservations (incl. the hard eviction threshold for
+    memory) may not exceed capacity — kubelet refuses to start with such a config."""
+    for r in (CPU, MEMORY, PID):
+        cap = capacity[r]
+        reserved = [q for q in (kube.get(r), system.get(r)) if q is not None]
+        total = sum((q.milli_value() if r == CPU else q.value()) for q in reserved)
+        cap_v = cap.milli_value() if r == CPU else cap.value()
+        if r == MEMORY:
+            total += _eviction_memory(eviction, cap_v)
+        if total > cap_v:
+            errors.append(
+                _err(
+                    f"kubeReserved/systemReserved.{r}",
+                    f'Resource "{r}" has a reservation of {_fmt(r, total)} but capacity of {_fmt(r, cap_v)}.'
+                    " Expected capacity >= reservation"
+                    + (" (reservation includes evictionHard memory.available)" if r == MEMORY else ""),
+                )
+            )
+
+
+def _fmt(resource: str, v: int) -> str:
+    from . import humanize
+
+    return humanize.cpu(v) if resource == CPU else humanize.size(v) if resource == MEMORY else str(v)

@@ -1,0 +1,104 @@
+"""Kubelet's cgroup values → the systemd properties that carry them, per manager (DESIGN.md §3).
+
+cgroup v1 (systemd < 258): ``CPUShares`` (exact shares; systemd's CPUWeight conversion is lossy
+there) and ``MemoryLimit``. cgroup v2: ``CPUWeight`` (kubelet's linear rule for its own slices, the
+runtime's rule for container scopes), ``MemoryMax`` and the MemoryQoS trio. CFS quota goes out the
+way runc's systemd driver sends it: per-second, rounded up to a whole percent, because systemd
+stores it as a percentage and would silently truncate anything finer at the next daemon-reload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import qos
+
+INFINITY = 2**64 - 1
+DEFAULT_PERIOD_US = qos.QUOTA_PERIOD_US
+
+V1_OWNED = ("CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax")
+V2_OWNED = ("CPUWeight", "CPUQuotaPerSecUSec", "MemoryMax", "MemoryMin", "MemoryLow", "MemoryHigh", "TasksMax")
+# Owned everywhere but only shown when it differs from systemd's default (the kernel's 100 ms).
+PERIOD_PROPERTY = "CPUQuotaPeriodUSec"
+MEMORY_PROPERTIES = ("MemoryLimit", "MemoryMax")
+
+
+@dataclass(frozen=True)
+class ResourceConfig:
+    """kubelet's ResourceConfig for one cgroup. None = kubelet leaves it unset.
+
+    cpu_quota is µs per cpu_period; 0 or -1 mean no quota (no limit / cpuCFSQuota off).
+    memory_high of -1 means ``max``."""
+
+    cpu_shares: int | None = None
+    cpu_quota: int | None = None
+    cpu_period: int | None = None
+    memory: int | None = None
+    pids: int | None = None
+    memory_min: int | None = None
+    memory_low: int | None = None
+    memory_high: int | None = None
+
+
+def quota_per_sec_usec(quota: int | None, period: int | None) -> int:
+    """runc's addCPUQuota: quota×1e6/period µs per second, rounded up to a multiple of 10 000
+    (1 %); no quota → infinity."""
+    if quota is None or quota <= 0:
+        return INFINITY
+    period = period or DEFAULT_PERIOD_US
+    per_sec = quota * 1_000_000 // period
+    if per_sec % 10_000:
+        per_sec = (per_sec // 10_000 + 1) * 10_000
+    return per_sec
+
+
+def kernel_quota_us(per_sec_usec: int, period: int) -> int:
+    """The cfs_quota_us the kernel ends up with for a per-second quota (−1 = unlimited)."""
+    if per_sec_usec == INFINITY:
+        return -1
+    return per_sec_usec * period // 1_000_000
+
+
+def to_properties(rc: ResourceConfig, cgroup: str, period_us: int, *, container: bool = False) -> dict[str, int]:
+    """All owned properties of one unit, in D-Bus names and values.
+
+    ``period_us`` is the node's cpuCFSQuotaPeriod; ``container`` selects the runtime's weight rule."""
+    shares = rc.cpu_shares if rc.cpu_shares is not None else qos.SHARES_PER_CPU
+    props: dict[str, int] = {}
+    if cgroup == "v1":
+        props["CPUShares"] = shares
+    else:
+        props["CPUWeight"] = qos.shares_to_weight_runc(shares) if container else qos.shares_to_weight_kubelet(shares)
+    props["CPUQuotaPerSecUSec"] = quota_per_sec_usec(rc.cpu_quota, rc.cpu_period or period_us)
+    if period_us != DEFAULT_PERIOD_US:
+        props[PERIOD_PROPERTY] = period_us
+    memory = rc.memory if rc.memory is not None and rc.memory > 0 else INFINITY
+    if cgroup == "v1":
+        props["MemoryLimit"] = memory
+    else:
+        props["MemoryMax"] = memory
+        props["MemoryMin"] = rc.memory_min or 0
+        props["MemoryLow"] = rc.memory_low or 0
+        high = rc.memory_high
+        props["MemoryHigh"] = INFINITY if high is None or high < 0 else high
+    props["TasksMax"] = rc.pids if rc.pids is not None and rc.pids > 0 else INFINITY
+    return props
+
+
+def owned(cgroup: str) -> tuple[str, ...]:
+    """Properties sdqos owns on every unit it manages (plus CPUQuotaPeriodUSec)."""
+    return (V1_OWNED if cgroup == "v1" else V2_OWNED) + (PERIOD_PROPERTY,)
+
+
+def planned_value(props: dict[str, int], name: str) -> int:
+    """The planned value of an owned property; CPUQuotaPeriodUSec defaults to systemd's unset."""
+    if name == PERIOD_PROPERTY:
+        return props.get(name, INFINITY)
+    return props[name]
+
+
+def memory_limit(props: dict[str, int]) -> int:
+    for name in MEMORY_PROPERTIES:
+        if name in props:
+            return props[name]
+    return INFINITY
