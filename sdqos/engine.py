@@ -196,11 +196,11 @@ def pod_resource_config(pod: Pod, qos_class: str, node: NodeConfig, cgroup: str,
 def _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared) -> None:
     parts = _contributions(pod, "requests", CPU)
     if qos_class == BESTEFFORT:
-        why["cpu_shares"] = "2 = kubelet's minimum, always used for BestEffort pods"
+        why["cpu_shares"] = "kubelet's minimum, always used for BestEffort pods"
     elif cpu_req == 0:
-        why["cpu_shares"] = "2 = kubelet's minimum (the pod requests no CPU)"
+        why["cpu_shares"] = "kubelet's minimum (the pod requests no CPU)"
     else:
-        why["cpu_shares"] = f"{rc['cpu_shares']} = {H.cpu(cpu_req)} × 1024 / 1000 (pod CPU request: {parts})"
+        why["cpu_shares"] = f"{H.cpu(cpu_req)} × 1024 / 1000 (pod CPU request: {parts})"
     period = node.cpu_cfs_quota_period_us
     if "cpu_quota" in rc:
         if not node.cpu_cfs_quota:
@@ -209,7 +209,7 @@ def _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared)
             why["cpu_quota"] = "no quota: no CPU limit"
         else:
             why["cpu_quota"] = (
-                f"{rc['cpu_quota']}µs per {period}µs = {H.cpu(cpu_lim)} × {period} / 1000"
+                f"{rc['cpu_quota']}µs per {period}µs period = {H.cpu(cpu_lim)} × {period} / 1000"
                 f" (pod CPU limit: {_contributions(pod, 'limits', CPU)})"
             )
     elif qos_class == BURSTABLE:
@@ -217,33 +217,51 @@ def _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared)
     else:
         why["cpu_quota"] = "no quota: BestEffort pod"
     if "memory" in rc:
-        why["memory"] = f"{H.size(mem_lim)} = pod memory limit ({_contributions(pod, 'limits', MEMORY)})"
+        why["memory"] = f"pod memory limit ({_contributions(pod, 'limits', MEMORY)})"
     elif qos_class == BURSTABLE and not declared[MEMORY]:
         why["memory"] = "no limit: not every container has a memory limit (Burstable pod)"
     else:
         why["memory"] = "no limit: BestEffort pod"
     why["pids"] = (
-        f"{node.pod_pids_limit} = podPidsLimit from node.yaml"
+        "podPidsLimit from node.yaml"
         if node.pod_pids_limit > 0
         else "no limit: podPidsLimit is unset (-1)"
     )
 
 
 def _contributions(pod: Pod, attr: str, resource: str) -> str:
-    """'web 250m + api 100m (+ overhead 50m)' for explain texts."""
+    """How PodRequests/PodLimits reached a value, in words: app containers and sidecars summed,
+    each init container's peak (itself + sidecars started before it), the max of the two, overhead."""
     fmt = H.cpu if resource == CPU else H.size
     conv = _milli if resource == CPU else _bytes
-    items = []
+
+    def get(c: Container) -> int:
+        return conv(getattr(c, attr).get(resource))
+
     if pod.resources is not None and resource in getattr(pod.resources, attr):
-        items.append(f"pod-level {fmt(conv(getattr(pod.resources, attr)[resource]))}")
+        text = f"pod-level {fmt(conv(getattr(pod.resources, attr)[resource]))}"
     else:
-        for c in pod.all_containers():
-            q = getattr(c, attr).get(resource)
-            tag = "" if c.kind == "app" else f" ({c.kind}, max with others)" if c.kind == "init" else " (sidecar)"
-            items.append(f"{c.name} {fmt(conv(q)) if q is not None else 'none'}{tag}")
+        running = [c for c in pod.containers] + [c for c in pod.init_containers if c.sidecar]
+        total = sum(get(c) for c in running)
+        text = " + ".join(f"{c.name} {fmt(get(c))}" + (" (sidecar)" if c.sidecar else "") for c in running) or "none"
+        if len(running) > 1:
+            text += f" = {fmt(total)}"
+        sidecars_before = 0
+        peaks = []
+        for c in pod.init_containers:
+            if c.sidecar:
+                sidecars_before += get(c)
+                continue
+            peak = get(c) + sidecars_before
+            peaks.append((c.name, peak, sidecars_before))
+        if peaks:
+            inits = "; ".join(
+                f"init {n} {fmt(p)}" + (f" incl. earlier sidecars {fmt(sb)}" if sb else "") for n, p, sb in peaks
+            )
+            text = f"max({text}; {inits})"
     if pod.overhead.get(resource) is not None:
-        items.append(f"overhead {fmt(conv(pod.overhead[resource]))}")
-    return " + ".join(items) if items else "none"
+        text += f" + overhead {fmt(conv(pod.overhead[resource]))}"
+    return text
 
 
 def container_resource_config(
@@ -268,14 +286,14 @@ def container_resource_config(
         _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits)
     if why is not None:
         why["cpu_shares"] = (
-            f"{shares} = {H.cpu(cpu_basis)} × 1024 / 1000 (CPU {basis})" if cpu_basis else "2 = kubelet's minimum (no CPU request or limit)"
+            f"{H.cpu(cpu_basis)} × 1024 / 1000 (CPU {basis})" if cpu_basis else "kubelet's minimum (no CPU request or limit)"
         )
         why["cpu_quota"] = (
-            f"{quota}µs per {period}µs = {H.cpu(cpu_lim)} × {period} / 1000 (CPU limit)"
+            f"{quota}µs per {period}µs period = {H.cpu(cpu_lim)} × {period} / 1000 (CPU limit)"
             if quota
             else ("no quota: cpuCFSQuota is false" if not node.cpu_cfs_quota else "no quota: no CPU limit")
         )
-        why["memory"] = f"{H.size(mem_lim)} = memory limit" if mem_lim else "no limit: no memory limit"
+        why["memory"] = "the container's memory limit" if mem_lim else "no limit: no memory limit"
     return ResourceConfig(**rc)
 
 
@@ -367,7 +385,7 @@ def build_plan(
     tier_members: dict[str, list[str]] = {GUARANTEED: [], BURSTABLE: [], BESTEFFORT: []}
     pod_level = node.gate("PodLevelResources")
     for pod in pods:
-        cls = qos.pod_qos(pod, pod_level=pod_level)
+        cls = qos.pod_qos(pod, pod_level=pod_level, fix_empty_pod_level=node.gate("PodLevelResourcesFixKubeletQOSClass"))
         why: dict[str, str] | None = {} if explain else None
         rc, reqs, lims = pod_resource_config(pod, cls, node, cgroup, why)
         tier = TIER_NAMES.get(cls)
@@ -419,6 +437,7 @@ def build_plan(
 
     units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_cpu, vm_mem, tier_cpu,
                         tier_mem, tier_members, warnings, explain)
+    units += _reserved_units(node, cgroup)
     order = {GUARANTEED: 0, BURSTABLE: 1, BESTEFFORT: 2}
     for pp in sorted(pod_plans, key=lambda p: (order[p.qos], p.pod.key)):
         owner = f"pod:{pp.pod.key}"
@@ -451,8 +470,8 @@ def build_plan(
     if vm_plans:
         mwhy = {}
         if explain:
-            mwhy["cpu_shares"] = f"{qos.milli_cpu_to_shares(vm_cpu)} = {H.cpu(vm_cpu)} × 1024 / 1000 (Σ VM cpu requests)"
-            mwhy["memory"] = f"{H.size(vm_mem)} = Σ VM memory (limits.memory + overhead)"
+            mwhy["cpu_shares"] = f"{H.cpu(vm_cpu)} × 1024 / 1000 (Σ VM cpu requests)"
+            mwhy["memory"] = "Σ VM memory (limits.memory + overhead)"
         mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(vm_cpu), memory=vm_mem)
         units.append(
             UnitPlan(
@@ -507,10 +526,10 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_c
     if explain:
         basis = "allocatable" if "pods" in node.enforce_node_allocatable else "capacity (enforceNodeAllocatable lacks 'pods')"
         vm_note = f" − VMs {H.cpu(vm_cpu)}" if vm_cpu else ""
-        why_node["cpu_shares"] = f"{node_rc['cpu_shares']} = {H.cpu(budget[CPU])} × 1024 / 1000 (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
+        why_node["cpu_shares"] = f"{H.cpu(budget[CPU])} × 1024 / 1000 (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
         vm_mnote = f" − VMs {H.size(vm_mem)}" if vm_mem else ""
-        why_node["memory"] = f"{H.size(budget[MEMORY])} = node {basis} {H.size(enforced[MEMORY])}{vm_mnote}"
-        why_node["pids"] = f"{budget[PID]} = node {basis} pids"
+        why_node["memory"] = f"node {basis} {H.size(enforced[MEMORY])}{vm_mnote}"
+        why_node["pids"] = f"node {basis} pids"
 
     burst_rc: dict = dict(cpu_shares=qos.milli_cpu_to_shares(tier_cpu[BURSTABLE]))
     be_rc: dict = dict(cpu_shares=qos.MIN_SHARES)
@@ -518,8 +537,8 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_c
     why_be: dict[str, str] = {}
     if explain:
         members = ", ".join(tier_members[BURSTABLE]) or "no Burstable pods"
-        why_b["cpu_shares"] = f"{burst_rc['cpu_shares']} = {H.cpu(tier_cpu[BURSTABLE])} × 1024 / 1000 (Σ Burstable requests: {members})"
-        why_be["cpu_shares"] = "2 = kubelet's fixed BestEffort tier shares"
+        why_b["cpu_shares"] = f"{H.cpu(tier_cpu[BURSTABLE])} × 1024 / 1000 (Σ Burstable requests: {members})"
+        why_be["cpu_shares"] = "kubelet's fixed BestEffort tier shares"
     pct = node.qos_reserved.get(MEMORY)
     if pct is not None and node.gate("QOSReserved") and budget[MEMORY] > 0:
         burst_mem = budget[MEMORY] - tier_mem[GUARANTEED] * pct // 100
@@ -531,11 +550,11 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_c
         be_rc["memory"] = be_mem if be_mem > 0 else None
         if explain:
             why_b["memory"] = (
-                f"{H.size(burst_mem)} = pods memory {H.size(budget[MEMORY])} − Σ Guaranteed requests"
+                f"pods memory {H.size(budget[MEMORY])} − Σ Guaranteed requests"
                 f" {H.size(tier_mem[GUARANTEED])} × {pct}% (qosReserved)"
             )
             why_be["memory"] = (
-                f"{H.size(be_mem)} = Burstable tier {H.size(burst_mem)} − Σ Burstable requests"
+                f"Burstable tier {H.size(burst_mem)} − Σ Burstable requests"
                 f" {H.size(tier_mem[BURSTABLE])} × {pct}% (qosReserved)"
             )
     elif explain:
@@ -554,6 +573,38 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_c
         UnitPlan(tier_slice[BESTEFFORT], kubepods, "tier", "sdqos BestEffort QoS tier",
                  to_properties(be_res, cgroup, period), be_res, why=why_be),
     ]
+
+
+def _reserved_units(node: NodeConfig, cgroup: str) -> list[UnitPlan]:
+    """kubelet's enforceExistingCgroup for ``system-reserved``/``kube-reserved`` enforcement: the
+    reserved amounts become limits on an existing unit (``-compressible``: CPU shares only)."""
+    out = []
+    for who, unit, reserved in (("system", node.system_reserved_cgroup, node.system_reserved),
+                                ("kube", node.kube_reserved_cgroup, node.kube_reserved)):
+        plain, compressible = f"{who}-reserved" in node.enforce_node_allocatable, f"{who}-reserved-compressible" in node.enforce_node_allocatable
+        if not unit or not (plain or compressible):
+            continue
+        props: dict[str, int] = {}
+        why: dict[str, str] = {}
+        if CPU in reserved:
+            shares = qos.milli_cpu_to_shares(_milli(reserved[CPU]))
+            if cgroup == "v1":
+                props["CPUShares"] = shares
+            else:
+                props["CPUWeight"] = qos.shares_to_weight_kubelet(shares)
+            why["cpu_shares"] = f"{H.cpu(_milli(reserved[CPU]))} × 1024 / 1000 ({who}Reserved cpu)"
+        if plain and MEMORY in reserved:
+            props["MemoryLimit" if cgroup == "v1" else "MemoryMax"] = _bytes(reserved[MEMORY])
+            why["memory"] = f"{who}Reserved memory"
+        if plain and PID in reserved:
+            props["TasksMax"] = _bytes(reserved[PID])
+            why["pids"] = f"{who}Reserved pid"
+        if props:
+            rc = ResourceConfig(cpu_shares=props.get("CPUShares"), memory=props.get("MemoryLimit", props.get("MemoryMax")),
+                                pids=props.get("TasksMax"))
+            out.append(UnitPlan(unit, naming.parent_slice(unit) if unit.endswith(".slice") else naming.ROOT_SLICE,
+                                "reserved", f"{who}-reserved", props, rc, create=False, why=why))
+    return out
 
 
 def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity: int, explain: bool) -> VMPlan:
@@ -583,21 +634,21 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
     why = {}
     if explain:
         oh = " + overhead" if vm.overhead else ""
-        why["cpu_shares"] = f"{rc.cpu_shares} = {H.cpu(reqs[CPU])} × 1024 / 1000 (cpu request{oh})"
-        why["memory"] = f"{H.size(lims[MEMORY])} = limits.memory{oh} (guest RAM + hypervisor)"
-        why["oom_score_adj"] = f"{adj} ({cls} VM)"
+        why["cpu_shares"] = f"{H.cpu(reqs[CPU])} × 1024 / 1000 (cpu request{oh})"
+        why["memory"] = f"limits.memory{oh} (guest RAM + hypervisor)"
+        why["oom_score_adj"] = f"{cls} VM"
     return VMPlan(vm, cls, scope, reqs, lims, adj, rc, props, why)
 
 
 def _why_oom(pod: Pod, c: Container, cls: str, adj: int, capacity: int) -> str:
     if qos.is_node_critical(pod):
-        return f"{adj}: node-critical pod (priorityClassName {qos.SYSTEM_NODE_CRITICAL})"
+        return f"node-critical pod (priorityClassName {qos.SYSTEM_NODE_CRITICAL})"
     if cls == GUARANTEED:
-        return f"{adj}: Guaranteed pod"
+        return "Guaranteed pod"
     if cls == BESTEFFORT:
-        return f"{adj}: BestEffort pod"
+        return "BestEffort pod"
     req = _bytes(c.requests.get(MEMORY))
-    text = f"{adj} = 1000 − 1000 × {H.size(req)} / {H.size(capacity)} (memory request / node memory capacity)"
+    text = f"1000 − 1000 × {H.size(req)} / {H.size(capacity)} (memory request / node memory capacity)"
     if c.sidecar:
         text += ", at most the smallest app container's score (sidecar)"
     if adj in (3, 999):

@@ -13,7 +13,7 @@ from typing import Mapping
 from .errors import InvalidInput, QuantityError
 from .kubelet_fields import KUBELET_CONFIG_FIELDS
 from .model import CPU, MEMORY, PID, NodeConfig
-from .naming import cgroup_root_components
+from .naming import cgroup_root_components, valid_unit_name
 from .quantity import Quantity, parse_quantity
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -61,6 +61,16 @@ def parse_go_duration(text: str) -> int:
             total += int(number) * _UNIT_NS[unit]
         pos = m.end()
     return sign * total
+
+
+def _reserved_unit(path) -> str | None:
+    """kubelet's systemReservedCgroup/kubeReservedCgroup ("/system.slice") as a unit name."""
+    if not isinstance(path, str):
+        return None
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if name.endswith((".slice", ".service", ".scope")) and valid_unit_name(name):
+        return name
+    return None
 
 
 def _err(path: str, message: str) -> InvalidInput:
@@ -163,10 +173,20 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         for item in enforce_raw:
             if item not in ENFORCEMENT_KEYS:
                 errors.append(_err("enforceNodeAllocatable", f'invalid option "{item}" (one of {", ".join(sorted(ENFORCEMENT_KEYS))})'))
+            elif item in enforce:
+                errors.append(_err("enforceNodeAllocatable", f'duplicated enforcement "{item}"'))
             enforce.add(item)
         if "none" in enforce and len(enforce) > 1:
-            errors.append(_err("enforceNodeAllocatable", '"none" cannot be combined with other options'))
+            errors.append(_err("enforceNodeAllocatable", 'may not contain additional enforcements when "none" is specified'))
         enforce.discard("none")
+        for who, cgroup_key in (("system", "systemReservedCgroup"), ("kube", "kubeReservedCgroup")):
+            plain, comp = f"{who}-reserved", f"{who}-reserved-compressible"
+            if plain in enforce and comp in enforce:
+                errors.append(_err("enforceNodeAllocatable", f'both "{plain}" and "{comp}" cannot be specified together'))
+            if (plain in enforce or comp in enforce) and not raw.get(cgroup_key):
+                errors.append(_err(cgroup_key, f'must be specified when "{plain}" or "{comp}" is in enforceNodeAllocatable'))
+            elif raw.get(cgroup_key) and not _reserved_unit(raw[cgroup_key]):
+                errors.append(_err(cgroup_key, f'"{raw[cgroup_key]}" is not a systemd unit (e.g. /system.slice)'))
 
     if not _bool(raw, "cgroupsPerQOS", True, errors):
         errors.append(_err("cgroupsPerQOS", "sdqos builds the QoS cgroup hierarchy; cgroupsPerQOS: false is not supported"))
@@ -203,10 +223,10 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
             us = ns // 1000
             if not MIN_PERIOD_US <= us <= MAX_PERIOD_US:
                 errors.append(_err("cpuCFSQuotaPeriod", f'"{raw["cpuCFSQuotaPeriod"]}" must be between 1ms and 1s, inclusive'))
-            elif gates.get("CustomCPUCFSQuotaPeriod", True):
+            elif not gates.get("CustomCPUCFSQuotaPeriod", True) and us != 100_000:
+                errors.append(_err("cpuCFSQuotaPeriod", f'"{raw["cpuCFSQuotaPeriod"]}" requires feature gate CustomCPUCFSQuotaPeriod'))
+            else:
                 period_us = us
-            elif us != 100_000:
-                warnings.append("cpuCFSQuotaPeriod is ignored: the CustomCPUCFSQuotaPeriod feature gate is off")
 
     qos_reserved: dict[str, int] = {}
     qr = raw.get("qosReserved")
@@ -228,20 +248,24 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
     pids_limit = raw.get("podPidsLimit", -1)
     if pids_limit is None:
         pids_limit = -1
-    if isinstance(pids_limit, bool) or not isinstance(pids_limit, int) or pids_limit < -1:
-        errors.append(_err("podPidsLimit", f"must be an integer ≥ -1, not {pids_limit!r}"))
+    if isinstance(pids_limit, bool) or not isinstance(pids_limit, int):
+        errors.append(_err("podPidsLimit", f"must be an integer, not {pids_limit!r}"))
         pids_limit = -1
 
     factor = raw.get("memoryThrottlingFactor", 0.9)
-    if factor is not None:
+    if factor is None and gates.get("MemoryQoS"):
+        errors.append(_err("memoryThrottlingFactor", "is required when the MemoryQoS feature gate is enabled"))
+    elif factor is not None:
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-            errors.append(_err("memoryThrottlingFactor", f"must be greater than 0 and at most 1.0, not {factor!r}"))
+            errors.append(_err("memoryThrottlingFactor", f"{factor!r} must be greater than 0 and less than or equal to 1.0"))
             factor = 0.9
         factor = float(factor)
     policy = raw.get("memoryReservationPolicy", "None")
     if policy not in ("None", "TieredReservation"):
-        errors.append(_err("memoryReservationPolicy", f'must be "None" or "TieredReservation", not {policy!r}'))
+        errors.append(_err("memoryReservationPolicy", f'option {policy!r} is not valid: use "None" or "TieredReservation"'))
         policy = "None"
+    elif policy == "TieredReservation" and not gates.get("MemoryQoS"):
+        errors.append(_err("memoryReservationPolicy", '"TieredReservation" requires the MemoryQoS feature gate'))
 
     eviction = raw.get("evictionHard") or {}
     if not isinstance(eviction, dict):
@@ -270,8 +294,8 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         memory_reservation_policy=policy,
         feature_gates=gates,
         eviction_hard={str(k): str(v) for k, v in eviction.items()},
-        system_reserved_cgroup=str(raw.get("systemReservedCgroup") or ""),
-        kube_reserved_cgroup=str(raw.get("kubeReservedCgroup") or ""),
+        system_reserved_cgroup=_reserved_unit(raw.get("systemReservedCgroup")) or "",
+        kube_reserved_cgroup=_reserved_unit(raw.get("kubeReservedCgroup")) or "",
         page_size=page_size,
         warnings=tuple(warnings),
     )

@@ -190,14 +190,20 @@ def _has_cpu_and_memory_limits(limits: ResourceList) -> bool:
     return all(limits.get(n) is not None and limits[n].sign() > 0 for n in QOS_RESOURCES)
 
 
-def pod_qos(pod: Pod, *, pod_level: bool = True) -> str:
+def pod_qos(pod: Pod, *, pod_level: bool = True, fix_empty_pod_level: bool = False) -> str:
     """ComputePodQOS (1.36): BestEffort when no positive cpu/memory request or limit anywhere;
     Guaranteed when every source has cpu and memory limits and summed requests equal summed
-    limits; Burstable otherwise. Pod-level resources, when set, replace the containers."""
+    limits; Burstable otherwise. Pod-level resources, when present, replace the containers —
+    in 1.36 even an empty ``resources: {}``; ``fix_empty_pod_level`` is the 1.37 fix
+    (gate PodLevelResourcesFixKubeletQOSClass) that falls back to the containers then."""
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
     guaranteed = True
-    if pod_level and pod.resources is not None:
+    use_pod_level = pod_level and pod.resources is not None
+    if use_pod_level and fix_empty_pod_level:
+        use_pod_level = is_pod_level_resources_set(pod)
+    if use_pod_level:
+        assert pod.resources is not None
         _positive_qos(requests, pod.resources.requests)
         if pod.resources.limits:
             _positive_qos(limits, pod.resources.limits)

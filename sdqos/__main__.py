@@ -1,0 +1,5 @@
+"""``python -m sdqos``."""
+
+from .cli import main
+
+main()

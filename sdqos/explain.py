@@ -1,0 +1,116 @@
+"""``sdqos explain``: every value of one pod with the formula and the inputs that produced it.
+
+The numbers come from the engine itself (``build_plan(explain=True)`` records its reasoning as it
+computes), so an explanation can never disagree with what ``plan`` and ``sync`` apply.
+"""
+
+from __future__ import annotations
+
+from . import humanize as H
+from . import qos
+from .engine import Plan, PodPlan
+from .model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
+from .properties import INFINITY, kernel_quota_us
+
+# Which engine reasoning explains which systemd property.
+_WHY_KEY = {
+    "CPUShares": "cpu_shares",
+    "CPUWeight": "cpu_shares",
+    "CPUQuotaPerSecUSec": "cpu_quota",
+    "MemoryLimit": "memory",
+    "MemoryMax": "memory",
+    "TasksMax": "pids",
+}
+
+
+def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
+    """Why kubelet puts the pod in its class (qos.go's rules, in words)."""
+    if pod_level and pod.resources is not None:
+        src = "pod-level resources"
+        if cls == GUARANTEED:
+            return f"{src} set cpu and memory limits equal to the requests"
+        if cls == BESTEFFORT:
+            return f"{src} set no cpu or memory request or limit"
+        return f"{src} have requests that differ from limits, or no cpu and memory limits"
+    if cls == BESTEFFORT:
+        return "no container sets a cpu or memory request or limit"
+    if cls == GUARANTEED:
+        return "every container has cpu and memory limits, and requests equal limits"
+    for c in pod.all_containers():
+        missing = [r for r in (CPU, MEMORY) if c.limits.get(r) is None or c.limits[r].sign() <= 0]
+        if missing:
+            return f"container {c.name} has no {' or '.join(missing)} limit"
+        for r in (CPU, MEMORY):
+            req, lim = c.requests.get(r), c.limits.get(r)
+            if req is not None and lim is not None and req != lim:
+                return f"container {c.name} requests {r} {req} but its limit is {lim}"
+    return "summed requests differ from summed limits"
+
+
+def _prop_line(name: str, value: int, why: dict[str, str], period: int) -> str:
+    shown = H.prop(name, value)
+    raw = "infinity" if value == INFINITY else str(value)
+    text = f"    {name:<20} {raw:>20}  {shown}"
+    reason = why.get(_WHY_KEY.get(name, ""))
+    if name == "CPUQuotaPerSecUSec" and value != INFINITY:
+        reason = (reason or "") + (
+            f"; sent as µs/s rounded up to a whole percent (kernel cfs_quota_us"
+            f" {kernel_quota_us(value, period)} per {period}µs), as runc does"
+        )
+    if name == "CPUWeight":
+        reason = (reason or "") + "; converted to a v2 weight"
+    if name == "CPUQuotaPeriodUSec":
+        reason = "cpuCFSQuotaPeriod from node.yaml"
+    if reason:
+        text += f"\n      = {reason}"
+    return text
+
+
+def explain_pod(plan: Plan, pp: PodPlan) -> str:
+    pod = pp.pod
+    period = plan.node.cpu_cfs_quota_period_us
+    pod_level = plan.node.gate("PodLevelResources")
+    lines = [
+        f"Pod {pod.key}",
+        f"  uid {pod.uid}" + (" (derived from namespace/name)" if pod.uid_generated else "")
+        + (f", from {pod.source}" if pod.source else ""),
+        f"  QoS class {pp.qos}: {qos_reason(pod, pp.qos, pod_level)}",
+    ]
+    if qos.is_node_critical(pod):
+        lines.append("  node-critical (priorityClassName system-node-critical): OOM score -997")
+    lines.append(
+        f"  pod requests cpu {H.cpu(pp.requests[CPU])}, memory {H.size(pp.requests[MEMORY])};"
+        f" limits cpu {H.cpu(pp.limits[CPU]) if pp.limits[CPU] else 'none'},"
+        f" memory {H.size(pp.limits[MEMORY]) if pp.limits[MEMORY] else 'none'}"
+        " (PodRequests/PodLimits: app containers + sidecars, init containers by max, + overhead)"
+    )
+    lines.append("")
+    lines.append(f"  {pp.slice}  (pod slice, in {_parent(plan, pp.slice)})")
+    for name, value in pp.properties.items():
+        lines.append(_prop_line(name, value, pp.why, period))
+    for c in pp.containers:
+        lines.append("")
+        lines.append(f"  {c.scope}  (container {c.name}, {c.kind})")
+        for name, value in c.properties.items():
+            lines.append(_prop_line(name, value, c.why, period))
+        lines.append(f"    {'oom_score_adj':<20} {c.oom_score_adj:>20}")
+        if c.why.get("oom_score_adj"):
+            lines.append(f"      = {c.why['oom_score_adj']}")
+    lines.append("")
+    lines.append("  Tiers this pod counts toward")
+    tier_names = [plan.root_slice]
+    if pp.qos in (BURSTABLE, BESTEFFORT):
+        tier_names.insert(0, _parent(plan, pp.slice))
+    for tname in tier_names:
+        unit = plan.unit(tname)
+        if unit is None:
+            continue
+        lines.append(f"  {unit.name}  ({unit.kind})")
+        for name, value in unit.properties.items():
+            lines.append(_prop_line(name, value, unit.why, period))
+    return "\n".join(lines)
+
+
+def _parent(plan: Plan, unit_name: str) -> str:
+    u = plan.unit(unit_name)
+    return u.slice if u else "?"

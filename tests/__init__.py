@@ -1,0 +1,1 @@
+"""sdqos test-suite."""

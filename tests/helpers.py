@@ -1,0 +1,48 @@
+"""Builders shared by the pure tests: pods from manifest dicts, node configs from kwargs."""
+
+from __future__ import annotations
+
+from sdqos.errors import InvalidInput
+from sdqos.manifests import ParseResult, parse_pod
+from sdqos.model import CPU, MEMORY, PID, NodeConfig, Pod, Source
+from sdqos.nodeconfig import GATE_DEFAULTS
+from sdqos.quantity import parse_quantity
+
+
+def pod_from(manifest: dict, *, defaults: bool = True) -> Pod:
+    """A Pod from a manifest dict (apiVersion/kind added when missing); fails loudly if invalid."""
+    doc = {"apiVersion": "v1", "kind": "Pod", **manifest}
+    doc.pop("status", None)
+    result = ParseResult()
+    pod = parse_pod(doc, Source("test.yaml"), result, apply_defaults=defaults, check_values=defaults)
+    if result.errors:
+        raise AssertionError("; ".join(str(e) for e in result.errors))
+    assert pod is not None
+    return pod
+
+
+def parse_errors(manifest: dict) -> list[str]:
+    result = ParseResult()
+    parse_pod(manifest, Source("pods/t.yaml", 0), result)
+    return [str(e) for e in result.errors]
+
+
+def node(cpu: str = "8", memory: str = "16Gi", pids: str = "4194304", *, gates: dict | None = None, **kw) -> NodeConfig:
+    g = dict(GATE_DEFAULTS)
+    g.update(gates or {})
+    for key in ("kube_reserved", "system_reserved"):
+        if key in kw:
+            kw[key] = {k: parse_quantity(v) for k, v in kw[key].items()}
+    return NodeConfig(
+        capacity={CPU: parse_quantity(cpu), MEMORY: parse_quantity(memory), PID: parse_quantity(pids)},
+        capacity_source={},
+        feature_gates=g,
+        **kw,
+    )
+
+
+def quantity_map(d: dict) -> dict:
+    return {k: parse_quantity(v) for k, v in d.items()}
+
+
+__all__ = ["pod_from", "parse_errors", "node", "quantity_map", "InvalidInput"]

@@ -1,0 +1,130 @@
+"""`sdqos plan` and `sdqos explain` through the real command line (the installed console script)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def sdqos(*args, check=False):
+    return subprocess.run([sys.executable, "-m", "sdqos", *args], capture_output=True, text=True, check=check)
+
+
+@pytest.fixture
+def config(tmp_path):
+    d = tmp_path / "cfg"
+    shutil.copytree(EXAMPLES, d)
+    return d
+
+
+def test_plan_json_contract(config):
+    r = sdqos("plan", "--config", str(config), "--cgroup", "v1", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["cgroup"] == "v1"
+    assert data["node"]["capacity"] == {"cpu": "8", "memory": "16Gi", "pid": "4194304"}
+    assert data["node"]["allocatable"] == {"cpu": "7", "memory": "14Gi", "pid": "4193304"}
+    units = {u["name"]: u for u in data["units"]}
+    assert units["kubepods.slice"] == {
+        "name": "kubepods.slice",
+        "slice": "-.slice",
+        "kind": "node",
+        "description": "sdqos node allocatable for pods (kubepods)",
+        "properties": {"CPUShares": 7168, "CPUQuotaPerSecUSec": 2**64 - 1, "MemoryLimit": 14 * 2**30, "TasksMax": 4193304},
+    }
+    assert units["kubepods-burstable.slice"]["properties"]["CPUShares"] == 1228
+    pods = {f"{p['namespace']}/{p['name']}": p for p in data["pods"]}
+    assert set(pods) == {"shop/web", "shop/db", "shop/api", "batch/report", "kube-system/node-agent"}
+    assert {k: p["qos"] for k, p in pods.items()} == {
+        "shop/web": "Burstable", "shop/db": "Guaranteed", "shop/api": "Burstable",
+        "batch/report": "BestEffort", "kube-system/node-agent": "Burstable",
+    }
+    db = pods["shop/db"]
+    assert db["slice"] == "kubepods-pod0d5c8a4e_6f3b_4c1e_9a2d_7b8e1f0c3a55.slice"
+    assert db["containers"][0]["oomScoreAdj"] == -997
+    assert db["containers"][0]["properties"]["MemoryLimit"] == 4 * 2**30
+    web = pods["shop/web"]
+    assert [c["name"] for c in web["containers"]] == ["migrate", "log-shipper", "nginx"]
+    assert units[web["slice"]]["properties"]["CPUQuotaPerSecUSec"] == 1_000_000
+    assert data["warnings"] == [] and data["errors"] == []
+
+
+def test_plan_v2_uses_v2_properties(config):
+    data = json.loads(sdqos("plan", "--config", str(config), "--cgroup", "v2", "-o", "json", check=True).stdout)
+    props = {u["name"]: u["properties"] for u in data["units"]}["kubepods.slice"]
+    assert set(props) == {"CPUWeight", "CPUQuotaPerSecUSec", "MemoryMax", "MemoryMin", "MemoryLow", "MemoryHigh", "TasksMax"}
+    assert props["CPUWeight"] == 1 + (7168 - 2) * 9999 // 262142
+
+
+def test_plan_text_tree(config):
+    r = sdqos("plan", "--config", str(config), "--cgroup", "v1")
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert "node allocatable 7 CPU, 14 GiB, 4193304 pids" in lines
+    assert "-.slice" in lines
+    assert any(line.startswith("└─kubepods.slice  node allocatable for pods  [7168 shares · no quota · 14 GiB") for line in lines)
+    assert any("shop/db (Guaranteed)  [2048 shares · 200% CPU · 4 GiB · 4096 tasks]" in line for line in lines)
+    assert any("nginx · oom_score_adj 993" in line for line in lines)
+
+
+def test_explain_shows_formulas(config):
+    r = sdqos("explain", "--config", str(config), "--cgroup", "v1", "shop/web")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "QoS class Burstable" in out
+    assert "= 500m × 1024 / 1000 (pod CPU request: max(nginx 250m + log-shipper 50m (sidecar) = 300m; init migrate 500m))" in out
+    assert "= 1200m × 1024 / 1000 (Σ Burstable requests: shop/api 600m, kube-system/node-agent 100m, shop/web 500m)" in out
+    assert "oom_score_adj                         993" in out
+
+
+def test_explain_what_if_file(config, tmp_path):
+    new = tmp_path / "new.yaml"
+    new.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: extra, namespace: shop}\n"
+        "spec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: 300m}}\n"
+    )
+    r = sdqos("explain", "--config", str(config), "--cgroup", "v1", str(new))
+    assert r.returncode == 0, r.stderr
+    assert "Pod shop/extra" in r.stdout
+    assert "1500m × 1024 / 1000 (Σ Burstable requests:" in r.stdout  # the tier includes the what-if pod
+
+
+def test_invalid_pod_file_exit_2_and_line(config):
+    (config / "pods" / "bad.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers:\n  - name: c\n"
+        "    resources: {limits: {cpu: 12x}}\n"
+    )
+    r = sdqos("plan", "--config", str(config), "--cgroup", "v1", "-o", "json")
+    assert r.returncode == 2
+    assert 'sdqos: error: pods/bad.yaml[0]: spec.containers[0].resources.limits.cpu: "12x" is not a quantity' in r.stderr
+    data = json.loads(r.stdout)
+    assert len(data["pods"]) == 5  # the other pods are still planned
+    assert data["errors"] == ['pods/bad.yaml[0]: spec.containers[0].resources.limits.cpu: "12x" is not a quantity']
+
+
+def test_missing_config_dir_is_invalid_input(tmp_path):
+    r = sdqos("plan", "--config", str(tmp_path / "nope"))
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"sdqos: error: config directory {tmp_path / 'nope'} does not exist"
+
+
+def test_broken_node_yaml_exit_2(config):
+    (config / "node.yaml").write_text("qosReserved: {memory: 150%}\nfeatureGates: {QOSReserved: true}\n")
+    r = sdqos("plan", "--config", str(config))
+    assert r.returncode == 2
+    assert r.stderr.strip() == 'sdqos: error: node.yaml: qosReserved.memory: "150%": percentage must be between 0 and 100'
+
+
+def test_help_lists_commands():
+    r = sdqos("--help")
+    assert r.returncode == 0
+    for cmd in ("plan", "explain"):
+        assert cmd in r.stdout
+    assert "Exit codes: 0 ok, 1 error, 2 invalid input" in r.stdout

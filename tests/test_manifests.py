@@ -1,0 +1,175 @@
+"""Pod/VM manifest parsing: API defaulting, and every validation error with its exact line."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from sdqos.manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents, stable_uid
+from sdqos.model import CPU, MEMORY
+from sdqos.quantity import parse_quantity
+
+from .helpers import pod_from
+
+BASE = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "web", "namespace": "shop"},
+    "spec": {
+        "containers": [
+            {"name": "nginx", "image": "nginx", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "128Mi"}}}
+        ]
+    },
+}
+
+
+def with_(path: str, value):
+    """BASE with one field replaced (dotted path, [i] for list items); value DELETE removes it."""
+    doc = copy.deepcopy(BASE)
+    parts = path.replace("]", "").replace("[", ".").split(".")
+    cur = doc
+    for p in parts[:-1]:
+        cur = cur[int(p)] if isinstance(cur, list) else cur.setdefault(p, {})
+    last = parts[-1]
+    if value is DELETE:
+        del cur[last]
+    elif isinstance(cur, list):
+        cur[int(last)] = value
+    else:
+        cur[last] = value
+    return doc
+
+
+DELETE = object()
+C0 = "spec.containers[0]"
+LIM = f"{C0}.resources.limits"
+REQ = f"{C0}.resources.requests"
+
+ERRORS = [
+    # (what, mutated document, expected error line)
+    ("quantity 12x", with_(f"{LIM}.cpu", "12x"), f'pods/t.yaml[0]: {LIM}.cpu: "12x" is not a quantity'),
+    ("negative", with_(f"{REQ}.memory", "-1"), f'pods/t.yaml[0]: {REQ}.memory: "-1" must be greater than or equal to 0'),
+    ("empty quantity", with_(f"{LIM}.cpu", ""), f'pods/t.yaml[0]: {LIM}.cpu: "" is not a quantity (empty)'),
+    ("1.1.1", with_(f"{LIM}.cpu", "1.1.1"), f'pods/t.yaml[0]: {LIM}.cpu: "1.1.1" is not a quantity'),
+    ("0.1mi", with_(f"{LIM}.memory", "0.1mi"), f'pods/t.yaml[0]: {LIM}.memory: "0.1mi" is not a quantity (unknown suffix "mi")'),
+    ("leading space", with_(f"{LIM}.cpu", " 1"), f'pods/t.yaml[0]: {LIM}.cpu: " 1" is not a quantity'),
+    ("beyond int64", with_(f"{LIM}.memory", "9223372036854775808"), f'pods/t.yaml[0]: {LIM}.memory: "9223372036854775808" is too large (more than 2^63-1)'),
+    ("1e400", with_(f"{LIM}.memory", "1e400"), f'pods/t.yaml[0]: {LIM}.memory: "1e400" is too large (more than 2^63-1)'),
+    ("fractional bytes", with_(f"{LIM}.memory", "100m"), f'pods/t.yaml[0]: {LIM}.memory: "100m" is a fractional number of bytes (did you mean Mi?)'),
+    ("request > limit", with_(f"{REQ}.cpu", "2"), f'pods/t.yaml[0]: {REQ}.cpu: "2" must be less than or equal to cpu limit of "500m"'),
+    ("bool quantity", with_(f"{LIM}.cpu", True), f"pods/t.yaml[0]: {LIM}.cpu: true is not a quantity"),
+    ("unknown resource", with_(f"{LIM}.cpus", "1"), f'pods/t.yaml[0]: {LIM}.cpus: "cpus" is not a resource name (cpu, memory, ephemeral-storage, hugepages-<size>, or a fully-qualified extended resource)'),
+    ("typo in resources", with_(f"{C0}.resource", {}), f"pods/t.yaml[0]: {C0}.resource: unknown field"),
+    ("no name", with_("metadata.name", DELETE), "pods/t.yaml[0]: metadata.name: Required value"),
+    ("name not DNS", with_("metadata.name", "Web_1"), 'pods/t.yaml[0]: metadata.name: "Web_1" is not a valid DNS-1123 subdomain (lowercase letters, digits and \'-\', \'.\', starting and ending with a letter or digit)'),
+    ("namespace not DNS", with_("metadata.namespace", "a.b"), 'pods/t.yaml[0]: metadata.namespace: "a.b" is not a valid DNS-1123 label (lowercase letters, digits and \'-\', starting and ending with a letter or digit)'),
+    ("escape attempt", with_("metadata.name", "../x"), 'pods/t.yaml[0]: metadata.name: "../x" is not a valid DNS-1123 subdomain (lowercase letters, digits and \'-\', \'.\', starting and ending with a letter or digit)'),
+    ("container name", with_(f"{C0}.name", "Nginx"), f'pods/t.yaml[0]: {C0}.name: "Nginx" is not a valid DNS-1123 label (lowercase letters, digits and \'-\', starting and ending with a letter or digit)'),
+    ("long name", with_("metadata.name", "a" * 300), 'pods/t.yaml[0]: metadata.name: "' + "a" * 57 + '..." must be no more than 253 characters'),
+    ("unicode name", with_("metadata.name", "wéb"), 'pods/t.yaml[0]: metadata.name: "wéb" is not a valid DNS-1123 subdomain (lowercase letters, digits and \'-\', \'.\', starting and ending with a letter or digit)'),
+    ("bad uid", with_("metadata.uid", "a/b"), "pods/t.yaml[0]: metadata.uid: \"a/b\" must be letters, digits and '-' (at most 128), like a UUID"),
+    ("wrong kind", with_("kind", "Deployment"), 'pods/t.yaml[0]: kind: must be "Pod", not "Deployment"'),
+    ("wrong apiVersion", with_("apiVersion", "apps/v1"), 'pods/t.yaml[0]: apiVersion: must be "v1" for a Pod, not "apps/v1"'),
+    ("no containers", with_("spec.containers", []), "pods/t.yaml[0]: spec.containers: Required value: a pod needs at least one container"),
+    ("containers not a list", with_("spec.containers", {"name": "x"}), "pods/t.yaml[0]: spec.containers: must be a list, not a mapping"),
+    ("not a mapping", ["a", "b"], "pods/t.yaml[0]: must be a mapping, not a list"),
+    ("sidecar policy", with_("spec.initContainers", [{"name": "i", "restartPolicy": "OnFailure"}]), 'pods/t.yaml[0]: spec.initContainers[0].restartPolicy: Unsupported value: "OnFailure": supported values: "Always"'),
+    ("priority type", with_("spec.priority", "high"), "pods/t.yaml[0]: spec.priority: must be an integer, not str"),
+    ("pod-level unsupported", with_("spec.resources", {"limits": {"ephemeral-storage": "1Gi"}}), 'pods/t.yaml[0]: spec.resources.limits.ephemeral-storage: "ephemeral-storage" is not supported in pod-level resources (cpu, memory, hugepages-<size>)'),
+]
+
+
+@pytest.mark.parametrize("what,doc,line", ERRORS, ids=[e[0] for e in ERRORS])
+def test_validation_error_lines(what, doc, line):
+    result = ParseResult()
+    parse_pod_documents([doc], "pods/t.yaml", result)
+    assert [str(e) for e in result.errors] == [line]
+    assert result.pods == []
+
+
+def test_duplicate_container_names_across_init_and_app():
+    doc = with_("spec.initContainers", [{"name": "nginx"}])
+    result = ParseResult()
+    parse_pod_documents([doc], "pods/t.yaml", result)
+    assert [str(e) for e in result.errors] == [
+        'pods/t.yaml[0]: spec.containers[0].name: Duplicate value: "nginx" (also spec.initContainers[0])'
+    ]
+
+
+def test_duplicates_across_files_invalidate_both_and_name_both_files():
+    result = ParseResult()
+    parse_pod_documents([BASE], "pods/a.yaml", result)
+    parse_pod_documents([copy.deepcopy(BASE)], "pods/b.yaml", result)
+    uid_dup = with_("metadata.name", "other")
+    uid_dup["metadata"]["uid"] = "11111111-2222-3333-4444-555555555555"
+    uid_dup2 = with_("metadata.name", "third")
+    uid_dup2["metadata"]["uid"] = "11111111-2222-3333-4444-555555555555"
+    parse_pod_documents([uid_dup, uid_dup2], "pods/c.yaml", result)
+    check_duplicates(result)
+    lines = [str(e) for e in result.errors]
+    assert 'pods/a.yaml[0]: metadata.name: Duplicate namespace/name "shop/web" (defined in pods/a.yaml[0], pods/b.yaml[0])' in lines
+    assert 'pods/b.yaml[0]: metadata.name: Duplicate namespace/name "shop/web" (defined in pods/a.yaml[0], pods/b.yaml[0])' in lines
+    assert any("pods/c.yaml[1]: metadata.uid: Duplicate uid" in x for x in lines)
+    assert result.pods == []
+    assert {"pod:shop/web", "pod:shop/other", "pod:shop/third"} <= result.invalid_keys
+
+
+def test_errors_carry_document_index_and_list_items():
+    bad = with_(f"{LIM}.cpu", "12x")
+    result = ParseResult()
+    parse_pod_documents([BASE, {"apiVersion": "v1", "kind": "List", "items": [with_("metadata.name", "ok"), bad]}], "pods/web.yaml", result)
+    assert [str(e) for e in result.errors] == [f'pods/web.yaml[1]: items[1].{LIM}.cpu: "12x" is not a quantity']
+    assert [p.name for p in result.pods] == ["web", "ok"]
+    assert "pod:shop/web" in result.invalid_keys  # the bad item is known by name: its units are left alone
+
+
+def test_api_defaulting_limit_becomes_request():
+    pod = pod_from({"metadata": {"name": "g"}, "spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}})
+    c = pod.containers[0]
+    assert c.requests == {CPU: parse_quantity("1"), MEMORY: parse_quantity("1Gi")}
+    assert c.request_set == frozenset()
+    assert pod.namespace == "default"
+
+
+def test_yaml_numbers_are_quantities():
+    pod = pod_from({"metadata": {"name": "n"}, "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": 0.5, "memory": 1048576}}}]}})
+    assert pod.containers[0].requests[CPU].milli_value() == 500
+    assert pod.containers[0].requests[MEMORY].value() == 1048576
+
+
+def test_stable_uid_is_deterministic_and_distinct():
+    assert stable_uid("shop", "web") == stable_uid("shop", "web")
+    assert stable_uid("shop", "web") != stable_uid("shop", "api")
+    assert pod_from(BASE).uid == stable_uid("shop", "web")
+
+
+def test_node_critical_priority_defaulted_from_class():
+    pod = pod_from(with_("spec.priorityClassName", "system-node-critical"))
+    assert pod.priority == 2_000_001_000
+
+
+VM = {
+    "apiVersion": "sdqos.io/v1alpha1",
+    "kind": "VirtualMachine",
+    "metadata": {"name": "vm1"},
+    "spec": {"resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "2Gi"}}, "libvirt": {"domain": "vm1"}},
+}
+
+
+def test_vm_parses_with_default_overhead():
+    result = ParseResult()
+    parse_vm_documents([VM], "vms/vm1.yaml", result)
+    assert not result.errors
+    vm = result.vms[0]
+    assert vm.overhead_defaulted
+    assert vm.overhead[MEMORY].value() == 64 * 2**20 + 2 * 2**30 // 64
+    assert vm.requests[MEMORY] == parse_quantity("2Gi")  # defaulted from the limit
+
+
+def test_vm_requires_memory_limit():
+    doc = copy.deepcopy(VM)
+    del doc["spec"]["resources"]["limits"]["memory"]
+    result = ParseResult()
+    parse_vm_documents([doc], "vms/vm1.yaml", result)
+    assert [str(e) for e in result.errors] == ["vms/vm1.yaml[0]: spec.resources.limits.memory: Required value: the guest's RAM"]

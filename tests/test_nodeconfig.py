@@ -1,0 +1,99 @@
+"""node.yaml (KubeletConfiguration): defaults, kubelet's validation rules, typo warnings."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdqos.model import CPU, MEMORY, PID
+from sdqos.nodeconfig import parse_go_duration, parse_node_config, parse_percentage
+from sdqos.quantity import parse_quantity
+
+DETECTED = {CPU: parse_quantity("4"), MEMORY: parse_quantity("8Gi"), PID: parse_quantity("32768")}
+
+
+def parse(raw):
+    cfg, errors = parse_node_config(raw, DETECTED)
+    return cfg, [str(e) for e in errors]
+
+
+def test_defaults_without_node_yaml():
+    cfg, errors = parse(None)
+    assert errors == []
+    assert cfg.capacity == DETECTED
+    assert cfg.enforce_node_allocatable == {"pods"}
+    assert cfg.cpu_cfs_quota and cfg.cpu_cfs_quota_period_us == 100_000
+    assert cfg.pod_pids_limit == -1 and cfg.memory_throttling_factor == 0.9
+    assert cfg.gate("PodLevelResources") and not cfg.gate("MemoryQoS") and not cfg.gate("QOSReserved")
+
+
+def test_real_kubelet_config_is_accepted_and_typos_warned():
+    cfg, errors = parse({
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "authentication": {"anonymous": {"enabled": False}},
+        "clusterDNS": ["10.96.0.10"],
+        "cgroupDriver": "systemd",
+        "kubeReserverd": {"cpu": "1"},
+    })
+    assert errors == []
+    assert cfg.warnings == ('node.yaml: unknown field "kubeReserverd" (not a KubeletConfiguration field): ignored',)
+
+
+def test_capacity_override_and_pids_alias():
+    cfg, errors = parse({"capacity": {"cpu": "16", "pids": "4194304"}})
+    assert errors == []
+    assert cfg.capacity[CPU] == parse_quantity("16") and cfg.capacity[PID] == parse_quantity("4194304")
+    assert cfg.capacity[MEMORY] == DETECTED[MEMORY]
+    assert cfg.capacity_source == {CPU: "node.yaml", MEMORY: "detected", PID: "node.yaml"}
+
+
+BAD = [
+    ({"kubeReserved": {"memory": "9Gi"}}, 'node.yaml: kubeReserved/systemReserved.memory: Resource "memory" has a reservation of 9.1 GiB but capacity of 8 GiB. Expected capacity >= reservation (reservation includes evictionHard memory.available)'),
+    ({"systemReserved": {"cpu": "-1"}}, 'node.yaml: systemReserved.cpu: "-1" must not be negative'),
+    ({"kubeReserved": {"cpu": "12x"}}, 'node.yaml: kubeReserved.cpu: "12x" is not a quantity'),
+    ({"qosReserved": {"memory": "150%"}}, 'node.yaml: qosReserved.memory: "150%": percentage must be between 0 and 100'),
+    ({"qosReserved": {"memory": "abc"}}, 'node.yaml: qosReserved.memory: percentage expected, got "abc"'),
+    ({"qosReserved": {"cpu": "50%"}}, 'node.yaml: qosReserved.cpu: cannot reserve "cpu" resource (only memory)'),
+    ({"cpuCFSQuotaPeriod": "2s"}, 'node.yaml: cpuCFSQuotaPeriod: "2s" must be between 1ms and 1s, inclusive'),
+    ({"cpuCFSQuotaPeriod": "500us"}, 'node.yaml: cpuCFSQuotaPeriod: "500us" must be between 1ms and 1s, inclusive'),
+    ({"cpuCFSQuotaPeriod": "fast"}, "node.yaml: cpuCFSQuotaPeriod: 'fast' is not a duration (e.g. 100ms, 1s)"),
+    ({"cpuCFSQuotaPeriod": "50ms", "featureGates": {"CustomCPUCFSQuotaPeriod": False}}, 'node.yaml: cpuCFSQuotaPeriod: "50ms" requires feature gate CustomCPUCFSQuotaPeriod'),
+    ({"cgroupsPerQOS": False}, "node.yaml: cgroupsPerQOS: sdqos builds the QoS cgroup hierarchy; cgroupsPerQOS: false is not supported"),
+    ({"enforceNodeAllocatable": ["pods", "none"]}, 'node.yaml: enforceNodeAllocatable: may not contain additional enforcements when "none" is specified'),
+    ({"enforceNodeAllocatable": ["pods", "pods"]}, 'node.yaml: enforceNodeAllocatable: duplicated enforcement "pods"'),
+    ({"enforceNodeAllocatable": ["system-reserved"]}, 'node.yaml: systemReservedCgroup: must be specified when "system-reserved" or "system-reserved-compressible" is in enforceNodeAllocatable'),
+    ({"memoryThrottlingFactor": 1.5}, "node.yaml: memoryThrottlingFactor: 1.5 must be greater than 0 and less than or equal to 1.0"),
+    ({"memoryReservationPolicy": "TieredReservation"}, 'node.yaml: memoryReservationPolicy: "TieredReservation" requires the MemoryQoS feature gate'),
+    ({"featureGates": {"MemoryQoS": "yes"}}, "node.yaml: featureGates.MemoryQoS: must be true or false, not 'yes'"),
+    ({"kind": "Pod"}, 'node.yaml: kind: must be "KubeletConfiguration", not "Pod"'),
+    ({"cgroupRoot": "/a-b/c d"}, "node.yaml: cgroupRoot: '/a-b/c d' is not a usable cgroup root (component 'a-b')"),
+    (["not", "a", "mapping"], "node.yaml: must be a mapping (a KubeletConfiguration)"),
+]
+
+
+@pytest.mark.parametrize("raw,line", BAD, ids=[b[1].split(":")[1].strip() + str(i) for i, b in enumerate(BAD)])
+def test_invalid_node_yaml(raw, line):
+    _, errors = parse(raw)
+    assert errors == [line]
+
+
+def test_qos_reserved_without_gate_is_ignored_with_warning():
+    cfg, errors = parse({"qosReserved": {"memory": "50%"}})
+    assert errors == []
+    assert "qosReserved is ignored: kubelet applies it only with featureGates.QOSReserved: true" in cfg.warnings
+
+
+@pytest.mark.parametrize("text,ns", [("100ms", 100_000_000), ("1s", 10**9), ("1m30s", 90 * 10**9), ("1.5ms", 1_500_000), ("500us", 500_000), ("0", 0)])
+def test_go_durations(text, ns):
+    assert parse_go_duration(text) == ns
+
+
+def test_custom_period():
+    cfg, errors = parse({"cpuCFSQuotaPeriod": "50ms"})
+    assert errors == [] and cfg.cpu_cfs_quota_period_us == 50_000
+
+
+def test_percentage():
+    assert parse_percentage("0%") == 0 and parse_percentage("100%") == 100
+    with pytest.raises(ValueError):
+        parse_percentage("50")
