@@ -155,5 +155,14 @@ def explain(
             err(f"warning: {w}")
 
 
+def _add_subcommands() -> None:
+    from . import sandbox
+
+    app.add_typer(sandbox.app, name="sandbox", help="A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in.")
+
+
+_add_subcommands()
+
+
 def main() -> None:
     app()

@@ -287,6 +287,8 @@ def parse_pod(
             uid = None
     if name and namespace:
         result.invalid_keys.add(f"pod:{namespace}/{name}")  # removed again below if the pod is valid
+        if uid_raw is None:
+            result.invalid_keys.add(f"uid:{stable_uid(namespace, name)}")
     if uid:
         result.invalid_keys.add(f"uid:{uid}")
     annotations = doc.mapping(meta.get("annotations"), "metadata.annotations") or {}

@@ -1,0 +1,115 @@
+"""``/run/sdqos``: the sync lock and the record of what the last sync applied.
+
+The record is how drift is told apart from a config change: a live value that differs from what
+sdqos last set was changed behind its back. It lives on tmpfs, like the transient units it
+describes, so both vanish together at reboot. Everything here is root-only and written
+atomically; a directory or file that is not ours (symlink, wrong owner, group/world-writable) is
+refused rather than trusted.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+from .errors import HostError, LockTimeout
+
+DEFAULT_RUN_DIR = Path(os.environ.get("SDQOS_RUN_DIR", "/run/sdqos"))
+LOCK_NAME = "sync.lock"
+APPLIED_NAME = "applied.json"
+
+
+def ensure_dir(run_dir: Path = DEFAULT_RUN_DIR) -> Path:
+    """Create the run dir 0755 if missing; refuse one that another user could tamper with."""
+    try:
+        os.mkdir(run_dir, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise HostError(f"cannot create {run_dir}: {exc.strerror}") from None
+    st = os.lstat(run_dir)
+    if not stat.S_ISDIR(st.st_mode):
+        raise HostError(f"{run_dir} is not a directory (symlink?); refusing to use it")
+    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise HostError(f"{run_dir} is writable by others or not owned by us; refusing to use it")
+    return run_dir
+
+
+class SyncLock:
+    """An exclusive flock on ``sync.lock``: two syncs never interleave. The holder's PID is in the
+    file, so the second one can say who it waited for."""
+
+    def __init__(self, run_dir: Path = DEFAULT_RUN_DIR, timeout: float = 60.0):
+        self.path = run_dir / LOCK_NAME
+        self.timeout = timeout
+        self.fd: int | None = None
+
+    def __enter__(self) -> "SyncLock":
+        ensure_dir(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    os.close(fd)
+                    raise HostError(f"cannot lock {self.path}: {exc.strerror}") from None
+                if time.monotonic() >= deadline:
+                    holder = _read_pid(fd)
+                    os.close(fd)
+                    who = f" (pid {holder})" if holder else ""
+                    raise LockTimeout(
+                        f"another sdqos sync holds {self.path}{who}; gave up after {self.timeout:g}s (--lock-timeout)"
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the flock
+            self.fd = None
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        return int(os.pread(fd, 32, 0).decode().strip() or 0) or None
+    except (OSError, ValueError):
+        return None
+
+
+def load_applied(run_dir: Path = DEFAULT_RUN_DIR) -> dict[str, dict[str, int]]:
+    """What the last sync applied: {unit: {property: value}}. Missing or unreadable → {} (then
+    differences are reported as updates, not drift)."""
+    path = run_dir / APPLIED_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = json.loads(fh.read())
+        except ValueError:
+            return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN_DIR) -> None:
+    """Atomic replace (write a temp file 0600, fsync, rename)."""
+    ensure_dir(run_dir)
+    tmp = run_dir / f".{APPLIED_NAME}.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(applied, fh, separators=(",", ":"), sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, run_dir / APPLIED_NAME)

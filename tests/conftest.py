@@ -1,0 +1,91 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from sdqos import sandbox as sbx
+
+# --- sandbox: a private systemd (sdqos.sandbox) ------------------------------------------------
+#
+# `sandbox` boots one sandbox per test session, `clean_sandbox` hands each test that instance with
+# no kubepods*.slice / machine-*.scope units left from the previous test. Tests using either are
+# marked `sandbox` automatically (`-m "not sandbox"` deselects them). Without root, unshare,
+# nsenter, systemd or dbus-daemon they are skipped with the reason; set SDQOS_REQUIRE_SANDBOX=1
+# (CI) to make that a failure instead. A sandbox that fails to boot is always an error.
+
+SANDBOX_FIXTURES = ("sandbox", "clean_sandbox")
+TEST_PREFIX = "sdqos-test-"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(f in getattr(item, "fixturenames", ()) for f in SANDBOX_FIXTURES):
+            item.add_marker(pytest.mark.sandbox)
+
+
+def sandbox_unavailable() -> str | None:
+    """Why no sandbox can be booted here (None: it can). Skips, or fails under SDQOS_REQUIRE_SANDBOX=1."""
+    problems = sbx.missing_prerequisites()
+    if not problems:
+        return None
+    reason = "sandbox prerequisites missing: " + "; ".join(problems)
+    if os.environ.get("SDQOS_REQUIRE_SANDBOX") == "1":
+        pytest.fail(reason + " (SDQOS_REQUIRE_SANDBOX=1)", pytrace=False)
+    return reason
+
+
+def _remove_stale_test_sandboxes() -> None:
+    """Sandboxes of earlier test runs that died without teardown (SIGKILL, crash)."""
+    for st in sbx.list_sandboxes():
+        if not st.name.startswith(TEST_PREFIX):
+            continue
+        owner = st.name[len(TEST_PREFIX):].split("-", 1)[0]
+        if not st.running or not (owner.isdigit() and _alive(int(owner))):
+            sbx.down(st.name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")  # a killed pytest may linger as a zombie
+
+
+def _raise_keyboard_interrupt(signum, frame):  # SIGTERM (CI timeout): tear down like Ctrl-C
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def sandbox_name() -> str:
+    """Name of this session's sandbox; tests booting more use it as a prefix."""
+    return f"{TEST_PREFIX}{os.getpid()}"
+
+
+@pytest.fixture(scope="session")
+def sandbox(sandbox_name: str):
+    """One private systemd for the whole session (`sdqos.sandbox.Sandbox`), always torn down."""
+    reason = sandbox_unavailable()
+    if reason:
+        pytest.skip(reason)
+    _remove_stale_test_sandboxes()
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        sb = sbx.up(sandbox_name)
+        yield sb
+    finally:
+        try:
+            sbx.down(sandbox_name)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture
+def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
+    """The session sandbox with no kubepods*.slice / machine-*.scope units and no failed units."""
+    sbx.reset_units(sandbox)
+    return sandbox

@@ -1,0 +1,148 @@
+"""The reconciler's pure half: plan vs. live → ordered actions (no systemd needed)."""
+
+from __future__ import annotations
+
+from sdqos.diff import PHASE_GROW, PHASE_SHRINK, LiveUnit, clamp_to_usage, compute_diff
+from sdqos.engine import build_plan
+from sdqos.model import MEMORY
+
+from .helpers import node, pod_from
+
+
+def mk(name, ns="default", requests=None, limits=None):
+    res = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
+    return pod_from({"metadata": {"name": name, "namespace": ns}, "spec": {"containers": [{"name": "c", "resources": res}]}})
+
+
+def live_from(plan, **overrides):
+    """Live state identical to the plan (slices only, as sync would have made them)."""
+    live = {}
+    for u in plan.units:
+        if u.create:
+            live[u.name] = LiveUnit(u.name, description=u.description, props=dict(u.properties))
+    live.update(overrides)
+    return live
+
+
+def plan_of(*pods, n=None):
+    return build_plan(n or node(), list(pods), cgroup="v1")
+
+
+def test_cold_creates_slices_parents_first_and_no_scopes():
+    plan = plan_of(mk("g", limits={"cpu": "1", "memory": "1Gi"}), mk("b", requests={"cpu": "1"}))
+    d = compute_diff(plan, {})
+    names = [a.unit for a in d.actions]
+    assert all(a.kind == "create" for a in d.actions)
+    assert names[:3] == ["kubepods.slice", "kubepods-burstable.slice", "kubepods-besteffort.slice"]
+    assert len(names) == 5 and not any(n.endswith(".scope") for n in names)
+
+
+def test_in_sync_is_a_no_op():
+    plan = plan_of(mk("g", limits={"cpu": "1", "memory": "1Gi"}))
+    d = compute_diff(plan, live_from(plan))
+    assert d.actions == [] and d.drift == [] and len(d.unchanged) == 4
+
+
+def test_config_change_updates_only_changed_property():
+    old = plan_of(mk("g", limits={"cpu": "1", "memory": "1Gi"}))
+    new = plan_of(mk("g", limits={"cpu": "1", "memory": "2Gi"}))
+    applied = {u.name: dict(u.properties) for u in old.units}
+    d = compute_diff(new, live_from(old), applied)
+    pod_slice = new.pods[0].slice
+    updates = {a.unit: a.changes for a in d.actions}
+    assert updates == {pod_slice: {"MemoryLimit": (2**30, 2 * 2**30)}}
+    assert d.drift == []
+
+
+def test_drift_is_detected_against_what_was_applied_and_restored():
+    plan = plan_of(mk("g", limits={"cpu": "1", "memory": "1Gi"}))
+    applied = {u.name: dict(u.properties) for u in plan.units}
+    live = live_from(plan)
+    live["kubepods.slice"].props["CPUShares"] = 100
+    d = compute_diff(plan, live, applied)
+    assert d.drift == [{"unit": "kubepods.slice", "changes": {"CPUShares": [100, 8192]}}]
+    assert [(a.kind, a.unit, a.props) for a in d.actions] == [("update", "kubepods.slice", {"CPUShares": 8192})]
+
+
+def test_removed_pod_is_stopped_children_first_foreign_untouched():
+    gone = mk("gone", requests={"cpu": "100m"})
+    before = plan_of(mk("g", limits={"cpu": "1", "memory": "1Gi"}), gone)
+    after = plan_of(mk("g", limits={"cpu": "1", "memory": "1Gi"}))
+    live = live_from(before)
+    slice_ = next(p.slice for p in before.pods if p.pod.name == "gone")
+    scope = next(p.containers[0].scope for p in before.pods if p.pod.name == "gone")
+    live[scope] = LiveUnit(scope, description="sdqos container default/gone/c (Burstable)")
+    live["kubepods-burstable-podforeign.slice"] = LiveUnit("kubepods-burstable-podforeign.slice", description="kubelet pod")
+    d = compute_diff(after, live)
+    stops = [a.unit for a in d.actions if a.kind == "stop"]
+    assert stops == [scope, slice_]
+    assert d.foreign == ["kubepods-burstable-podforeign.slice"]
+
+
+def test_invalid_pod_keeps_its_units():
+    gone = mk("broken", requests={"cpu": "100m"})
+    before = plan_of(gone)
+    after = plan_of()
+    d = compute_diff(after, live_from(before), invalid_keys={f"uid:{gone.uid}"}, allow_empty=True)
+    assert not any(a.kind == "stop" for a in d.actions)
+    assert before.pods[0].slice in d.kept
+
+
+def test_unreadable_file_blocks_every_removal():
+    before = plan_of(mk("a", requests={"cpu": "1"}), mk("b", requests={"cpu": "1"}))
+    after = plan_of(mk("a", requests={"cpu": "1"}))
+    d = compute_diff(after, live_from(before), removals_safe=False, complete=False)
+    assert not any(a.kind == "stop" for a in d.actions)
+    assert "1 pod(s) not in the config kept running: some config files could not be read" in d.warnings
+
+
+def test_empty_config_refuses_to_remove_everything():
+    before = plan_of(mk("a", requests={"cpu": "1"}))
+    d = compute_diff(plan_of(), live_from(before))
+    assert d.abort and d.actions == []
+    assert "refusing to remove them all" in d.errors[0]
+    d2 = compute_diff(plan_of(), live_from(before), allow_empty=True)
+    assert [a.kind for a in d2.actions if a.kind == "stop"] == ["stop"]
+
+
+def test_invalid_input_freezes_tiers():
+    before = plan_of(mk("a", requests={"cpu": "1"}))
+    after = plan_of(mk("a", requests={"cpu": "1"}), mk("new", requests={"cpu": "2"}))
+    d = compute_diff(after, live_from(before), complete=False)
+    assert "kubepods-burstable.slice" in d.kept
+    created = [a.unit for a in d.actions if a.kind == "create"]
+    assert created == [next(p.slice for p in after.pods if p.pod.name == "new")]
+    assert not any(a.unit == "kubepods-burstable.slice" for a in d.actions)
+
+
+def test_shrink_children_first_grow_parents_first():
+    n_big = node(memory="16Gi")
+    n_small = node(memory="8Gi")
+    big = plan_of(mk("g", limits={"cpu": "1", "memory": "4Gi"}), n=n_big)
+    small = plan_of(mk("g", limits={"cpu": "1", "memory": "2Gi"}), n=n_small)
+    d = compute_diff(small, live_from(big))
+    order = [(a.unit, a.phase) for a in d.actions]
+    pod_slice = small.pods[0].slice
+    assert order.index((pod_slice, PHASE_SHRINK)) < order.index(("kubepods.slice", PHASE_SHRINK))
+    d2 = compute_diff(big, live_from(small))
+    order2 = [(a.unit, a.phase) for a in d2.actions]
+    assert order2.index(("kubepods.slice", PHASE_GROW)) < order2.index((pod_slice, PHASE_GROW))
+
+
+def test_failed_unit_is_reset_and_recreated():
+    plan = plan_of()
+    live = live_from(plan)
+    live["kubepods-besteffort.slice"].active_state = "failed"
+    d = compute_diff(plan, live)
+    assert [(a.kind, a.unit) for a in d.actions] == [("reset", "kubepods-besteffort.slice"), ("create", "kubepods-besteffort.slice")]
+
+
+def test_clamp_tier_limit_to_usage():
+    n = node(memory="4Gi", gates={"QOSReserved": True}, qos_reserved={MEMORY: 100})
+    plan = plan_of(mk("g", limits={"cpu": "1", "memory": "3Gi"}), n=n)
+    live = live_from(plan)
+    live["kubepods-burstable.slice"].memory_current = 2 * 2**30
+    warnings = []
+    clamp_to_usage(plan, live, warnings)
+    assert plan.unit("kubepods-burstable.slice").properties["MemoryLimit"] == 2 * 2**30
+    assert warnings == ["kubepods-burstable.slice: MemoryLimit clamped to current usage 2147483648 (qosReserved wanted 1073741824)"]
