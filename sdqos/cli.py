@@ -155,6 +155,124 @@ def explain(
             err(f"warning: {w}")
 
 
+BusOpt = typer.Option(None, "--bus-address", envvar="DBUS_SYSTEM_BUS_ADDRESS",
+                      help="D-Bus address of the system bus (default: the system bus socket).")
+
+
+def report_text(report, verbose: bool = False) -> str:
+    """A sync report for people: a summary line, then what changed, drift, warnings, errors."""
+    from . import humanize as H
+
+    lines = []
+    verb = "would be " if report.dry_run else ""
+    if not report.changed and not report.errors:
+        lines.append(f"nothing to do: {len(report.unchanged)} units already match the plan")
+    else:
+        lines.append(
+            f"{len(report.created)} {verb}created, {len(report.updated)} {verb}updated, "
+            f"{len(report.removed)} {verb}removed, {len(report.unchanged)} unchanged"
+        )
+    for name in report.created:
+        lines.append(f"  created  {name}")
+    for u in report.updated:
+        changes = ", ".join(f"{p} {H.prop(p, o)} → {H.prop(p, n)}" for p, (o, n) in u["changes"].items())
+        lines.append(f"  updated  {u['unit']}" + (f": {changes}" if changes else ""))
+    for name in report.removed:
+        lines.append(f"  removed  {name}")
+    for d in report.drift:
+        changes = ", ".join(f"{p} {o} → {n}" for p, (o, n) in d["changes"].items())
+        lines.append(f"  drift    {d['unit']}: {changes} (changed outside sdqos; restored)")
+    for name in report.foreign:
+        lines.append(f"  foreign  {name} (not created by sdqos; left alone)")
+    if verbose:
+        for name in report.unchanged:
+            lines.append(f"  ok       {name}")
+    for w in report.warnings:
+        lines.append(f"warning: {w}")
+    lines.append(f"({report.duration_s:.2f}s, {report.dbus_calls} D-Bus calls)")
+    return "\n".join(lines)
+
+
+@app.command()
+def sync(
+    config: Path = ConfigOpt,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and diff against systemd; change nothing."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text, or json (a stable contract)."),
+    bus_address: Optional[str] = BusOpt,
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow a config with no pods to remove every pod slice."),
+    lock_timeout: float = typer.Option(60.0, "--lock-timeout", help="Seconds to wait for another sync to finish."),
+    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup", help="cgroup version of the host (auto: detect)."),
+    insecure: bool = InsecureOpt,
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list units that were already right."),
+) -> None:
+    """Reconcile systemd's units with the plan: create, update, restore drift, remove what left.
+
+    Exit 0 when everything is in place, 1 when systemd refused something, 2 when some input was
+    invalid (everything else was still synced), 3 when another sync held the lock."""
+    import asyncio
+
+    from . import reconcile
+    from .config import load_config
+    from .engine import build_plan
+    from .errors import EXIT_ERROR, EXIT_OK
+    from .rundir import DEFAULT_RUN_DIR, SyncLock
+    from .systemd import Systemd
+
+    with cli_errors():
+        cfg = load_config(config, insecure=insecure)
+        mode = resolve_cgroup(cgroup)
+        p = build_plan(cfg.node, cfg.pods, cfg.vms, mode)
+
+        async def run() -> "reconcile.Report":
+            async with Systemd(bus_address) as sd:
+                major, raw = await sd.version()
+                if major >= 258 and mode == "v1":
+                    raise SdqosError(f"systemd {raw} has no cgroup v1 properties; this host is not on cgroup v1")
+                return await reconcile.sync(
+                    sd, p, complete=cfg.complete, removals_safe=cfg.removals_safe,
+                    invalid_keys=cfg.invalid_keys, allow_empty=allow_empty, dry_run=dry_run,
+                    progress=_progress_bar() if output == Output.text else None,
+                )
+
+        lock = contextlib.nullcontext() if dry_run else SyncLock(DEFAULT_RUN_DIR, lock_timeout)
+        with lock:
+            report = asyncio.run(run())
+        report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
+        report.invalid = [str(e) for e in cfg.errors]
+        if output == Output.json:
+            typer.echo(json.dumps(report.as_json(), indent=2))
+        else:
+            typer.echo(report_text(report, verbose))
+        print_errors(cfg.errors)
+        for e in report.errors:
+            err(f"error: {e}")
+        if report.aborted or (cfg.errors and not report.errors):
+            raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_ERROR if report.errors else EXIT_OK)
+
+
+def _progress_bar():
+    """A progress callback drawing a bar on a terminal for long runs (nothing when piped)."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import Progress
+
+    state = {}
+
+    def cb(done: int, total: int) -> None:
+        if total < 50:
+            return
+        if "bar" not in state:
+            state["bar"] = Progress(transient=True)
+            state["bar"].start()
+            state["task"] = state["bar"].add_task("sync", total=total)
+        state["bar"].update(state["task"], completed=done)
+        if done >= total:
+            state["bar"].stop()
+
+    return cb
+
+
 def _add_subcommands() -> None:
     from . import sandbox
 
