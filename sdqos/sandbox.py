@@ -33,6 +33,7 @@ PIDs and cgroups that no longer exist)::
         run/            the instance's private /run (bus socket: run/dbus/system_bus_socket;
                         run/systemd/system is on its unit path: tests may install units there)
         run/sdqos/units the unit dir (inside: /run/sdqos/units)
+        run/sdqos/libvirt  only with up(..., libvirt=True): libvirtd's qemu.conf, state and logs
 
 Process tree: supervisor (python, holds the console pty, logs it, reaps; nobody's child) →
 ``unshare --pid --fork --mount --uts --propagation private`` → PID 1 = ``python -m
@@ -142,6 +143,107 @@ DefaultDependencies=no
 """,
 }
 
+# --- opt-in VM services: up(name, machined=True) / up(name, libvirt=True) -----------------------
+#
+# With them the instance runs VM workloads the way a host does: libvirtd starts a qemu domain,
+# registers it with systemd-machined (CreateMachine), and machined has the instance's systemd create
+# `machine-qemu\x2d<id>\x2d<name>.scope` in machine.slice. The units are minimal ones of our own:
+# the packaged ones depend on units the instance does not have. machined's D-Bus policy and
+# activation file are the host's (the instance's dbus-daemon reads /usr/share/dbus-1 like the
+# host's would). The file system is the host's but for /run, so libvirtd gets private dirs (under
+# the instance's /run/sdqos/libvirt) bound over every place it writes to outside /run, a
+# qemu.conf of ours, and a network namespace of its own (its network driver must never touch the
+# host's interfaces or iptables). Logs: machined's to the console log, libvirtd's to
+# /run/sdqos/libvirt/libvirtd.log, each domain's qemu output to /run/sdqos/libvirt/log/qemu/.
+MACHINED_BINARIES = ("/lib/systemd/systemd-machined", "/usr/lib/systemd/systemd-machined")
+LIBVIRTD_BINARY = "/usr/sbin/libvirtd"
+INNER_LIBVIRT_DIR = "/run/sdqos/libvirt"
+# libvirtd's state outside /run, each bound to INNER_LIBVIRT_DIR/<key> (created at `up`)
+_LIBVIRT_BINDS = {"etc-qemu": "/etc/libvirt/qemu", "lib": "/var/lib/libvirt", "log": "/var/log/libvirt",
+                  "cache": "/var/cache/libvirt"}
+MACHINED_UNIT = """\
+[Unit]
+Description=Virtual Machine and Container Registration Service (sdqos sandbox)
+Requires=dbus.socket
+Wants=machine.slice
+After=dbus.socket machine.slice
+
+[Service]
+BusName=org.freedesktop.machine1
+ExecStart={binary}
+Environment=SYSTEMD_LOG_TARGET=console
+StandardOutput=tty
+StandardError=inherit
+"""
+LIBVIRTD_UNIT = f"""\
+[Unit]
+Description=Virtualization daemon (sdqos sandbox)
+Requires=dbus.socket
+Wants=systemd-machined.service
+After=dbus.service systemd-machined.service
+
+[Service]
+Type=notify
+ExecStart={LIBVIRTD_BINARY}
+Environment=LIBVIRT_LOG_OUTPUTS=3:file:{INNER_LIBVIRT_DIR}/libvirtd.log
+KillMode=process
+PrivateNetwork=yes
+BindReadOnlyPaths={INNER_LIBVIRT_DIR}/qemu.conf:/etc/libvirt/qemu.conf
+BindPaths={' '.join(f'{INNER_LIBVIRT_DIR}/{k}:{v}' for k, v in _LIBVIRT_BINDS.items())}
+"""
+# qemu runs as root: as libvirt-qemu it could not open a root-only (udev-less) /dev/kvm, and libvirt
+# would then find its capability cache "probed with KVM, KVM not available now" and re-probe qemu on
+# every domain start (~10 s each). No relabelling or chown, no per-domain /dev (it would mknod and
+# chown /dev/kvm), qemu's stdout/stderr to a plain file (no virtlogd needed).
+LIBVIRT_QEMU_CONF = """\
+# sdqos sandbox (see sdqos/sandbox.py)
+user = "root"
+group = "root"
+dynamic_ownership = 0
+remember_owner = 0
+security_driver = "none"
+namespaces = [ ]
+stdio_handler = "file"
+"""
+
+
+def _vm_services(machined: bool, libvirt: bool) -> list[str]:
+    """The opt-in units `up` must start and check, in start order."""
+    return (["systemd-machined.service"] if machined or libvirt else []) + (["libvirtd.service"] if libvirt else [])
+
+
+def _write_vm_units(st: Mapping[str, Any], services: Sequence[str]) -> None:
+    unit_dir, run_dir = Path(st["unit_dir"]), Path(st["run_dir"])
+    if "systemd-machined.service" in services:
+        binary = next(p for p in MACHINED_BINARIES if os.access(p, os.X_OK))
+        (unit_dir / "systemd-machined.service").write_text(MACHINED_UNIT.format(binary=binary))
+        # what dbus-daemon asks systemd to start for org.freedesktop.machine1 (bus activation)
+        os.symlink("systemd-machined.service", unit_dir / "dbus-org.freedesktop.machine1.service")
+    if "libvirtd.service" in services:
+        (unit_dir / "libvirtd.service").write_text(LIBVIRTD_UNIT)
+        lv = run_dir / INNER_LIBVIRT_DIR.removeprefix("/run/")
+        for key in _LIBVIRT_BINDS:
+            (lv / key).mkdir(parents=True)
+        (lv / "qemu.conf").write_text(LIBVIRT_QEMU_CONF)
+    if services:
+        dropin = unit_dir / f"{TARGET}.d"
+        dropin.mkdir()
+        (dropin / "vm.conf").write_text(f"[Unit]\nWants={' '.join(services)}\n")
+
+
+def _check_vm_services(sb: Sandbox, services: Sequence[str]) -> None:
+    """Every opt-in service must be active once the instance is up (a failed one only makes the
+    instance 'degraded', which `_wait_ready` accepts)."""
+    if not services:
+        return
+    cp = run(sb, ["systemctl", "is-active", *services], timeout=15)
+    states = cp.stdout.split()
+    bad = [f"{u} {s}" for u, s in zip(services, states) if s != "active"]
+    if len(states) != len(services) or bad:
+        detail = run(sb, ["systemctl", "status", "--no-pager", "--lines=8", *services], timeout=15).stdout
+        why = ", ".join(bad) or cp.stderr.strip()
+        raise SandboxError(f"sandbox {sb.name}: {why}: {' | '.join(detail.splitlines()[-12:])}")
+
 
 # --- public types --------------------------------------------------------------------------------
 
@@ -230,15 +332,20 @@ class SandboxStatus:
 # --- lifecycle -----------------------------------------------------------------------------------
 
 
-def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT) -> Sandbox:
+def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: bool = False,
+       libvirt: bool = False) -> Sandbox:
     """Boot sandbox `name` and wait until its systemd is on its bus and has finished starting up.
 
     Bringing up a name that is already running is an error (`SandboxError`); leftovers of a
     crashed or half-made sandbox of that name are cleaned up first. On any failure everything
     created so far is removed again and the error carries the tail of systemd's console output.
+
+    Opt-in VM services (off by default; see MACHINED_UNIT): `machined` also runs systemd-machined,
+    `libvirt` runs libvirtd as well (and machined, which it needs); `up` returns once they are active.
     """
     check_name(name)
-    problems = missing_prerequisites()
+    services = _vm_services(machined, libvirt)
+    problems = missing_prerequisites(machined=machined, libvirt=libvirt)
     if problems:
         raise SandboxError(f"cannot boot sandbox {name}: {'; '.join(problems)}")
     sdir = state_dir(name)
@@ -275,6 +382,7 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT) -> Sandbox:
             "supervisor_starttime": None,
             "started": None,
             "machine_id": secrets.token_hex(16),
+            "services": services,
         }
         for h in hierarchies:  # decided before anything exists, so `down` can always find them
             st["cgroups"][h["key"]] = h["dir"]
@@ -284,12 +392,14 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT) -> Sandbox:
         Path(st["run_dir"], INNER_GENERATOR_DIR.removeprefix("/run/")).mkdir()
         for unit, text in UNITS.items():
             (unit_dir / unit).write_text(text)
+        _write_vm_units(st, services)
         (sdir / "machine-id").write_text(st["machine_id"] + "\n")
         _make_cgroups(name, hierarchies)
         _start_supervisor(sdir)
         st = _wait_pid(name, sdir, t0 + timeout)
         sb = _sandbox_from_state(st)
         _wait_ready(sb, sdir, t0, timeout)
+        _check_vm_services(sb, services)
         st["started"] = time.time()
         _write_state(sdir, st)
         return _sandbox_from_state(st)
@@ -515,11 +625,13 @@ def check_name(name: str) -> None:
         raise SandboxError(f"invalid sandbox name {name!r}: use 1-40 of [A-Za-z0-9_.-], starting alphanumeric")
 
 
-def missing_prerequisites() -> list[str]:
-    """Why a sandbox cannot be booted here (empty list: it can). Each entry is one short reason."""
+def missing_prerequisites(*, machined: bool = False, libvirt: bool = False) -> list[str]:
+    """Why a sandbox cannot be booted here (empty list: it can). Each entry is one short reason.
+    `machined`/`libvirt`: also what those opt-in services need (`missing_vm_prerequisites`)."""
     out = []
     if os.geteuid() != 0:
         out.append(f"must run as root (euid {os.geteuid()})")
+    out.extend(missing_vm_prerequisites(machined=machined, libvirt=libvirt))
     for tool, pkg in (("unshare", "util-linux"), ("nsenter", "util-linux"), ("mount", "mount"),
                       ("umount", "mount"), ("busctl", "systemd")):
         if shutil.which(tool, path=_path()) is None:
@@ -543,6 +655,24 @@ def missing_prerequisites() -> list[str]:
         version = _systemd_version()
         if version is not None and version >= 258:
             out.append(f"systemd {version} cannot boot on cgroup v1/hybrid (support removed in 258)")
+    return out
+
+
+def missing_vm_prerequisites(*, machined: bool = True, libvirt: bool = False) -> list[str]:
+    """What the opt-in VM services lack here (empty list: nothing), one short reason each."""
+    out = []
+    if machined or libvirt:
+        if not any(os.access(p, os.X_OK) for p in MACHINED_BINARIES):
+            out.append(f"no systemd-machined at {' or '.join(MACHINED_BINARIES)} (Debian package systemd-container)")
+        elif not os.path.exists("/usr/share/dbus-1/system.d/org.freedesktop.machine1.conf"):
+            out.append("no D-Bus policy for org.freedesktop.machine1 (Debian package systemd-container)")
+    if libvirt:
+        if not os.access(LIBVIRTD_BINARY, os.X_OK):
+            out.append(f"{LIBVIRTD_BINARY} not found (Debian package libvirt-daemon-system)")
+        if shutil.which("virsh", path=_path()) is None:
+            out.append("virsh not found (Debian package libvirt-clients)")
+        if shutil.which("qemu-system-x86_64", path=_path()) is None:
+            out.append("qemu-system-x86_64 not found (Debian package qemu-system-x86)")
     return out
 
 
@@ -1168,10 +1298,12 @@ def _make_app() -> Any:
     def cmd_up(
         name: str = typer.Argument(DEFAULT_NAME, help="sandbox name"),
         timeout: float = typer.Option(BOOT_TIMEOUT, help="seconds to wait for systemd on its bus"),
+        machined: bool = typer.Option(False, "--machined", help="also run systemd-machined (opt-in)"),
+        libvirt: bool = typer.Option(False, "--libvirt", help="also run libvirtd and machined, for qemu domains (opt-in)"),
     ) -> None:
         """Boot a sandbox; error if NAME is already running."""
         try:
-            up(name, timeout)
+            up(name, timeout, machined=machined, libvirt=libvirt)
             typer.echo(status(name).describe())
         except SandboxError as e:
             fail(e)
