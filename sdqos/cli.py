@@ -251,6 +251,153 @@ def sync(
         raise typer.Exit(EXIT_ERROR if report.errors else EXIT_OK)
 
 
+@app.command(context_settings={"allow_interspersed_args": False})
+def run(
+    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm."),
+    container: Optional[str] = typer.Argument(None, help="Container name in that pod."),
+    command: Optional[List[str]] = typer.Argument(None, help="The command and its arguments, after --."),
+    vm: Optional[str] = typer.Option(None, "--vm", help="Run a hypervisor process as this declared VM instead."),
+    config: Path = ConfigOpt,
+    replace: bool = typer.Option(False, "--replace", help="Stop a running instance of the container first."),
+    bus_address: Optional[str] = BusOpt,
+    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    insecure: bool = InsecureOpt,
+) -> None:
+    """Run COMMAND in a container's scope (pod slice, QoS values, OOM score), like systemd-run --scope.
+
+    sdqos run shop/web nginx -- nginx -g 'daemon off;'\n
+    sdqos run --vm vm1 -- qemu-system-x86_64 ...
+
+    The command replaces sdqos (exec): its exit status and signals are its own."""
+    import asyncio
+    import os
+
+    from . import launch
+    from .config import load_config
+    from .engine import build_plan
+    from .systemd import Systemd
+
+    with cli_errors():
+        command = list(command or [])
+        if vm is not None:
+            command = [x for x in (pod, container) if x is not None] + command
+        elif pod is None or container is None:
+            raise InvalidInput("give POD and CONTAINER (or --vm NAME) before -- COMMAND")
+        if not command:
+            raise InvalidInput("no command to run (put it after --)")
+        cfg = load_config(config, insecure=insecure)
+        p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
+        target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
+
+        async def prepare() -> None:
+            async with Systemd(bus_address) as sd:
+                await launch.start_scope(sd, target, [os.getpid()], replace=replace)
+
+        asyncio.run(prepare())
+        for w in launch.set_oom([os.getpid()], target):
+            err(f"warning: {w}")
+        sys.stdout.flush()
+        try:
+            os.execvp(command[0], command)
+        except OSError as exc:
+            err(f"error: cannot run {command[0]!r}: {exc.strerror}")
+            raise typer.Exit(127 if exc.errno == 2 else 126) from None
+
+
+@app.command()
+def adopt(
+    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm."),
+    container: Optional[str] = typer.Argument(None, help="Container name in that pod."),
+    pids: List[int] = typer.Argument(..., help="PIDs to move (their children come along)."),
+    vm: Optional[str] = typer.Option(None, "--vm", help="Adopt a running hypervisor as this declared VM."),
+    children: bool = typer.Option(True, "--children/--no-children", help="Also move the processes' descendants."),
+    config: Path = ConfigOpt,
+    bus_address: Optional[str] = BusOpt,
+    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    insecure: bool = InsecureOpt,
+) -> None:
+    """Move running processes (started by anything) into a container's or VM's scope."""
+    import asyncio
+
+    from . import launch, procfs
+    from .config import load_config
+    from .engine import build_plan
+    from .systemd import Systemd
+
+    with cli_errors():
+        if vm is not None:
+            pids = [int(x) for x in (pod, container) if x is not None] + list(pids)
+        elif pod is None or container is None:
+            raise InvalidInput("give POD CONTAINER PID... (or --vm NAME PID...)")
+        missing = [p for p in pids if not procfs.pid_exists(p)]
+        if missing:
+            raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
+        cfg = load_config(config, insecure=insecure)
+        p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
+        target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
+        all_pids = procfs.descendants(pids) if children else list(pids)
+
+        async def move() -> str:
+            async with Systemd(bus_address) as sd:
+                return await launch.adopt(sd, target, all_pids)
+
+        how = asyncio.run(move())
+        for w in launch.set_oom(all_pids, target):
+            err(f"warning: {w}")
+        typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
+
+
+@app.command("install-units")
+def install_units(
+    directory: Path = typer.Option(Path("/etc/systemd/system"), "--dir", help="Where to write the unit files."),
+    config: Path = typer.Option(Path("/etc/sdqos"), "--config", "-c", help="Config directory the timer syncs."),
+    binary: Optional[Path] = typer.Option(None, "--sdqos", help="Absolute path of sdqos (default: this one)."),
+    now: bool = typer.Option(False, "--now", help="Also daemon-reload, enable and start the timer (over D-Bus)."),
+    bus_address: Optional[str] = BusOpt,
+) -> None:
+    """Install sdqos-sync.service and sdqos-sync.timer (sync at boot and every 30 s)."""
+    import asyncio
+    import os
+
+    from . import unitfiles
+    from .errors import HostError
+
+    with cli_errors():
+        command = [str(binary)] if binary else unitfiles.default_command()
+        try:
+            files = unitfiles.render(command, os.path.abspath(config))
+        except ValueError as exc:
+            raise InvalidInput(str(exc), where="--sdqos/--config") from None
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                tmp = directory / f".{name}.tmp"
+                tmp.write_text(text)
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, directory / name)
+        except OSError as exc:
+            raise HostError(f"cannot write unit files to {directory}: {exc.strerror or exc}") from None
+        for name in files:
+            typer.echo(f"wrote {directory / name}")
+        if not now:
+            typer.echo("next: systemctl daemon-reload && systemctl enable --now sdqos-sync.timer")
+            return
+
+        async def activate() -> None:
+            from .systemd import Systemd
+
+            async with Systemd(bus_address) as sd:
+                await sd.reload()
+                try:
+                    await sd.enable_unit_files([unitfiles.TIMER])
+                except SdqosError as exc:  # e.g. no timers.target in a minimal system
+                    err(f"warning: could not enable {unitfiles.TIMER}: {exc}")
+                await sd.start_unit(unitfiles.TIMER)
+
+        asyncio.run(activate())
+        typer.echo(f"started {unitfiles.TIMER}")
+
+
 def _progress_bar():
     """A progress callback drawing a bar on a terminal for long runs (nothing when piped)."""
     if not sys.stderr.isatty():

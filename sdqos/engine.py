@@ -626,11 +626,13 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
         adj = adj - 1 if adj == qos.BESTEFFORT_OOM_SCORE_ADJ else adj
     props = to_properties(rc, cgroup, period, container=True)
     props.pop("TasksMax", None)  # libvirt/machined own TasksMax on VM scopes
+    # The scope, when its name is known in advance (spec.scope, or the one `sdqos run --vm`
+    # makes); libvirt's names carry a domain id and pidFile VMs are found at sync time.
     scope = None
     if vm.scope:
         scope = vm.scope
-    elif vm.libvirt_domain:
-        scope = naming.machine_scope(vm.libvirt_domain)
+    elif not vm.libvirt_domain and not vm.pid_file:
+        scope = naming.machine_scope(vm.name)
     why = {}
     if explain:
         oh = " + overhead" if vm.overhead else ""

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import rundir
+from . import procfs, rundir
 from .diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, Diff, LiveUnit, clamp_to_usage, compute_diff
 from .engine import Plan, UnitPlan
+from .naming import MACHINE_SLICE
+from .scopes import LiveScope, match_container, pods_by_slice, scopes_from_processes, vm_scope_for
 from .errors import SystemdError, UnitExists
 from .properties import owned
 from .systemd import SCOPE, SLICE, UNIT, Systemd
@@ -46,6 +48,7 @@ class Report:
     duration_s: float = 0.0
     dbus_calls: int = 0
     disconnects: int = 0
+    oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
 
     def as_json(self) -> dict:
         return {
@@ -64,6 +67,7 @@ class Report:
             "durationSeconds": round(self.duration_s, 4),
             "dbusCalls": self.dbus_calls,
             "disconnects": self.disconnects,
+            "oomAdjusted": self.oom_adjusted,
         }
 
     @property
@@ -107,10 +111,16 @@ def _memory_current(value) -> int | None:
 
 
 def create_properties(u: UnitPlan) -> dict:
+    """Everything a new unit is created with: its owned properties, a Description that says what
+    it is (so `systemctl status` reads well), and what runc's systemd driver adds."""
     props = dict(u.properties)
     props["Description"] = u.description
     props.update(CREATE_EXTRAS)
-    if u.slice != "-.slice":
+    if u.name.endswith(".scope"):
+        props["Slice"] = u.slice
+        props["Delegate"] = True  # processes can later be attached (adopt), as runc does
+        props["CollectMode"] = "inactive-or-failed"  # an OOM-killed scope frees its name
+    elif u.slice != "-.slice":
         props["Wants"] = [u.slice]  # as runc does: the parent is started first
     return props
 
@@ -197,6 +207,114 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
     return done - failed_updates - failed_creates
 
 
+async def discover_scopes(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> dict[str, LiveScope]:
+    """Every scope with processes below kubepods.slice (and machine.slice when VMs are declared),
+    from one GetUnitProcesses each: the cgroup path of each process names its scope."""
+    rows: list[tuple[str, int, str]] = []
+    for root in (plan.root_slice, MACHINE_SLICE if plan.vms else None):
+        if root and root in live and live[root].exists:
+            rows.extend(await sd.get_unit_processes(root))
+    return scopes_from_processes(rows)
+
+
+@dataclass
+class Binding:
+    """A live scope and what it runs: whose OOM score its processes get."""
+
+    owner: str  # "pod ns/name container c" or "vm name"
+    oom_score_adj: int
+
+
+def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str]) -> tuple[dict[str, Binding], list[str]]:
+    """Match live scopes to containers and VMs (rules in sdqos.scopes). A matched scope that is
+    not sdqos's own name gets a unit in the plan with the container's (VM's) values, so the diff
+    tunes it like any other. Returns the bindings and the unmatched scopes."""
+    bindings: dict[str, Binding] = {}
+    unmatched: list[str] = []
+    by_slice = pods_by_slice(plan)
+    planned = {u.name: u for u in plan.units}
+    for name, scope in sorted(scopes.items()):
+        pp = by_slice.get(scope.slice)
+        if pp is None:
+            continue
+        own = {c.scope: c for c in pp.containers}
+        if name in own:
+            c = own[name]
+        else:
+            cname = match_container(scope, pp)
+            if cname is None:
+                unmatched.append(name)
+                continue
+            c = next(x for x in pp.containers if x.name == cname)
+            base = planned[c.scope]
+            props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
+            plan.units.append(UnitPlan(name, pp.slice, "container", base.description, props, base.resources,
+                                       owner=base.owner, create=False, why=base.why))
+        bindings[name] = Binding(f"pod {pp.pod.key} container {c.name}", c.oom_score_adj)
+    machine = {n: s for n, s in scopes.items() if s.slice == MACHINE_SLICE}
+    claimed = set()
+    for vp in plan.vms:
+        found = vm_scope_for(vp, machine, read_pid_file(vp.vm.pid_file) if vp.vm.pid_file else None)
+        if found is None:
+            warnings.append(f"VM {vp.vm.name} is declared but not running")
+            continue
+        claimed.add(found)
+        if found not in planned:
+            plan.units.append(UnitPlan(found, MACHINE_SLICE, "vm", f"sdqos vm {vp.vm.name} ({vp.qos})", dict(vp.properties),
+                                       vp.resources, owner=f"vm:{vp.vm.name}", create=False, why=vp.why))
+        bindings[found] = Binding(f"vm {vp.vm.name}", vp.oom_score_adj)
+    for name in sorted(set(machine) - claimed):
+        warnings.append(f"{name} in machine.slice is not a VM in the config: left running, untouched")
+    return bindings, unmatched
+
+
+async def _read_named(sd: Systemd, plan: Plan, names: list[str]) -> dict[str, LiveUnit]:
+    props = list(owned(plan.cgroup))
+    units = await sd.read_units(names, {SCOPE: props, UNIT: ["Description"]})
+    return {
+        name: LiveUnit(name=name, load_state=st.load_state, active_state=st.active_state,
+                       description=str(st.props.get("Description", "")),
+                       props={k: int(v) for k, v in st.props.items() if k in props})
+        for name, st in units.items()
+    }
+
+
+def apply_oom_scores(bindings: dict[str, Binding], scopes: dict[str, LiveScope], warnings: list[str]) -> int:
+    """Write each bound scope's processes' oom_score_adj where it differs. A process that exited
+    meanwhile is fine; a refused negative value (no CAP_SYS_RESOURCE) is a warning; a PID that is
+    not in the scope's cgroup as we see it (another PID namespace than systemd's) is never written."""
+    adjusted, elsewhere, seen = 0, 0, 0
+    for name, b in bindings.items():
+        scope = scopes.get(name)
+        if scope is None:
+            continue
+        denied = []
+        for pid in scope.pids:
+            r = procfs.write_oom_score_adj(pid, b.oom_score_adj, cgroup=scope.cgroup)
+            seen += 1
+            if r.outcome == procfs.SET:
+                adjusted += 1
+            elif r.outcome == procfs.DENIED:
+                denied.append(pid)
+            elif r.outcome == procfs.ELSEWHERE:
+                elsewhere += 1
+        if denied:
+            warnings.append(
+                f"{b.owner}: the kernel refused oom_score_adj {b.oom_score_adj} for PID "
+                f"{', '.join(map(str, denied))} (lowering it needs CAP_SYS_RESOURCE)"
+            )
+    if seen and elsewhere == seen:
+        warnings.append("OOM scores not written: this sdqos does not share systemd's PID namespace")
+    return adjusted
+
+
+def read_pid_file(path: str | None) -> int | None:
+    try:
+        return int(Path(path).read_text().split()[0]) if path else None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 async def _start_if_inactive(sd: Systemd, unit: str) -> None:
     """A unit file that exists but is not running: start it after setting its properties."""
     props = await sd.get_properties(unit, UNIT, ["ActiveState"])
@@ -221,6 +339,11 @@ async def sync(
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
     live = await read_live(sd, plan)
+    scopes = await discover_scopes(sd, plan, live)
+    bindings, unmatched = bind_scopes(plan, scopes, report.warnings)
+    extra = [name for name in bindings if name not in live]
+    if extra:
+        live.update(await _read_named(sd, plan, extra))
     clamp_to_usage(plan, live, report.warnings)
     applied = rundir.load_applied(run_dir)
     diff = compute_diff(
@@ -231,7 +354,7 @@ async def sync(
     report.errors.extend(diff.errors)
     report.drift = diff.drift
     report.kept = diff.kept
-    report.foreign = diff.foreign
+    report.foreign = diff.foreign + unmatched
     report.unchanged = list(diff.unchanged)
     if diff.abort:
         report.aborted = True
@@ -255,6 +378,7 @@ async def sync(
         for name in report.removed:
             new_applied.pop(name, None)
         rundir.save_applied(new_applied, run_dir)
+        report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0
     report.disconnects = sd.stats.disconnects - disc0

@@ -41,10 +41,31 @@ WantedBy=timers.target
 """
 
 
-def render(binary: str = DEFAULT_BINARY, config: str = DEFAULT_CONFIG, extra_args: str = "") -> dict[str, str]:
-    """File name → content, with the sdqos binary and config dir filled in."""
-    for value in (binary, config):
-        if not value.startswith("/") or any(c.isspace() or c in "\"'\\;$`%" for c in value):
-            raise ValueError(f"{value!r} must be an absolute path without spaces or special characters")
+def render(command: list[str] | None = None, config: str = DEFAULT_CONFIG, extra_args: str = "") -> dict[str, str]:
+    """File name → content. ``command`` is how to start sdqos (default /usr/local/bin/sdqos; e.g.
+    ``[python, "-m", "sdqos"]``): absolute paths and plain words only, nothing systemd would expand."""
+    command = command or [DEFAULT_BINARY]
+    for value in (command[0], config):
+        if not value.startswith("/"):
+            raise ValueError(f"{value!r} must be an absolute path")
+    for value in (*command, config):
+        if not value or any(c.isspace() or c in "\"'\\;$`%" for c in value):
+            raise ValueError(f"{value!r} must not contain spaces or special characters")
     extra = f" {extra_args}" if extra_args else ""
-    return {SERVICE: _SERVICE.format(binary=binary, config=config, extra=extra), TIMER: _TIMER}
+    return {SERVICE: _SERVICE.format(binary=" ".join(command), config=config, extra=extra), TIMER: _TIMER}
+
+
+def default_command() -> list[str]:
+    """How this sdqos was started, as an absolute command: the ``sdqos`` script next to the running
+    interpreter (a venv or /usr/local), else ``<python> -m sdqos``."""
+    import os
+    import shutil
+    import sys
+
+    beside = os.path.join(os.path.dirname(sys.executable), "sdqos")
+    if os.access(beside, os.X_OK):
+        return [beside]
+    found = shutil.which("sdqos")
+    if found:
+        return [os.path.abspath(found)]
+    return [os.path.abspath(sys.executable), "-m", "sdqos"]

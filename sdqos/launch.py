@@ -1,0 +1,141 @@
+"""``sdqos run`` and ``sdqos adopt``: put processes into a container's (or VM's) scope.
+
+``run`` works the way ``systemd-run --scope`` does: this process asks systemd for a transient scope
+holding its own PID, waits for the job, sets its own ``oom_score_adj`` (inherited by everything it
+starts) and then *becomes* the command with ``exec`` — so the command's exit status and signals
+are its own, and argv reaches it untouched, no shell involved. The pod slice and its tiers are
+created first when missing.
+
+``adopt`` moves processes that are already running (started by anything) into the scope: a new
+scope is created around them, or they are attached to the running one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import procfs
+from .engine import Plan, UnitPlan
+from .errors import InvalidInput, SdqosError, SystemdError, UnitExists
+from .naming import MACHINE_SLICE, machine_scope
+from .reconcile import create_properties
+from .systemd import UNIT, Systemd
+
+
+class ScopeBusy(SdqosError):
+    """The container already runs in its scope (use --replace)."""
+
+
+@dataclass
+class Target:
+    """Where processes go: the scope unit, the slices above it, and the OOM score they get."""
+
+    unit: UnitPlan
+    ancestors: list[UnitPlan]  # top-down, only units sdqos may create
+    oom_score_adj: int
+    label: str
+
+
+def container_target(plan: Plan, pod_ref: str, container: str) -> Target:
+    """POD (namespace/name, or name when unique) and CONTAINER → its scope and ancestors."""
+    matches = [p for p in plan.pods if p.pod.key == pod_ref or ("/" not in pod_ref and p.pod.name == pod_ref)]
+    if not matches:
+        raise InvalidInput(f"no pod {pod_ref!r} in the config")
+    if len(matches) > 1:
+        raise InvalidInput(f"pod name {pod_ref!r} is ambiguous: " + ", ".join(p.pod.key for p in matches) + "; use namespace/name")
+    pp = matches[0]
+    c = next((c for c in pp.containers if c.name == container), None)
+    if c is None:
+        names = ", ".join(x.name for x in pp.containers)
+        raise InvalidInput(f"pod {pp.pod.key} has no container {container!r} (it has: {names})")
+    unit = plan.unit(c.scope)
+    assert unit is not None
+    return Target(unit, _ancestors(plan, unit.slice), c.oom_score_adj, f"pod {pp.pod.key} container {c.name}")
+
+
+def vm_target(plan: Plan, name: str) -> Target:
+    """A declared VM → ``machine-<escaped name>.scope`` in machine.slice (machined's naming)."""
+    vp = next((v for v in plan.vms if v.vm.name == name), None)
+    if vp is None:
+        raise InvalidInput(f"no VM {name!r} in the config (vms/*.yaml)")
+    scope = vp.scope or machine_scope(name)
+    unit = plan.unit(scope) or UnitPlan(scope, MACHINE_SLICE, "vm", f"sdqos vm {name} ({vp.qos})", dict(vp.properties),
+                                        vp.resources, owner=f"vm:{name}", create=False)
+    return Target(unit, _ancestors(plan, MACHINE_SLICE), vp.oom_score_adj, f"vm {name}")
+
+
+def _ancestors(plan: Plan, slice_name: str) -> list[UnitPlan]:
+    chain = []
+    u = plan.unit(slice_name)
+    while u is not None:
+        chain.append(u)
+        u = plan.unit(u.slice)
+    return list(reversed(chain))
+
+
+async def ensure_ancestors(sd: Systemd, target: Target) -> list[str]:
+    """Create the missing slices above the scope (each with its planned values). machine.slice,
+    usually a unit file, just gets its properties."""
+    created = []
+    states = await sd.read_units([u.name for u in target.ancestors], {UNIT: ["ActiveState"]})
+    for u in target.ancestors:
+        st = states.get(u.name)
+        if st is not None and st.active_state == "active":
+            continue
+        try:
+            if st is not None and st.active_state == "failed":
+                await sd.reset_failed_unit(u.name)
+            await sd.start_transient_unit(u.name, create_properties(u))
+            created.append(u.name)
+        except UnitExists:
+            await sd.set_unit_properties(u.name, u.properties)
+            await sd.start_unit(u.name)
+    return created
+
+
+async def _scope_state(sd: Systemd, name: str) -> str | None:
+    states = await sd.read_units([name], {UNIT: ["ActiveState"]})
+    st = states.get(name)
+    return st.active_state if st is not None else None
+
+
+async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: bool = False) -> None:
+    """A new scope holding ``pids`` (processes are moved into it). Existing scope: ScopeBusy
+    unless ``replace`` (which stops it first, killing what runs there)."""
+    await ensure_ancestors(sd, target)
+    state = await _scope_state(sd, target.unit.name)
+    if state in ("active", "activating", "deactivating"):
+        if not replace:
+            raise ScopeBusy(f"{target.label} already runs in {target.unit.name}; pass --replace to stop it first")
+        await sd.stop_unit(target.unit.name)
+    elif state == "failed":
+        await sd.reset_failed_unit(target.unit.name)
+    props = create_properties(target.unit)
+    props["PIDs"] = pids
+    await sd.start_transient_unit(target.unit.name, props)
+
+
+async def adopt(sd: Systemd, target: Target, pids: list[int]) -> str:
+    """Move running processes into the target scope: create it around them, or attach them to
+    the running one. Returns "created" or "attached"."""
+    state = await _scope_state(sd, target.unit.name)
+    if state == "active":
+        await sd.attach_processes(target.unit.name, pids)
+        return "attached"
+    await start_scope(sd, target, pids)
+    return "created"
+
+
+def set_oom(pids: list[int], target: Target) -> list[str]:
+    """oom_score_adj for the given processes; warnings for what the kernel refused."""
+    warnings = []
+    denied = [pid for pid in pids if procfs.write_oom_score_adj(pid, target.oom_score_adj).outcome == procfs.DENIED]
+    if denied:
+        warnings.append(
+            f"{target.label}: the kernel refused oom_score_adj {target.oom_score_adj} for PID "
+            f"{', '.join(map(str, denied))} (lowering it needs CAP_SYS_RESOURCE)"
+        )
+    return warnings
+
+
+__all__ = ["Target", "ScopeBusy", "container_target", "vm_target", "start_scope", "adopt", "set_oom", "SystemdError"]

@@ -1,0 +1,119 @@
+"""``/proc``: the one place sdqos writes outside D-Bus — ``oom_score_adj``.
+
+systemd refuses ``OOMScoreAdjust`` on scopes (through at least 256), so a container's OOM score
+is written to ``/proc/PID/oom_score_adj`` for each of its processes; children inherit it at fork.
+A PID is only written after checking that it really is in the expected cgroup, so a PID that was
+reused, or that belongs to another PID namespace than systemd's, is never touched.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+
+SET, SAME, GONE, DENIED, ELSEWHERE = "set", "same", "gone", "denied", "elsewhere"
+
+
+@dataclass(frozen=True)
+class OomResult:
+    pid: int
+    outcome: str  # set | same | gone | denied | elsewhere
+    before: int | None = None
+
+
+def in_cgroup(pid: int, cgroup: str, proc: Path = PROC) -> bool | None:
+    """Whether /proc/PID/cgroup puts the process at or below ``cgroup`` (a systemd ControlGroup
+    path such as ``/kubepods.slice/…/x.scope``) in the named systemd hierarchy or cgroup v2.
+    None: the process is gone. Paths are compared by suffix, since a reader in another cgroup
+    namespace sees them with a prefix."""
+    try:
+        text = (proc / str(pid) / "cgroup").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ESRCH:
+            return None
+        raise
+    want = cgroup.rstrip("/")
+    for line in text.splitlines():
+        hid, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if controllers not in ("name=systemd", "") or (controllers == "" and hid != "0"):
+            continue
+        path = path.rstrip("/")
+        if path.endswith(want) or f"{want}/" in path + "/":
+            return True
+    return False
+
+
+def read_oom_score_adj(pid: int, proc: Path = PROC) -> int | None:
+    try:
+        return int((proc / str(pid) / "oom_score_adj").read_text().strip())
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        return None
+
+
+def write_oom_score_adj(pid: int, value: int, cgroup: str | None = None, proc: Path = PROC) -> OomResult:
+    """Set one process's oom_score_adj if it differs. ``cgroup``: only if the process is there."""
+    if cgroup is not None:
+        where = in_cgroup(pid, cgroup, proc)
+        if where is None:
+            return OomResult(pid, GONE)
+        if not where:
+            return OomResult(pid, ELSEWHERE)
+    before = read_oom_score_adj(pid, proc)
+    if before is None:
+        return OomResult(pid, GONE)
+    if before == value:
+        return OomResult(pid, SAME, before)
+    try:
+        fd = os.open(proc / str(pid) / "oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, ProcessLookupError):
+        return OomResult(pid, GONE, before)
+    except PermissionError:
+        return OomResult(pid, DENIED, before)
+    try:
+        os.write(fd, f"{value}\n".encode())
+    except PermissionError:
+        return OomResult(pid, DENIED, before)  # lowering below 0 needs CAP_SYS_RESOURCE
+    except OSError as exc:
+        if exc.errno in (errno.ESRCH, errno.ENOENT):
+            return OomResult(pid, GONE, before)
+        if exc.errno == errno.EACCES:
+            return OomResult(pid, DENIED, before)
+        raise
+    finally:
+        os.close(fd)
+    return OomResult(pid, SET, before)
+
+
+def descendants(pids: list[int], proc: Path = PROC) -> list[int]:
+    """The given PIDs and every process below them (by PPid), each once, parents first."""
+    children: dict[int, list[int]] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, seen = [], set()
+    queue = list(pids)
+    while queue:
+        pid = queue.pop(0)
+        if pid in seen:
+            continue
+        seen.add(pid)
+        out.append(pid)
+        queue.extend(sorted(children.get(pid, [])))
+    return out
+
+
+def pid_exists(pid: int, proc: Path = PROC) -> bool:
+    return (proc / str(pid)).exists()

@@ -1,0 +1,125 @@
+"""Which live scope belongs to which container or VM. Pure.
+
+sdqos finds scopes by their processes: one ``GetUnitProcesses`` on ``kubepods.slice`` (and on
+``machine.slice``) lists every process of the tree with its cgroup path, which names the pod slice
+and the scope it runs in. A scope sdqos made itself (``sdqos-pod<uid>-<container>.scope``) is
+matched by name. A scope made by something else inside a pod slice — podman, containerd or runc
+with the systemd cgroup driver and ``--cgroup-parent=<pod slice>`` — is matched to a container by
+this rule, first match wins:
+
+1. the pod annotation ``sdqos.io/scopes``: ``"<container>=<scope glob>,…"``
+   (e.g. ``"nginx=libpod-*.scope"``);
+2. the scope's name contains the container's name as a whole word (``-``, ``_``, ``.`` separated);
+3. the scope's Description contains the container's name as a whole word.
+
+Rules 2 and 3 only count when exactly one container of the pod matches. An unmatched scope is
+reported and never stopped.
+
+A VM's scope: ``spec.scope`` names it; ``spec.libvirt.domain`` matches libvirt's
+``machine-qemu\\x2d<id>\\x2d<domain>.scope`` (any id); ``spec.pidFile`` is the scope holding that
+PID; otherwise ``machine-<name>.scope``, which ``sdqos run --vm`` creates.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+from .engine import Plan, PodPlan, VMPlan
+from .naming import machine_scope, systemd_unescape
+
+SCOPES_ANNOTATION = "sdqos.io/scopes"
+
+
+@dataclass
+class LiveScope:
+    """A scope with processes, found below a slice of the tree."""
+
+    name: str
+    slice: str  # the slice it sits in directly
+    cgroup: str  # its ControlGroup path, e.g. /kubepods.slice/…/x.scope
+    pids: list[int] = field(default_factory=list)
+    description: str = ""
+
+
+def scopes_from_processes(rows: list[tuple[str, int, str]]) -> dict[str, LiveScope]:
+    """GetUnitProcesses rows (cgroup, pid, cmdline) → the scopes they run in. A process in a
+    sub-cgroup of a delegated scope (``…/x.scope/payload``) counts for ``x.scope``."""
+    out: dict[str, LiveScope] = {}
+    for cgroup, pid, _cmd in rows:
+        parts = [p for p in cgroup.split("/") if p]
+        for i, part in enumerate(parts):
+            if part.endswith(".scope") and i > 0 and parts[i - 1].endswith(".slice"):
+                scope = out.get(part)
+                if scope is None:
+                    scope = out[part] = LiveScope(part, parts[i - 1], "/" + "/".join(parts[: i + 1]))
+                scope.pids.append(int(pid))
+                break
+    return out
+
+
+def parse_scopes_annotation(value: str) -> dict[str, str]:
+    """``"nginx=libpod-*.scope, side=crio-abc.scope"`` → {container: glob}. ValueError if malformed."""
+    out = {}
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, glob = item.partition("=")
+        if not sep or not name.strip() or not glob.strip().endswith(".scope"):
+            raise ValueError(f"{item!r} is not <container>=<scope glob ending in .scope>")
+        out[name.strip()] = glob.strip()
+    return out
+
+
+def _has_word(text: str, word: str) -> bool:
+    """``word`` appears in ``text`` delimited by anything but a letter or digit."""
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text) is not None
+
+
+def match_container(scope: LiveScope, pod: PodPlan) -> str | None:
+    """The container of ``pod`` a foreign scope in its slice belongs to, by the rule above."""
+    names = [c.name for c in pod.containers]
+    raw = pod.pod.annotations.get(SCOPES_ANNOTATION)
+    if raw:
+        try:
+            for container, glob in parse_scopes_annotation(raw).items():
+                if container in names and fnmatch.fnmatchcase(scope.name, glob):
+                    return container
+        except ValueError:
+            pass  # validated at load time; a bad value just matches nothing
+    for text in (systemd_unescape(scope.name[: -len(".scope")]), scope.description):
+        hits = [n for n in names if _has_word(text, n)]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+_LIBVIRT_SCOPE = re.compile(r"^machine-qemu\\x2d[0-9]+\\x2d(.+)\.scope$")
+
+
+def vm_scope_for(vm: VMPlan, live: dict[str, LiveScope], pid_of_file: int | None = None) -> str | None:
+    """The live scope of a declared VM, or None when it is not running."""
+    spec = vm.vm
+    if spec.scope:
+        return spec.scope if spec.scope in live else None
+    if spec.libvirt_domain:
+        for name in live:
+            m = _LIBVIRT_SCOPE.match(name)
+            if m and systemd_unescape(m.group(1)) == spec.libvirt_domain:
+                return name
+        return None
+    if spec.pid_file:
+        if pid_of_file is None:
+            return None
+        for name, scope in live.items():
+            if pid_of_file in scope.pids:
+                return name
+        return None
+    own = machine_scope(spec.name)
+    return own if own in live else None
+
+
+def pods_by_slice(plan: Plan) -> dict[str, PodPlan]:
+    return {p.slice: p for p in plan.pods}

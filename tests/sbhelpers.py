@@ -1,0 +1,113 @@
+"""Helpers for tests that run sdqos inside the sandbox and read the result where the kernel holds it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from sdqos import sandbox as sbx
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+UNLIMITED_V1 = 9223372036854771712  # memory.limit_in_bytes with no limit (page-rounded LONG_MAX)
+INFINITY = 2**64 - 1
+
+
+def sdqos_in(sb: sbx.Sandbox, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`sdqos ARGS` inside the sandbox (its /run, its PID namespace, its systemd), as an operator runs it."""
+    return sbx.run(sb, [sys.executable, "-m", "sdqos", *args], env=env, timeout=timeout)
+
+
+def sync_json(sb: sbx.Sandbox, config: Path, *extra: str, expect: int | None = 0, env: dict | None = None) -> dict:
+    r = sdqos_in(sb, "sync", "--config", str(config), "-o", "json", *extra, env=env)
+    if expect is not None:
+        assert r.returncode == expect, f"exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+    return json.loads(r.stdout) if r.stdout.strip() else {"_stderr": r.stderr, "_rc": r.returncode}
+
+
+def plan_json(config: Path) -> dict:
+    r = subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(config), "-o", "json"],
+                       capture_output=True, text=True)
+    assert r.returncode in (0, 2), r.stderr
+    return json.loads(r.stdout)
+
+
+def copy_config(tmp_path: Path, src: Path = EXAMPLES) -> Path:
+    d = tmp_path / "cfg"
+    shutil.copytree(src, d)
+    return d
+
+
+def cgroup_rel(unit: str, parent: str | None = None) -> str:
+    """Path of a unit's cgroup below the root: slices nest by their dashes; a scope sits in `parent`."""
+    if unit.endswith(".scope"):
+        assert parent, "a scope needs its slice"
+        return f"{cgroup_rel(parent)}/{unit}"
+    stem = unit[: -len(".slice")]
+    parts = stem.split("-")
+    return "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
+
+
+def kernel(sb: sbx.Sandbox, controller: str, rel: str, file: str) -> int:
+    return int((sb.cgroup_path(controller) / rel / file).read_text().strip())
+
+
+def kernel_values(sb: sbx.Sandbox, rel: str) -> dict[str, int]:
+    return {
+        "cpu.shares": kernel(sb, "cpu", rel, "cpu.shares"),
+        "cpu.cfs_quota_us": kernel(sb, "cpu", rel, "cpu.cfs_quota_us"),
+        "cpu.cfs_period_us": kernel(sb, "cpu", rel, "cpu.cfs_period_us"),
+        "memory.limit_in_bytes": kernel(sb, "memory", rel, "memory.limit_in_bytes"),
+        "pids.max": _pids_max(sb, rel),
+    }
+
+
+def _pids_max(sb: sbx.Sandbox, rel: str) -> int:
+    text = (sb.cgroup_path("pids") / rel / "pids.max").read_text().strip()
+    return INFINITY if text == "max" else int(text)
+
+
+def expected_kernel(props: dict[str, int]) -> dict[str, int]:
+    """What the kernel must hold for a unit's planned v1 properties (runc's rounding applied)."""
+    period = props.get("CPUQuotaPeriodUSec", 100_000)
+    per_sec = props["CPUQuotaPerSecUSec"]
+    mem = props["MemoryLimit"]
+    return {
+        "cpu.shares": props["CPUShares"],
+        "cpu.cfs_quota_us": -1 if per_sec == INFINITY else per_sec * period // 1_000_000,
+        "cpu.cfs_period_us": period,
+        "memory.limit_in_bytes": UNLIMITED_V1 if mem == INFINITY else mem,
+        "pids.max": props["TasksMax"],
+    }
+
+
+def show(sb: sbx.Sandbox, unit: str, *props: str) -> dict[str, str]:
+    args = ["systemctl", "show", unit] + [f"--property={p}" for p in props]
+    r = sbx.run(sb, args, check=True)
+    return dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+
+
+def dbus_props(sb: sbx.Sandbox, unit: str, *props: str) -> dict[str, int]:
+    """Exact numbers as systemd holds them (busctl get-property; systemctl show pretty-prints)."""
+    from sdqos.systemd import unit_path
+
+    iface = "org.freedesktop.systemd1." + unit.rsplit(".", 1)[1].capitalize()
+    r = sbx.run(sb, ["busctl", "get-property", "org.freedesktop.systemd1", unit_path(unit), iface, *props], check=True)
+    return {p: int(line.split()[1]) for p, line in zip(props, r.stdout.splitlines())}
+
+
+def active_state(sb: sbx.Sandbox, unit: str) -> str:
+    return show(sb, unit, "ActiveState", "LoadState")["ActiveState"]
+
+
+def all_units_state(sb: sbx.Sandbox) -> str:
+    """Every kubepods unit's owned properties and state, for before/after comparisons."""
+    r = sbx.run(sb, ["systemctl", "list-units", "--all", "--plain", "--no-legend", "kubepods*", "sdqos-*"], check=True)
+    names = sorted(line.split()[0] for line in r.stdout.splitlines() if line.strip())
+    out = []
+    for n in names:
+        s = show(sb, n, "ActiveState", "CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax", "InvocationID")
+        out.append(f"{n} {sorted(s.items())}")
+    return "\n".join(out)

@@ -1,0 +1,199 @@
+"""`sdqos sync` against a real systemd (the sandbox), checked where the kernel holds the values
+(cpu.shares, cpu.cfs_quota_us, cpu.cfs_period_us, memory.limit_in_bytes, pids.max) and through
+systemd's own view of the units."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sdqos import sandbox as sbx
+
+from .sbhelpers import (
+    active_state,
+    all_units_state,
+    cgroup_rel,
+    copy_config,
+    dbus_props,
+    expected_kernel,
+    kernel,
+    kernel_values,
+    plan_json,
+    sdqos_in,
+    show,
+    sync_json,
+)
+
+BACKENDS = ["dbus-fast", "dbus-next"]
+
+
+def planned_slices(config):
+    return {u["name"]: u for u in plan_json(config)["units"] if u["name"].endswith(".slice")}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sync_puts_kubelet_values_in_the_kernel(clean_sandbox, tmp_path, backend):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    report = sync_json(sb, config, env={"SDQOS_DBUS_BACKEND": backend})
+    slices = planned_slices(config)
+    assert sorted(report["created"]) == sorted(slices)
+    assert report["errors"] == [] and report["disconnects"] == 0
+    for name, u in slices.items():
+        rel = cgroup_rel(name)
+        assert kernel_values(sb, rel) == expected_kernel(u["properties"]), name
+        iface_props = dbus_props(sb, name, "CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax")
+        assert iface_props == {k: u["properties"][k] for k in iface_props}, name
+        assert show(sb, name, "Description")["Description"] == u["description"]
+    # Spot-check the numbers themselves (examples/: 7 CPU, 14 GiB allocatable).
+    assert kernel(sb, "cpu", "kubepods.slice", "cpu.shares") == 7168
+    assert kernel(sb, "memory", "kubepods.slice", "memory.limit_in_bytes") == 14 * 2**30
+    assert kernel(sb, "cpu", "kubepods.slice/kubepods-burstable.slice", "cpu.shares") == 1228
+    web = cgroup_rel("kubepods-burstable-podb3edc188_0213_5f84_afdc_caf4bbcd1698.slice")
+    assert kernel(sb, "cpu", web, "cpu.cfs_quota_us") == 100_000 and kernel(sb, "cpu", web, "cpu.shares") == 512
+
+
+def test_second_sync_is_a_no_op_and_reload_reexec_change_nothing(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    before = {n: kernel_values(sb, cgroup_rel(n)) for n in planned_slices(config)}
+    second = sync_json(sb, config)
+    assert (second["created"], second["updated"], second["removed"], second["drift"]) == ([], [], [], [])
+    text = sdqos_in(sb, "sync", "--config", str(config))
+    assert text.stdout.startswith("nothing to do: 8 units already match the plan")
+    for cmd in ("daemon-reload", "daemon-reexec"):
+        sbx.run(sb, ["systemctl", cmd], check=True)
+        after = {n: kernel_values(sb, cgroup_rel(n)) for n in before}
+        assert after == before, cmd
+        again = sync_json(sb, config)
+        assert (again["created"], again["updated"], again["drift"]) == ([], [], []), cmd
+
+
+def test_sync_uses_few_dbus_calls(clean_sandbox, tmp_path):
+    """Live state is read with one list call plus one read per unit, not one call per property."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    warm = sync_json(sb, config)
+    assert warm["dbusCalls"] <= 1 + len(warm["unchanged"]) + 1
+
+
+def test_removing_a_pod_removes_its_slice(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    db = "kubepods-pod0d5c8a4e_6f3b_4c1e_9a2d_7b8e1f0c3a55.slice"
+    assert active_state(sb, db) == "active"
+    (config / "pods" / "db.yaml").unlink()
+    report = sync_json(sb, config)
+    assert report["removed"] == [db]
+    assert active_state(sb, db) == "inactive"
+    assert not (sb.cgroup_path("cpu") / cgroup_rel(db)).exists()
+    # The node's Guaranteed requests went away, so qosReserved gives Burstable more memory.
+    assert {u["unit"] for u in report["updated"]} == {"kubepods-burstable.slice", "kubepods-besteffort.slice"}
+
+
+def test_changing_limits_updates_in_place(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    db = "kubepods-pod0d5c8a4e_6f3b_4c1e_9a2d_7b8e1f0c3a55.slice"
+    invocation = show(sb, db, "InvocationID")["InvocationID"]
+    path = config / "pods" / "db.yaml"
+    path.write_text(path.read_text().replace('limits: {cpu: "2", memory: 4Gi}', 'limits: {cpu: "3", memory: 6Gi}'))
+    report = sync_json(sb, config)
+    changes = {u["unit"]: u["changes"] for u in report["updated"]}
+    assert changes[db] == {"CPUShares": [2048, 3072], "CPUQuotaPerSecUSec": [2_000_000, 3_000_000],
+                           "MemoryLimit": [4 * 2**30, 6 * 2**30]}
+    assert report["created"] == [] and report["removed"] == [] and report["drift"] == []
+    assert show(sb, db, "InvocationID")["InvocationID"] == invocation  # same unit, not recreated
+    assert kernel_values(sb, cgroup_rel(db)) == {
+        "cpu.shares": 3072, "cpu.cfs_quota_us": 300_000, "cpu.cfs_period_us": 100_000,
+        "memory.limit_in_bytes": 6 * 2**30, "pids.max": 4096,
+    }
+
+
+def test_drift_is_restored_and_reported(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    sbx.run(sb, ["systemctl", "set-property", "--runtime", "kubepods-burstable.slice", "CPUShares=100", "MemoryLimit=1G"], check=True)
+    assert kernel(sb, "cpu", "kubepods.slice/kubepods-burstable.slice", "cpu.shares") == 100
+    report = sync_json(sb, config)
+    assert report["drift"] == [{"unit": "kubepods-burstable.slice",
+                                "changes": {"CPUShares": [100, 1228], "MemoryLimit": [2**30, 12 * 2**30]}}]
+    assert kernel(sb, "cpu", "kubepods.slice/kubepods-burstable.slice", "cpu.shares") == 1228
+    assert kernel(sb, "memory", "kubepods.slice/kubepods-burstable.slice", "memory.limit_in_bytes") == 12 * 2**30
+    text = sdqos_in(sb, "sync", "--config", str(config))
+    assert "nothing to do" in text.stdout
+
+
+def test_broken_pod_file_changes_nothing(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    before = all_units_state(sb)
+    (config / "pods" / "more.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: api\n  namespace: shop\n")
+    (config / "pods" / "web.yaml").unlink()  # a real removal, blocked while another file is unreadable
+    r = sdqos_in(sb, "sync", "--config", str(config))
+    assert r.returncode == 2
+    assert "sdqos: error: pods/more.yaml: line" in r.stderr
+    assert "pod(s) not in the config kept running: some config files could not be read" in r.stdout
+    assert all_units_state(sb) == before
+
+
+def test_empty_config_is_refused_without_allow_empty(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    for f in (config / "pods").iterdir():
+        f.unlink()
+    before = all_units_state(sb)
+    r = sdqos_in(sb, "sync", "--config", str(config))
+    assert r.returncode == 2
+    assert "refusing to remove them all (pass --allow-empty to really do that)" in r.stderr
+    assert all_units_state(sb) == before
+    report = sync_json(sb, config, "--allow-empty")
+    assert len(report["removed"]) == 5
+
+
+def test_missing_config_dir_writes_nothing(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    before = all_units_state(sb)
+    r = sdqos_in(sb, "sync", "--config", str(tmp_path / "gone"))
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    assert all_units_state(sb) == before
+
+
+def test_dry_run_writes_nothing(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    report = sync_json(sb, config, "--dry-run")
+    assert report["dryRun"] and len(report["created"]) == 8
+    assert active_state(sb, "kubepods.slice") == "inactive"
+
+
+def test_timer_runs_sync_by_itself(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    r = sdqos_in(sb, "install-units", "--dir", "/run/systemd/system", "--config", str(config), "--now")
+    assert r.returncode == 0, r.stderr
+    try:
+        deadline = time.monotonic() + 30
+        while active_state(sb, "kubepods.slice") != "active" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert active_state(sb, "kubepods.slice") == "active"
+        assert show(sb, "sdqos-sync.timer", "ActiveState")["ActiveState"] == "active"
+        # The service ran to completion with success.
+        deadline = time.monotonic() + 30
+        while show(sb, "sdqos-sync.service", "Result")["Result"] != "success" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert show(sb, "sdqos-sync.service", "Result", "ExecMainStatus") == {"Result": "success", "ExecMainStatus": "0"}
+    finally:
+        sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer"])
+        sbx.run(sb, ["rm", "-f", "/run/systemd/system/sdqos-sync.timer", "/run/systemd/system/sdqos-sync.service"])
+        sbx.run(sb, ["systemctl", "daemon-reload"])
