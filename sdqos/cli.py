@@ -283,6 +283,8 @@ def run(
             command = [x for x in (pod, container) if x is not None] + command
         elif pod is None or container is None:
             raise InvalidInput("give POD and CONTAINER (or --vm NAME) before -- COMMAND")
+        if command and command[0] == "--":  # click keeps the separator once positionals started
+            command = command[1:]
         if not command:
             raise InvalidInput("no command to run (put it after --)")
         cfg = load_config(config, insecure=insecure)

@@ -340,10 +340,13 @@ async def sync(
     report = Report(dry_run=dry_run)
     live = await read_live(sd, plan)
     scopes = await discover_scopes(sd, plan, live)
+    unknown = [name for name in scopes if name not in live]
+    if unknown:  # scopes made by others: their Description and values, for matching and diffing
+        live.update(await _read_named(sd, plan, unknown))
+    for name, scope in scopes.items():
+        if name in live:
+            scope.description = live[name].description
     bindings, unmatched = bind_scopes(plan, scopes, report.warnings)
-    extra = [name for name in bindings if name not in live]
-    if extra:
-        live.update(await _read_named(sd, plan, extra))
     clamp_to_usage(plan, live, report.warnings)
     applied = rundir.load_applied(run_dir)
     diff = compute_diff(

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from sdqos import sandbox as sbx
 from sdqos import systemd as sdm
 from sdqos.errors import (
     BusUnavailable,
@@ -37,7 +38,13 @@ def backend(request, monkeypatch) -> str:
 
 @pytest.fixture
 def sb(clean_sandbox, backend):
-    """The session sandbox, cleaned, with the backend chosen through the environment."""
+    """The session sandbox, cleaned, with the backend chosen through the environment, and with
+    kubepods.slice created explicitly: these tests create kubepods-* children directly, and
+    systemd cannot create a missing parent implicitly once an earlier `systemctl show` loaded
+    that name as not-found."""
+    sbx.run(clean_sandbox, ["busctl", "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                           "org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))",
+                           "kubepods.slice", "fail", "0", "0"], check=True)
     return clean_sandbox
 
 
@@ -61,7 +68,6 @@ def sleeper(sb) -> tuple[subprocess.Popen, int]:
 
 
 def sb_popen(sb, argv):
-    from sdqos import sandbox as sbx
     return sbx.popen(sb, argv, stdout=subprocess.PIPE, text=True)
 
 
