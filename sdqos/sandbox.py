@@ -522,13 +522,14 @@ def list_sandboxes() -> list[SandboxStatus]:
 
 
 def nsenter_argv(sb: Sandbox | str, argv: Sequence[str], cwd: str | None = None) -> list[str]:
-    """The host command line that runs `argv` inside the sandbox (its mount, pid and uts
-    namespaces; the working directory is kept, since the file system is shared but for /run)."""
+    """The host command line that runs `argv` inside the sandbox (its mount, pid, uts and cgroup
+    namespaces; the working directory is kept, since the file system is shared but for /run).
+    The cgroup namespace makes cgroup paths read inside agree with systemd's (systemd-cgls)."""
     sb = get(sb) if isinstance(sb, str) else sb
     if not argv:
         raise SandboxError("nothing to run: empty argv")
     wd = cwd if cwd is not None else _cwd()
-    return [_tool("nsenter"), "-t", str(sb.pid), "-m", "-p", "-u", f"--wd={wd}", "--", *argv]
+    return [_tool("nsenter"), "-t", str(sb.pid), "-m", "-p", "-u", "-C", f"--wd={wd}", "--", *argv]
 
 
 def inner_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
