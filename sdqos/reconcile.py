@@ -21,7 +21,7 @@ from .diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, 
 from .engine import Plan, UnitPlan
 from .naming import MACHINE_SLICE
 from .scopes import LiveScope, match_container, pods_by_slice, scopes_from_processes, vm_scope_for
-from .errors import SystemdError, UnitExists
+from .errors import NoSuchUnit, SystemdError, UnitExists
 from .properties import owned
 from .systemd import SCOPE, SLICE, UNIT, Systemd
 
@@ -207,13 +207,17 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
     return done - failed_updates - failed_creates
 
 
-async def discover_scopes(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> dict[str, LiveScope]:
-    """Every scope with processes below kubepods.slice (and machine.slice when VMs are declared),
+async def discover_scopes(sd: Systemd, plan: Plan, live: dict[str, LiveUnit], *, machine: bool) -> dict[str, LiveScope]:
+    """Every scope with processes below kubepods.slice (and machine.slice when ``machine``),
     from one GetUnitProcesses each: the cgroup path of each process names its scope."""
     rows: list[tuple[str, int, str]] = []
-    for root in (plan.root_slice, MACHINE_SLICE if plan.vms else None):
-        if root and root in live and live[root].exists:
-            rows.extend(await sd.get_unit_processes(root))
+    if plan.root_slice in live and live[plan.root_slice].exists:
+        rows.extend(await sd.get_unit_processes(plan.root_slice))
+    if machine:
+        try:
+            rows.extend(await sd.get_unit_processes(MACHINE_SLICE))
+        except NoSuchUnit:
+            pass
     return scopes_from_processes(rows)
 
 
@@ -339,7 +343,9 @@ async def sync(
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
     live = await read_live(sd, plan)
-    scopes = await discover_scopes(sd, plan, live)
+    applied = rundir.load_applied(run_dir)
+    # VMs that left the config are still looked at (and reported) while machine.slice was ours.
+    scopes = await discover_scopes(sd, plan, live, machine=bool(plan.vms) or MACHINE_SLICE in applied)
     unknown = [name for name in scopes if name not in live]
     if unknown:  # scopes made by others: their Description and values, for matching and diffing
         live.update(await _read_named(sd, plan, unknown))
@@ -348,7 +354,6 @@ async def sync(
             scope.description = live[name].description
     bindings, unmatched = bind_scopes(plan, scopes, report.warnings)
     clamp_to_usage(plan, live, report.warnings)
-    applied = rundir.load_applied(run_dir)
     diff = compute_diff(
         plan, live, applied, complete=complete, removals_safe=removals_safe,
         invalid_keys=invalid_keys, allow_empty=allow_empty,
@@ -373,7 +378,9 @@ async def sync(
         report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
     else:
         done = await apply(sd, diff, report, progress)
-        new_applied = {k: v for k, v in applied.items() if k in live and k not in report.removed}
+        vm_scopes_seen = any(sc.slice == MACHINE_SLICE for sc in scopes.values())
+        new_applied = {k: v for k, v in applied.items()
+                       if (k in live or (k == MACHINE_SLICE and vm_scopes_seen)) and k not in report.removed}
         planned = {u.name: u for u in plan.units}
         for name in done | set(diff.unchanged):
             if name in planned:
