@@ -262,6 +262,14 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str]) -
         if found is None:
             warnings.append(f"VM {vp.vm.name} is declared but not running")
             continue
+        located = vp.vm.scope or vp.vm.libvirt_domain or vp.vm.pid_file
+        if not located and not machine[found].description.startswith("sdqos vm "):
+            # machine-<name>.scope made by someone else (machined for a container, say): never
+            # claim it by name alone.
+            warnings.append(f"VM {vp.vm.name}: {found} exists but was not started by sdqos; left alone"
+                            " (set spec.scope to claim it)")
+            claimed.add(found)
+            continue
         claimed.add(found)
         if found not in planned:
             plan.units.append(UnitPlan(found, MACHINE_SLICE, "vm", f"sdqos vm {vp.vm.name} ({vp.qos})", dict(vp.properties),
