@@ -204,6 +204,8 @@ def sync(
     cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup", help="cgroup version of the host (auto: detect)."),
     insecure: bool = InsecureOpt,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list units that were already right."),
+    metrics_textfile: Optional[Path] = typer.Option(None, "--metrics-textfile",
+                                                    help="After the sync, write Prometheus metrics here (atomically)."),
 ) -> None:
     """Reconcile systemd's units with the plan: create, update, restore drift, remove what left.
 
@@ -234,11 +236,26 @@ def sync(
                     progress=_progress_bar() if output == Output.text else None,
                 )
 
+        async def run_and_measure():
+            report = await run()
+            if metrics_textfile is None:
+                return report, None
+            from . import rundir, status as st
+
+            async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
+                return report, await st.collect(sd, p, rundir.load_applied(DEFAULT_RUN_DIR), interval=0)
+
         lock = contextlib.nullcontext() if dry_run else SyncLock(DEFAULT_RUN_DIR, lock_timeout)
         with lock:
-            report = asyncio.run(run())
+            report, observed = asyncio.run(run_and_measure())
         report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
         report.invalid = [str(e) for e in cfg.errors]
+        if not dry_run:
+            from . import metrics as m
+
+            rec = m.record_sync(report, DEFAULT_RUN_DIR)
+            if metrics_textfile is not None:
+                m.write_atomic(metrics_textfile, m.render(observed, rec))
         if output == Output.json:
             typer.echo(json.dumps(report.as_json(), indent=2))
         else:
@@ -249,6 +266,92 @@ def sync(
         if report.aborted or (cfg.errors and not report.errors):
             raise typer.Exit(EXIT_INVALID)
         raise typer.Exit(EXIT_ERROR if report.errors else EXIT_OK)
+
+
+def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_address, interval: float):
+    import asyncio
+
+    from . import rundir, status as st
+    from .config import load_config
+    from .engine import build_plan
+    from .systemd import Systemd
+
+    cfg = load_config(config, insecure=insecure)
+    p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
+
+    async def go():
+        async with Systemd(bus_address) as sd:
+            return await st.collect(sd, p, rundir.load_applied(rundir.DEFAULT_RUN_DIR), interval=interval)
+
+    result = asyncio.run(go())
+    result.warnings[:0] = [f"{e}" for e in cfg.errors]
+    return result
+
+
+@app.command()
+def status(
+    config: Path = ConfigOpt,
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text (a table; plain when piped) or json."),
+    watch: Optional[float] = typer.Option(None, "--watch", help="Refresh every SECONDS until interrupted."),
+    interval: float = typer.Option(1.0, "--interval", help="Seconds over which CPU usage is measured."),
+    bus_address: Optional[str] = BusOpt,
+    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    insecure: bool = InsecureOpt,
+) -> None:
+    """The live QoS tree: class, entitled CPU and memory, usage, OOM scores, and what is off
+    (drift, over-commit, clamped limits, foreign units, VMs not running, usage near a limit)."""
+    import time
+
+    from . import status as st
+
+    with cli_errors():
+        tty = sys.stdout.isatty() and output == Output.text
+        if tty:
+            from rich.console import Console
+
+            console = Console()
+        while True:
+            result = _collect_status(config, insecure, cgroup, bus_address, interval)
+            if output == Output.json:
+                typer.echo(json.dumps(result.as_json(), indent=2))
+            elif tty:
+                if watch:
+                    console.clear()
+                console.print(st.render_rich(result))
+                s = result.summary
+                console.print(f"\n{s['pods']} pods · {s['vms']} VMs · {s['running']}/{s['units']} units running · "
+                              f"{s['drift']} drifted · {s['flagged']} flagged")
+                for w in result.warnings:
+                    console.print(f"[yellow]warning:[/yellow] {w}")
+            else:
+                typer.echo(st.render_plain(result))
+            if not watch:
+                return
+            time.sleep(max(0.0, watch - interval))
+            if not tty:
+                typer.echo("")
+
+
+@app.command()
+def metrics(
+    config: Path = ConfigOpt,
+    textfile: Optional[Path] = typer.Option(None, "--textfile", help="Write here atomically (node_exporter textfile collector) instead of stdout."),
+    interval: float = typer.Option(1.0, "--interval", help="Seconds over which CPU usage is measured."),
+    bus_address: Optional[str] = BusOpt,
+    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    insecure: bool = InsecureOpt,
+) -> None:
+    """Prometheus metrics: per unit (entitlement, usage, drift, class) and of the last sync."""
+    from . import metrics as m
+    from . import rundir
+
+    with cli_errors():
+        result = _collect_status(config, insecure, cgroup, bus_address, interval)
+        text = m.render(result, m.load_sync_record(rundir.DEFAULT_RUN_DIR))
+        if textfile:
+            m.write_atomic(textfile, text)
+        else:
+            typer.echo(text, nl=False)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})

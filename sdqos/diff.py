@@ -41,6 +41,9 @@ class LiveUnit:
     description: str = ""
     props: dict[str, int] = field(default_factory=dict)
     memory_current: int | None = None
+    cpu_usage_ns: int | None = None
+    tasks_current: int | None = None
+    control_group: str | None = None
 
     @property
     def exists(self) -> bool:
@@ -181,13 +184,13 @@ def compute_diff(
                 d.actions.append(Action("create", u.name, PHASE_CREATE, props=dict(u.properties), plan=u))
             continue
         if u.kind in DEPENDS_ON_ALL_INPUTS and not complete:
-            if _changes(u, lu):
+            if unit_changes(u, lu):
                 d.kept.append(u.name)
                 d.warnings.append(f"{u.name} left as it is: its values depend on input that is invalid")
             else:
                 d.unchanged.append(u.name)
             continue
-        changes = _changes(u, lu)
+        changes = unit_changes(u, lu)
         if not changes:
             d.unchanged.append(u.name)
             continue
@@ -214,7 +217,7 @@ def compute_diff(
     return d
 
 
-def _changes(u: UnitPlan, lu: LiveUnit) -> dict[str, tuple[int, int]]:
+def unit_changes(u: UnitPlan, lu: LiveUnit) -> dict[str, tuple[int, int]]:
     out = {}
     props = dict(u.properties)
     if PERIOD_PROPERTY in lu.props and PERIOD_PROPERTY not in props and u.kind != "reserved":

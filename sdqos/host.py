@@ -46,3 +46,25 @@ def page_size() -> int:
         return os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         return 4096
+
+
+def cpu_usage_ns(control_group: str | None, root: Path = CGROUP_ROOT) -> int | None:
+    """CPU time used by a cgroup, read from the kernel when systemd cannot say (CPUUsageNSec is
+    unknown where cpu and cpuacct are separate v1 hierarchies): ``cpu.stat`` ``usage_usec`` of the
+    unified hierarchy (v2, or hybrid's /sys/fs/cgroup/unified), else v1 ``cpuacct.usage``."""
+    if not control_group:
+        return None
+    rel = control_group.lstrip("/")
+    for stat in (root / rel / "cpu.stat", root / "unified" / rel / "cpu.stat"):
+        try:
+            for line in stat.read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) * 1000
+        except (OSError, ValueError):
+            continue
+    for acct in (root / "cpuacct" / rel / "cpuacct.usage", root / "cpu,cpuacct" / rel / "cpuacct.usage"):
+        try:
+            return int(acct.read_text().strip())
+        except (OSError, ValueError):
+            continue
+    return None

@@ -84,30 +84,65 @@ def live_patterns(plan: Plan) -> list[str]:
     return patterns + sorted(set(extra))
 
 
-async def read_live(sd: Systemd, plan: Plan) -> dict[str, LiveUnit]:
+USAGE = ("MemoryCurrent", "CPUUsageNSec", "TasksCurrent")
+
+
+def _live_unit(name: str, st, props: list[str]) -> LiveUnit:
+    return LiveUnit(
+        name=name,
+        load_state=st.load_state,
+        active_state=st.active_state,
+        transient=bool(st.transient),
+        description=str(st.props.get("Description", "")),
+        props={k: int(v) for k, v in st.props.items() if k in props},
+        memory_current=_counter(st.props.get("MemoryCurrent")),
+        cpu_usage_ns=_counter(st.props.get("CPUUsageNSec")),
+        tasks_current=_counter(st.props.get("TasksCurrent")),
+        control_group=st.control_group,
+    )
+
+
+async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str, LiveUnit]:
+    """Every unit sdqos may manage, with its owned properties (and usage counters for status)."""
     props = list(owned(plan.cgroup))
+    extra = list(USAGE) if usage else ["MemoryCurrent"]  # MemoryCurrent: tier clamping
     units = await sd.read_units(
         live_patterns(plan),
-        {SLICE: props + ["MemoryCurrent"], SCOPE: props, SERVICE_IFACE: props, UNIT: ["Description"]},
+        {SLICE: props + extra, SCOPE: props + (list(USAGE) if usage else []), SERVICE_IFACE: props, UNIT: ["Description"]},
     )
-    live = {}
-    for name, st in units.items():
-        live[name] = LiveUnit(
-            name=name,
-            load_state=st.load_state,
-            active_state=st.active_state,
-            transient=bool(st.transient),
-            description=str(st.props.get("Description", "")),
-            props={k: int(v) for k, v in st.props.items() if k in props},
-            memory_current=_memory_current(st.props.get("MemoryCurrent")),
-        )
-    return live
+    return {name: _live_unit(name, st, props) for name, st in units.items()}
 
 
-def _memory_current(value) -> int | None:
+def _counter(value) -> int | None:
     if value is None or int(value) >= 2**64 - 1:
         return None  # accounting off or not known
     return int(value)
+
+
+@dataclass
+class Observation:
+    """What systemd holds for the plan: units, the scopes with processes, and which container or
+    VM each scope belongs to."""
+
+    live: dict[str, LiveUnit]
+    scopes: dict[str, LiveScope]
+    bindings: dict[str, "Binding"]
+    unmatched: list[str]
+
+
+async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False) -> Observation:
+    """Read the live state in a few calls and bind scopes (extends the plan with matched scopes)."""
+    live = await read_live(sd, plan, usage=usage)
+    # VMs that left the config are still looked at (and reported) while machine.slice was ours.
+    scopes = await discover_scopes(sd, plan, live, machine=bool(plan.vms) or MACHINE_SLICE in applied)
+    unknown = [name for name in scopes if name not in live]
+    if unknown:  # scopes made by others: their Description and values, for matching and diffing
+        live.update(await _read_named(sd, plan, unknown, usage=usage))
+    for name, scope in scopes.items():
+        if name in live:
+            scope.description = live[name].description
+    bindings, unmatched = bind_scopes(plan, scopes, warnings)
+    return Observation(live, scopes, bindings, unmatched)
 
 
 def create_properties(u: UnitPlan) -> dict:
@@ -280,15 +315,10 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str]) -
     return bindings, unmatched
 
 
-async def _read_named(sd: Systemd, plan: Plan, names: list[str]) -> dict[str, LiveUnit]:
+async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool = False) -> dict[str, LiveUnit]:
     props = list(owned(plan.cgroup))
-    units = await sd.read_units(names, {SCOPE: props, UNIT: ["Description"]})
-    return {
-        name: LiveUnit(name=name, load_state=st.load_state, active_state=st.active_state,
-                       description=str(st.props.get("Description", "")),
-                       props={k: int(v) for k, v in st.props.items() if k in props})
-        for name, st in units.items()
-    }
+    units = await sd.read_units(names, {SCOPE: props + (list(USAGE) if usage else []), UNIT: ["Description"]})
+    return {name: _live_unit(name, st, props) for name, st in units.items()}
 
 
 def apply_oom_scores(bindings: dict[str, Binding], scopes: dict[str, LiveScope], warnings: list[str]) -> int:
@@ -350,17 +380,9 @@ async def sync(
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
-    live = await read_live(sd, plan)
     applied = rundir.load_applied(run_dir)
-    # VMs that left the config are still looked at (and reported) while machine.slice was ours.
-    scopes = await discover_scopes(sd, plan, live, machine=bool(plan.vms) or MACHINE_SLICE in applied)
-    unknown = [name for name in scopes if name not in live]
-    if unknown:  # scopes made by others: their Description and values, for matching and diffing
-        live.update(await _read_named(sd, plan, unknown))
-    for name, scope in scopes.items():
-        if name in live:
-            scope.description = live[name].description
-    bindings, unmatched = bind_scopes(plan, scopes, report.warnings)
+    obs = await observe(sd, plan, applied, report.warnings)
+    live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
     clamp_to_usage(plan, live, report.warnings)
     diff = compute_diff(
         plan, live, applied, complete=complete, removals_safe=removals_safe,

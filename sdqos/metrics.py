@@ -1,0 +1,148 @@
+"""Prometheus text format for node_exporter's textfile collector: per unit (entitlement, usage,
+drift, class) and per sync (duration, changes, errors, last success). Written atomically, so the
+collector never reads half a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from . import rundir
+from .status import Status
+
+LAST_SYNC = "last-sync.json"
+
+
+def _esc(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(**kw: str | None) -> str:
+    return "{" + ",".join(f'{k}="{_esc(str(v))}"' for k, v in kw.items() if v is not None) + "}"
+
+
+class _Out:
+    """Samples grouped by metric family: the text format wants each family in one block."""
+
+    def __init__(self) -> None:
+        self.families: dict[str, tuple[str, str, list[str]]] = {}
+
+    def metric(self, name: str, kind: str, help_: str, labels: str, value: float) -> None:
+        family = self.families.setdefault(name, (kind, help_, []))
+        family[2].append(f"{name}{labels} {value:g}" if isinstance(value, float) else f"{name}{labels} {value}")
+
+    @property
+    def lines(self) -> list[str]:
+        out = []
+        for name, (kind, help_, samples) in self.families.items():
+            out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", *samples]
+        return out
+
+
+def unit_metrics(status: Status, out: _Out) -> None:
+    for r in status.rows:
+        pod = container = vm = None
+        if r.kind in ("pod", "container"):
+            parts = r.label.split()
+            ref = parts[1] if len(parts) > 1 else ""
+            pod = "/".join(ref.split("/")[:2])
+            container = ref.split("/")[2] if r.kind == "container" and ref.count("/") == 2 else None
+        if r.kind == "vm":
+            vm = r.label.split()[1] if len(r.label.split()) > 1 else None
+        lab = _labels(unit=r.unit)
+        out.metric("sdqos_unit_info", "gauge", "A unit in the QoS tree (always 1).",
+                   _labels(unit=r.unit, kind=r.kind, parent=r.parent, qos=r.qos, pod=pod, container=container, vm=vm), 1)
+        out.metric("sdqos_unit_running", "gauge", "1 if the unit is active.", lab, int(r.running))
+        e = r.entitled
+        if e.get("cpuShares") is not None:
+            out.metric("sdqos_unit_cpu_shares", "gauge", "Entitled CPU shares (cgroup v1).", lab, e["cpuShares"])
+        if e.get("cpuWeight") is not None:
+            out.metric("sdqos_unit_cpu_weight", "gauge", "Entitled CPU weight (cgroup v2).", lab, e["cpuWeight"])
+        if e.get("cpuQuotaPerSecUSec") is not None:
+            out.metric("sdqos_unit_cpu_quota_cores", "gauge", "CPU quota in cores (absent: no quota).", lab,
+                       e["cpuQuotaPerSecUSec"] / 1e6)
+        if e.get("memoryLimit") is not None:
+            out.metric("sdqos_unit_memory_limit_bytes", "gauge", "Memory limit (absent: unlimited).", lab, e["memoryLimit"])
+        if e.get("tasksMax") is not None:
+            out.metric("sdqos_unit_tasks_max", "gauge", "Tasks limit (absent: unlimited).", lab, e["tasksMax"])
+        u = r.usage
+        if u.get("memoryBytes") is not None:
+            out.metric("sdqos_unit_memory_usage_bytes", "gauge", "Memory in use (MemoryCurrent).", lab, u["memoryBytes"])
+        if u.get("cpuCores") is not None:
+            out.metric("sdqos_unit_cpu_usage_cores", "gauge", "CPU used over the sampling interval, in cores.", lab,
+                       float(u["cpuCores"]))
+        if u.get("tasks") is not None:
+            out.metric("sdqos_unit_tasks", "gauge", "Tasks in the unit (TasksCurrent).", lab, u["tasks"])
+        if r.oom_score_adj:
+            out.metric("sdqos_unit_oom_score_adj", "gauge", "oom_score_adj of the unit's processes (lowest).", lab,
+                       r.oom_score_adj[0])
+        out.metric("sdqos_unit_drift", "gauge", "1 if a live value differs from the plan.", lab, int("drift" in r.flags))
+        out.metric("sdqos_unit_flagged", "gauge", "1 if status flags the unit (see sdqos status).", lab, int(bool(r.flags)))
+
+
+def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
+    """Remember the last sync (for `sdqos metrics`), keeping the last success time across runs."""
+    previous = load_sync_record(run_dir)
+    now = time.time()
+    ok = not report.errors and not report.aborted
+    rec = {
+        "timestamp": now,
+        "durationSeconds": report.duration_s,
+        "created": len(report.created),
+        "updated": len(report.updated),
+        "removed": len(report.removed),
+        "drift": len(report.drift),
+        "errors": len(report.errors),
+        "invalid": len(report.invalid),
+        "dbusCalls": report.dbus_calls,
+        "success": ok,
+        "lastSuccess": now if ok else previous.get("lastSuccess"),
+    }
+    rundir.ensure_dir(run_dir)
+    write_atomic(run_dir / LAST_SYNC, json.dumps(rec), mode=0o600)
+    return rec
+
+
+def load_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
+    try:
+        data = json.loads((run_dir / LAST_SYNC).read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def sync_metrics(rec: dict, out: _Out) -> None:
+    if not rec:
+        return
+    out.metric("sdqos_sync_last_run_timestamp_seconds", "gauge", "When the last sync ran.", "", float(rec["timestamp"]))
+    out.metric("sdqos_sync_duration_seconds", "gauge", "How long the last sync took.", "", float(rec["durationSeconds"]))
+    for what in ("created", "updated", "removed", "drift"):
+        out.metric("sdqos_sync_changes", "gauge", "Units the last sync changed, by kind of change.", _labels(change=what), rec[what])
+    out.metric("sdqos_sync_errors", "gauge", "Errors in the last sync.", "", rec["errors"])
+    out.metric("sdqos_sync_invalid_inputs", "gauge", "Invalid inputs in the last sync.", "", rec["invalid"])
+    out.metric("sdqos_sync_success", "gauge", "1 if the last sync had no errors.", "", int(rec["success"]))
+    if rec.get("lastSuccess") is not None:
+        out.metric("sdqos_sync_last_success_timestamp_seconds", "gauge", "When a sync last succeeded.", "",
+                   float(rec["lastSuccess"]))
+
+
+def render(status: Status | None, rec: dict) -> str:
+    out = _Out()
+    if status is not None:
+        unit_metrics(status, out)
+    sync_metrics(rec, out)
+    return "\n".join(out.lines) + "\n"
+
+
+def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write a temp file next to `path`, fsync, rename over it."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,116 @@
+"""`sdqos status` and `sdqos metrics` against the sandbox: the live tree, drift flagged before
+the next sync, real usage, a Prometheus file that parses, Descriptions `systemctl status` shows."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from sdqos import sandbox as sbx
+
+from .sbhelpers import copy_config, sdqos_in, sync_json
+from .test_scopes_sandbox import APP_SCOPE, BURST_SLICE, config, kill_all, procs_of, wait_for  # noqa: F401
+from .sbhelpers import cgroup_rel
+
+
+def status_json(sb, config, *extra):
+    r = sdqos_in(sb, "status", "--config", str(config), "-o", "json", *extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def by_unit(st):
+    return {u["unit"]: u for u in st["units"]}
+
+
+def test_status_shows_every_pod_with_class_and_values(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    cfg = copy_config(tmp_path)
+    sync_json(sb, cfg)
+    st = status_json(sb, cfg, "--interval", "0")
+    units = by_unit(st)
+    pods = {u["label"]: u for u in st["units"] if u["kind"] == "pod"}
+    assert {k: u["qos"] for k, u in pods.items()} == {
+        "pod shop/db (Guaranteed)": "Guaranteed", "pod shop/web (Burstable)": "Burstable",
+        "pod shop/api (Burstable)": "Burstable", "pod kube-system/node-agent (Burstable)": "Burstable",
+        "pod batch/report (BestEffort)": "BestEffort"}
+    assert all(u["running"] and u["flags"] == [] for u in pods.values())
+    assert units["kubepods.slice"]["entitled"] == {"cpuShares": 7168, "cpuQuotaPerSecUSec": None,
+                                                   "tasksMax": 4193304, "memoryLimit": 14 * 2**30}
+    db = pods["pod shop/db (Guaranteed)"]
+    assert db["entitled"]["cpuQuotaPerSecUSec"] == 2_000_000 and db["entitled"]["memoryLimit"] == 4 * 2**30
+    assert units["kubepods-burstable.slice"]["entitled"]["cpuShares"] == 1228
+    assert st["summary"]["drift"] == 0 and st["summary"]["pods"] == 5
+    text = sdqos_in(sb, "status", "--config", str(cfg), "--interval", "0").stdout
+    assert text.splitlines()[0].split() == ["UNIT", "CLASS", "CPU", "MEMORY", "USAGE", "OOM", "FLAGS"]
+    assert "5 pods · 0 VMs · 8/16 units running · 0 drifted · 0 flagged" in text
+
+
+def test_drift_is_flagged_by_status_before_the_next_sync(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    cfg = copy_config(tmp_path)
+    sync_json(sb, cfg)
+    sbx.run(sb, ["systemctl", "set-property", "--runtime", "kubepods-besteffort.slice", "CPUShares=500"], check=True)
+    u = by_unit(status_json(sb, cfg, "--interval", "0"))["kubepods-besteffort.slice"]
+    assert u["flags"] == ["drift"] and u["drift"] == {"CPUShares": [500, 2]}
+    sync_json(sb, cfg)
+    assert by_unit(status_json(sb, cfg, "--interval", "0"))["kubepods-besteffort.slice"]["flags"] == []
+
+
+def test_usage_of_a_busy_process_shows_up(clean_sandbox, config):
+    sb = clean_sandbox
+    busy = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/burst", "app", "--",
+                          sys.executable, "-c", "x = bytearray(20 * 2**20)\nwhile True: pass"])
+    try:
+        wait_for(lambda: procs_of(sb, cgroup_rel(APP_SCOPE, BURST_SLICE)), what="busy process")
+        time.sleep(0.5)
+        units = by_unit(status_json(sb, config, "--interval", "1"))
+        scope = units[APP_SCOPE]
+        assert scope["running"] and scope["oomScoreAdj"] == [993]
+        assert 0.2 <= scope["usage"]["cpuCores"] <= 0.6  # its quota is 500m
+        assert scope["usage"]["memoryBytes"] >= 20 * 2**20 and scope["usage"]["tasks"] >= 1
+        assert units[BURST_SLICE]["usage"]["cpuCores"] >= 0.2  # counted in its pod too
+        assert "near-cpu-limit" in scope["flags"] or scope["usage"]["cpuCores"] < 0.45
+    finally:
+        kill_all(busy)
+
+
+def test_metrics_textfile_parses_and_holds_the_series(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    cfg = copy_config(tmp_path)
+    out = tmp_path / "sdqos.prom"
+    r = sdqos_in(sb, "sync", "--config", str(cfg), "--metrics-textfile", str(out))
+    assert r.returncode == 0, r.stderr
+    families = {f.name: f for f in text_string_to_metric_families(out.read_text())}
+    for name in ("sdqos_unit_info", "sdqos_unit_cpu_shares", "sdqos_unit_memory_limit_bytes", "sdqos_unit_drift",
+                 "sdqos_unit_memory_usage_bytes", "sdqos_sync_duration_seconds", "sdqos_sync_changes",
+                 "sdqos_sync_errors", "sdqos_sync_last_success_timestamp_seconds"):
+        assert name in families, name
+    shares = {s.labels["unit"]: s.value for s in families["sdqos_unit_cpu_shares"].samples}
+    assert shares["kubepods.slice"] == 7168 and shares["kubepods-burstable.slice"] == 1228
+    changes = {s.labels["change"]: s.value for s in families["sdqos_sync_changes"].samples}
+    assert changes == {"created": 8, "updated": 0, "removed": 0, "drift": 0}
+    info = [s.labels for s in families["sdqos_unit_info"].samples if s.labels.get("pod") == "shop/db"]
+    assert {i["kind"] for i in info} == {"pod", "container"} and all(i["qos"] == "Guaranteed" for i in info)
+    assert list(tmp_path.glob(".sdqos.prom.*")) == []  # no temp file left behind
+    standalone = sdqos_in(sb, "metrics", "--config", str(cfg), "--interval", "0")
+    fams = {f.name for f in text_string_to_metric_families(standalone.stdout)}
+    assert "sdqos_unit_cpu_shares" in fams and "sdqos_sync_success" in fams
+
+
+def test_every_unit_reads_well_in_systemctl_status(clean_sandbox, config):
+    sb = clean_sandbox
+    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/burst", "app", "--", "sleep", "300"])
+    try:
+        wait_for(lambda: procs_of(sb, cgroup_rel(APP_SCOPE, BURST_SLICE)), what="app process")
+        sync_json(sb, config)
+        for unit, text in ((BURST_SLICE, "sdqos pod t/burst (Burstable)"), (APP_SCOPE, "sdqos container t/burst/app (Burstable)"),
+                           ("kubepods-burstable.slice", "sdqos Burstable QoS tier"),
+                           ("kubepods.slice", "sdqos node allocatable for pods (kubepods)")):
+            out = sbx.run(sb, ["systemctl", "status", unit, "--no-pager"]).stdout
+            assert out.splitlines()[0].endswith(f"{unit} - {text}"), out.splitlines()[0]
+    finally:
+        kill_all(p)
