@@ -60,6 +60,14 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
+def load_cached(config: Path, insecure: bool):
+    """The config, reusing validated files from /run/sdqos when this process may keep a cache."""
+    from .config import load_config
+    from .parsecache import usable_run_dir
+
+    return load_config(config, insecure=insecure, cache_dir=usable_run_dir())
+
+
 def resolve_cgroup(mode: CgroupMode) -> str:
     from .host import detect_cgroup_mode
 
@@ -88,12 +96,11 @@ def plan(
     insecure: bool = InsecureOpt,
 ) -> None:
     """Show the unit tree with kubelet's values for every tier, pod, container and VM. No D-Bus."""
-    from .config import load_config
     from .engine import build_plan
     from .render import plan_json, plan_text
 
     with cli_errors():
-        cfg = load_config(config, insecure=insecure)
+        cfg = load_cached(config, insecure)
         p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
         errors = [str(e) for e in cfg.errors]
         if output == Output.json:
@@ -113,14 +120,13 @@ def explain(
     insecure: bool = InsecureOpt,
 ) -> None:
     """Every value of one pod with the formula and inputs that produced it."""
-    from .config import load_config
     from .engine import build_plan
     from .explain import explain_pod
     from .manifests import ParseResult, check_duplicates, parse_pod_documents
     from .yamlsafe import YamlError, load_documents
 
     with cli_errors():
-        cfg = load_config(config, insecure=insecure)
+        cfg = load_cached(config, insecure)
         pods = list(cfg.pods)
         wanted: list[str] = []
         path = Path(pod)
@@ -214,14 +220,13 @@ def sync(
     import asyncio
 
     from . import reconcile
-    from .config import load_config
     from .engine import build_plan
     from .errors import EXIT_ERROR, EXIT_OK
     from .rundir import DEFAULT_RUN_DIR, SyncLock
     from .systemd import Systemd
 
     with cli_errors():
-        cfg = load_config(config, insecure=insecure)
+        cfg = load_cached(config, insecure)
         mode = resolve_cgroup(cgroup)
         p = build_plan(cfg.node, cfg.pods, cfg.vms, mode)
 
@@ -272,11 +277,10 @@ def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_addr
     import asyncio
 
     from . import rundir, status as st
-    from .config import load_config
     from .engine import build_plan
     from .systemd import Systemd
 
-    cfg = load_config(config, insecure=insecure)
+    cfg = load_cached(config, insecure)
     p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
 
     async def go():
@@ -376,7 +380,6 @@ def run(
     import os
 
     from . import launch
-    from .config import load_config
     from .engine import build_plan
     from .systemd import Systemd
 
@@ -390,7 +393,7 @@ def run(
             command = command[1:]
         if not command:
             raise InvalidInput("no command to run (put it after --)")
-        cfg = load_config(config, insecure=insecure)
+        cfg = load_cached(config, insecure)
         p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
 
@@ -425,7 +428,6 @@ def adopt(
     import asyncio
 
     from . import launch, procfs
-    from .config import load_config
     from .engine import build_plan
     from .systemd import Systemd
 
@@ -437,7 +439,7 @@ def adopt(
         missing = [p for p in pids if not procfs.pid_exists(p)]
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
-        cfg = load_config(config, insecure=insecure)
+        cfg = load_cached(config, insecure)
         p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
         all_pids = procfs.descendants(pids) if children else list(pids)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from . import host
+from . import parsecache as pc
 from .errors import ConfigDirError, InvalidInput
 from .manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
 from .model import NodeConfig, Pod, VirtualMachine
@@ -80,13 +81,15 @@ def _check_mode(st: os.stat_result, what: str, insecure: bool) -> str | None:
     return None
 
 
-def _read_text(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> str:
-    """The text of one config file, or InvalidInput saying why it cannot be used."""
+def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> tuple[Path, os.stat_result]:
+    """The real path and stat of a config file that passed every safety check, or InvalidInput."""
     try:
         real = path.resolve(strict=True)
     except RuntimeError:
         raise _fail(config_dir, path, "symlink loop") from None
     except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise _fail(config_dir, path, "symlink loop") from None
         raise _fail(config_dir, path, f"cannot resolve: {exc.strerror or exc}") from None
     if real != real_dir and real_dir not in real.parents:
         raise _fail(config_dir, path, f"is a symlink to {real}, outside the config directory; refused")
@@ -101,6 +104,10 @@ def _read_text(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> 
         raise _fail(config_dir, path, problem)
     if st.st_size > MAX_FILE_BYTES:
         raise _fail(config_dir, path, f"is {st.st_size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit")
+    return real, st
+
+
+def _read_text(config_dir: Path, path: Path, real: Path) -> str:
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -113,6 +120,31 @@ def _read_text(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> 
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail(config_dir, path, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, apply_defaults: bool) -> dict:
+    """One pods/ or vms/ file → a cache entry: its objects, errors, and whether its content is
+    unknown (unreadable, not YAML, or a document whose identity could not be read)."""
+    part = ParseResult()
+    try:
+        docs = load_documents(_read_text(config_dir, path, real))
+    except InvalidInput as exc:
+        return {"pods": [], "vms": [], "errors": [pc.error_to_json(exc)], "invalid": [], "failed": True}
+    except YamlError as exc:
+        err = InvalidInput(str(exc), where=rel)
+        return {"pods": [], "vms": [], "errors": [pc.error_to_json(err)], "invalid": [], "failed": True}
+    if sub == "pods":
+        parse_pod_documents(docs, rel, part, apply_defaults=apply_defaults)
+    else:
+        parse_vm_documents(docs, rel, part)
+    failed = any(e.field in (None, "metadata", "metadata.name", "items", "kind", "apiVersion") for e in part.errors)
+    return {
+        "pods": [pc.pod_to_json(p) for p in part.pods],
+        "vms": [pc.vm_to_json(v) for v in part.vms],
+        "errors": [pc.error_to_json(e) for e in part.errors],
+        "invalid": sorted(part.invalid_keys),
+        "failed": failed,
+    }
 
 
 def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str]) -> list[Path]:
@@ -149,9 +181,11 @@ def load_config(
     detected: Mapping[str, Quantity] | None = None,
     insecure: bool = False,
     apply_defaults: bool = True,
+    cache_dir: Path | None = None,
 ) -> Config:
     """Read and validate the whole config directory. Raises ConfigDirError when the directory is
-    unusable and ConfigInvalid when node.yaml is; per-file problems are collected in the result."""
+    unusable and ConfigInvalid when node.yaml is; per-file problems are collected in the result.
+    ``cache_dir``: keep validated files there (sdqos.parsecache) and reuse them while unchanged."""
     config_dir = Path(config_dir)
     try:
         st = os.stat(config_dir)
@@ -170,7 +204,8 @@ def load_config(
     node_raw = None
     if node_path.exists() or node_path.is_symlink():
         try:
-            docs = load_documents(_read_text(config_dir, real_dir, node_path, insecure))
+            real, _ = _checked(config_dir, real_dir, node_path, insecure)
+            docs = load_documents(_read_text(config_dir, node_path, real))
         except InvalidInput as exc:
             raise ConfigInvalid([exc]) from None
         except YamlError as exc:
@@ -184,6 +219,7 @@ def load_config(
     if node_errors:
         raise ConfigInvalid(node_errors)
 
+    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}")
     result = ParseResult()
     failed: list[str] = []
     errors: list[InvalidInput] = []
@@ -191,24 +227,25 @@ def load_config(
         for path in _list_dir(config_dir, sub, insecure, errors, failed):
             rel = f"{sub}/{path.name}"
             try:
-                docs = load_documents(_read_text(config_dir, real_dir, path, insecure))
+                real, st = _checked(config_dir, real_dir, path, insecure)
             except InvalidInput as exc:
                 errors.append(exc)
                 failed.append(rel)
                 continue
-            except YamlError as exc:
-                errors.append(InvalidInput(str(exc), where=rel))
+            key = path.absolute()
+            identity = pc.file_identity(st)
+            entry = cache.get(key, identity)
+            if entry is None or entry.get("rel") != rel:
+                entry = _parse_file(config_dir, path, real, sub, rel, apply_defaults)
+                entry["rel"] = rel
+                cache.put(key, identity, entry)
+            result.pods.extend(pc.pod_from_json(p) for p in entry["pods"])
+            result.vms.extend(pc.vm_from_json(v) for v in entry["vms"])
+            result.errors.extend(pc.error_from_json(e) for e in entry["errors"])
+            result.invalid_keys.update(entry["invalid"])
+            if entry["failed"]:
                 failed.append(rel)
-                continue
-            before = len(result.errors)
-            if sub == "pods":
-                parse_pod_documents(docs, rel, result, apply_defaults=apply_defaults)
-            else:
-                parse_vm_documents(docs, rel, result)
-            # A document whose identity could not be read at all makes the file's content unknown.
-            if any(e.field in (None, "metadata", "metadata.name", "items", "kind", "apiVersion")
-                   for e in result.errors[before:]):
-                failed.append(rel)
+    cache.save()
     check_duplicates(result)
     vms_declared = bool(_list_dir(config_dir, "vms", True, [], []))
     return Config(

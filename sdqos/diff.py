@@ -44,6 +44,7 @@ class LiveUnit:
     cpu_usage_ns: int | None = None
     tasks_current: int | None = None
     control_group: str | None = None
+    kernel_drift: dict[str, list] = field(default_factory=dict)  # cgroupfs file: [kernel, expected]
 
     @property
     def exists(self) -> bool:
@@ -191,6 +192,13 @@ def compute_diff(
                 d.unchanged.append(u.name)
             continue
         changes = unit_changes(u, lu)
+        if not changes and lu.kernel_drift:
+            # systemd holds the right values but the kernel does not (a cgroupfs write behind
+            # systemd's back): setting them again makes systemd write them again.
+            d.drift.append({"unit": u.name, "changes": {}, "kernel": lu.kernel_drift})
+            d.actions.append(Action("update", u.name, PHASE_GROW, props=dict(u.properties), drift=True, plan=u,
+                                    reason="kernel values differ from systemd's"))
+            continue
         if not changes:
             d.unchanged.append(u.name)
             continue

@@ -395,8 +395,8 @@ def parse_pod_documents(docs: list, file: str, result: ParseResult, *, apply_def
 
 
 def check_duplicates(result: ParseResult) -> None:
-    """Two pods with the same uid or namespace/name are both invalid: we cannot tell which one
-    the operator means, so neither is applied and neither one's units are touched."""
+    """Two pods with the same uid or namespace/name (two VMs with one name) are all invalid: we
+    cannot tell which one the operator means, so none is applied and no one's units are touched."""
     by_key: dict[str, list[Pod]] = {}
     by_uid: dict[str, list[Pod]] = {}
     for p in result.pods:
@@ -418,6 +418,17 @@ def check_duplicates(result: ParseResult) -> None:
                 result.invalid_keys.add(f"uid:{p.uid}")
     if bad:
         result.pods = [p for p in result.pods if id(p) not in bad]
+    by_name: dict[str, list[VirtualMachine]] = {}
+    for vm in result.vms:
+        by_name.setdefault(vm.name, []).append(vm)
+    for name, vms in by_name.items():
+        if len(vms) > 1:
+            places = ", ".join(str(v.source) for v in vms)
+            for v in vms:
+                result.errors.append(InvalidInput(f'Duplicate VM name "{name}" (defined in {places})',
+                                                  where=str(v.source), field="metadata.name"))
+            result.invalid_keys.add(f"vm:{name}")
+    result.vms = [v for v in result.vms if len(by_name[v.name]) == 1]
 
 
 # --- VirtualMachine ------------------------------------------------------------------------------
@@ -510,13 +521,3 @@ def parse_vm_documents(docs: list, file: str, result: ParseResult) -> None:
         vm = parse_vm(raw, Source(file, index), result)
         if vm:
             result.vms.append(vm)
-    names: dict[str, VirtualMachine] = {}
-    for vm in list(result.vms):
-        if vm.name in names and names[vm.name] is not vm:
-            first = names[vm.name]
-            result.errors.append(
-                InvalidInput(f"Duplicate VM name \"{vm.name}\" (also in {first.source})", where=str(vm.source), field="metadata.name")
-            )
-            result.vms = [v for v in result.vms if v.name != vm.name]
-            result.invalid_keys.add(f"vm:{vm.name}")
-        names.setdefault(vm.name, vm)

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import procfs, rundir
+from . import host, kernelstate, procfs, rundir
 from .diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, Diff, LiveUnit, clamp_to_usage, compute_diff
 from .engine import Plan, UnitPlan
 from .naming import MACHINE_SLICE
 from .scopes import LiveScope, match_container, pods_by_slice, scopes_from_processes, vm_scope_for
 from .errors import NoSuchUnit, SystemdError, UnitExists
-from .properties import owned
+from .properties import INFINITY, PERIOD_PROPERTY, owned
 from .systemd import SCOPE, SLICE, UNIT, Systemd
 
 SERVICE_IFACE = "org.freedesktop.systemd1.Service"
@@ -103,14 +103,48 @@ def _live_unit(name: str, st, props: list[str]) -> LiveUnit:
 
 
 async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str, LiveUnit]:
-    """Every unit sdqos may manage, with its owned properties (and usage counters for status)."""
+    """Every unit sdqos may manage, with its owned properties (and usage counters for status).
+
+    Fast path (no usage wanted, and this process sees systemd's cgroup tree): one list call, then
+    a planned unit whose kernel values are exactly what its planned properties produce is taken as
+    in sync without asking systemd; only the others (and the node/tier units, whose usage the
+    qosReserved clamp needs) get a D-Bus read. A unit whose kernel values differ although systemd's
+    properties match (a cgroupfs write behind systemd's back) is marked for re-applying."""
     props = list(owned(plan.cgroup))
     extra = list(USAGE) if usage else ["MemoryCurrent"]  # MemoryCurrent: tier clamping
-    units = await sd.read_units(
-        live_patterns(plan),
-        {SLICE: props + extra, SCOPE: props + (list(USAGE) if usage else []), SERVICE_IFACE: props, UNIT: ["Description"]},
-    )
-    return {name: _live_unit(name, st, props) for name, st in units.items()}
+    ifaces = {SLICE: props + extra, SCOPE: props + (list(USAGE) if usage else []), SERVICE_IFACE: props,
+              UNIT: ["Description"]}
+    if usage or not kernelstate.available():
+        units = await sd.read_units(live_patterns(plan), ifaces)
+        return {name: _live_unit(name, st, props) for name, st in units.items()}
+    listed = await sd.read_units(live_patterns(plan), {UNIT: ["Description"]})
+    planned = {u.name: u for u in plan.units}
+    page = host.page_size()
+    live: dict[str, LiveUnit] = {}
+    kernel_off: dict[str, dict] = {}
+    need: list[str] = []
+    for name, st in listed.items():
+        u = planned.get(name)
+        if u is None or st.active_state != "active" or u.kind in ("node", "tier", "reserved"):
+            need.append(name)
+            continue
+        check = dict(u.properties)
+        check.setdefault(PERIOD_PROPERTY, INFINITY)
+        want = kernelstate.expected(check, plan.cgroup, page)
+        have = kernelstate.read(kernelstate.cgroup_of(name, u.slice), want) if want is not None else None
+        if have is not None and have == want:
+            live[name] = LiveUnit(name, st.load_state, st.active_state, description=str(st.props.get("Description", "")),
+                                  props=dict(u.properties))
+        else:
+            need.append(name)
+            if have is not None and want is not None:
+                kernel_off[name] = {f: [have[f], want[f]] for f in want if have[f] != want[f]}
+    if need:
+        units = await sd.read_units(need, ifaces)
+        for name, st in units.items():
+            live[name] = _live_unit(name, st, props)
+            live[name].kernel_drift = kernel_off.get(name, {})
+    return live
 
 
 def _counter(value) -> int | None:
@@ -417,7 +451,8 @@ async def sync(
                 new_applied[name] = dict(planned[name].properties)
         for name in report.removed:
             new_applied.pop(name, None)
-        rundir.save_applied(new_applied, run_dir)
+        if new_applied != applied:
+            rundir.save_applied(new_applied, run_dir)
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0

@@ -197,3 +197,18 @@ def test_timer_runs_sync_by_itself(clean_sandbox, tmp_path):
         sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer"])
         sbx.run(sb, ["rm", "-f", "/run/systemd/system/sdqos-sync.timer", "/run/systemd/system/sdqos-sync.service"])
         sbx.run(sb, ["systemctl", "daemon-reload"])
+
+
+def test_cgroupfs_write_behind_systemds_back_is_restored(clean_sandbox, tmp_path):
+    """A value written straight into cgroupfs (systemd still holds the right one) is found by the
+    kernel check and put back through systemd, reported as drift with the kernel's values."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    web = "kubepods-burstable-podb3edc188_0213_5f84_afdc_caf4bbcd1698.slice"
+    rel = cgroup_rel(web)
+    (sb.cgroup_path("cpu") / rel / "cpu.shares").write_text("77")
+    report = sync_json(sb, config)
+    assert report["drift"] == [{"unit": web, "changes": {}, "kernel": {"cpu/cpu.shares": [77, 512]}}]
+    assert kernel(sb, "cpu", rel, "cpu.shares") == 512
+    assert "nothing to do" in sdqos_in(sb, "sync", "--config", str(config)).stdout

@@ -1,0 +1,146 @@
+"""What the kernel holds for a unit's cgroup, and what a unit's properties must make it hold.
+
+Used as the fast path of a warm sync: reading a few small cgroupfs files per unit costs a
+fraction of a D-Bus ``GetAll`` (which makes systemd compute every counter of the unit), and the
+kernel's values are what actually enforces QoS. A unit whose kernel values match what its planned
+properties produce is in sync; any other is read over D-Bus as usual. Reads only — sdqos never
+writes cgroupfs — and only where this process sees systemd's own cgroup tree (same mount and
+cgroup namespaces as PID 1, and PID 1 is systemd), so it can never read someone else's tree.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .properties import INFINITY
+
+ROOT = Path("/sys/fs/cgroup")
+V1_UNLIMITED_MEMORY = 0x7FFFFFFFFFFFF000  # PAGE_COUNTER_MAX × 4 KiB: memory.limit_in_bytes with no limit
+USEC_PER_SEC = 1_000_000
+QUOTA_RESOLUTION_US = 1000  # the kernel's 1 ms minimum for period and quota
+MAX_PERIOD_US = 1_000_000
+
+
+def available(proc: Path = Path("/proc"), root: Path = ROOT) -> bool:
+    """Whether this process sees the cgroup tree of the systemd it talks to: PID 1 is systemd and
+    shares our mount and cgroup namespaces (true on a systemd host and inside `sdqos sandbox exec`;
+    false when pointing --bus-address at a systemd elsewhere)."""
+    try:
+        if (proc / "1" / "comm").read_text().strip() != "systemd":
+            return False
+        for ns in ("mnt", "cgroup"):
+            if os.readlink(proc / "1" / "ns" / ns) != os.readlink(proc / "self" / "ns" / ns):
+                return False
+    except OSError:
+        return False
+    return root.is_dir()
+
+
+def cgroup_of(unit: str, parent: str) -> str:
+    """A unit's cgroup path: slices nest by their dashes (``a-b.slice`` → ``/a.slice/a-b.slice``),
+    anything else sits in its slice."""
+    if unit.endswith(".slice"):
+        stem = unit[: -len(".slice")]
+        if stem in ("", "-"):
+            return "/"
+        parts = stem.split("-")
+        return "/" + "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
+    base = cgroup_of(parent, "") if parent and parent != "-.slice" else ""
+    return f"{base}/{unit}"
+
+
+def _quota_files(per_sec: int, period_prop: int, mode: str) -> dict[str, int | tuple]:
+    """systemd's cgroup_apply for CPUQuota*: the period is raised so that period and quota are at
+    least 1 ms (cgroup_cpu_adjust_period), at most 1 s."""
+    period = 100_000 if period_prop in (INFINITY, 0) else period_prop
+    if per_sec == INFINITY:
+        quota = -1
+    else:
+        period = min(max(period, QUOTA_RESOLUTION_US, QUOTA_RESOLUTION_US * USEC_PER_SEC // per_sec), MAX_PERIOD_US)
+        quota = per_sec * period // USEC_PER_SEC
+    if mode == "v1":
+        return {"cpu/cpu.cfs_quota_us": quota, "cpu/cpu.cfs_period_us": period}
+    return {"cpu.max": ("max" if quota < 0 else quota, period)}
+
+
+def _page(value: int, page: int) -> int:
+    return value // page * page
+
+
+def expected(props: dict[str, int], mode: str, page: int = 4096) -> dict[str, object] | None:
+    """Kernel file → value a unit with these properties has. None: properties we cannot predict."""
+    out: dict[str, object] = {}
+    if mode == "v1":
+        for name in props:
+            if name not in ("CPUShares", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "TasksMax"):
+                return None
+        if "CPUShares" in props:
+            out["cpu/cpu.shares"] = props["CPUShares"]
+        if "CPUQuotaPerSecUSec" in props:
+            out.update(_quota_files(props["CPUQuotaPerSecUSec"], props.get("CPUQuotaPeriodUSec", INFINITY), mode))
+        if "MemoryLimit" in props:
+            mem = props["MemoryLimit"]
+            out["memory/memory.limit_in_bytes"] = V1_UNLIMITED_MEMORY if mem == INFINITY else _page(mem, page)
+    else:
+        for name in props:
+            if name not in ("CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryMax", "MemoryMin",
+                            "MemoryLow", "MemoryHigh", "TasksMax"):
+                return None
+        if "CPUWeight" in props:
+            out["cpu.weight"] = props["CPUWeight"]
+        if "CPUQuotaPerSecUSec" in props:
+            out.update(_quota_files(props["CPUQuotaPerSecUSec"], props.get("CPUQuotaPeriodUSec", INFINITY), mode))
+        for name, file in (("MemoryMax", "memory.max"), ("MemoryHigh", "memory.high"),
+                           ("MemoryMin", "memory.min"), ("MemoryLow", "memory.low")):
+            if name in props:
+                out[file] = "max" if props[name] == INFINITY else _page(props[name], page)
+    if "TasksMax" in props:
+        key = "pids/pids.max" if mode == "v1" else "pids.max"
+        out[key] = "max" if props["TasksMax"] == INFINITY else props["TasksMax"]
+    return out
+
+
+def _parse(file: str, text: str) -> object:
+    text = text.strip()
+    if file.endswith("cpu.max"):
+        quota, _, period = text.partition(" ")
+        return ("max" if quota == "max" else int(quota), int(period))
+    if text == "max":
+        return "max"
+    return int(text)
+
+
+def read(cgroup: str, files, root: Path = ROOT) -> dict[str, object] | None:
+    """The kernel's values for ``files`` (as from :func:`expected`) of a cgroup; None if any is
+    missing or unreadable (the caller then asks systemd). Plain os calls: this runs for every unit
+    of every warm sync."""
+    out = {}
+    rel = cgroup.strip("/")
+    base = str(root)
+    for file in files:
+        if "/" in file:  # v1: <controller>/<file>
+            controller, name = file.split("/", 1)
+            path = f"{base}/{controller}/{rel}/{name}" if rel else f"{base}/{controller}/{name}"
+        else:
+            path = f"{base}/{rel}/{file}" if rel else f"{base}/{file}"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            out[file] = _parse(file, os.read(fd, 128).decode())
+        except (OSError, ValueError):
+            return None
+        finally:
+            os.close(fd)
+    return out
+
+
+def in_sync(props: dict[str, int], cgroup: str, mode: str, page: int = 4096, root: Path = ROOT) -> bool:
+    """Whether the kernel holds exactly what these properties produce for this cgroup."""
+    want = expected(props, mode, page)
+    if want is None:
+        return False
+    have = read(cgroup, want, root)
+    return have is not None and have == want
