@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from sdqos import sandbox as sbx
@@ -111,3 +112,14 @@ def all_units_state(sb: sbx.Sandbox) -> str:
         s = show(sb, n, "ActiveState", "CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax", "InvocationID")
         out.append(f"{n} {sorted(s.items())}")
     return "\n".join(out)
+
+
+def wait_for(cond, what: str = "condition", timeout: float = 20.0):
+    """Poll `cond` until it returns something true (returned), or fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -15,7 +15,7 @@ from sdqos import sandbox as sbx
 from sdqos.manifests import stable_uid
 from sdqos.naming import container_scope
 
-from .sbhelpers import active_state, cgroup_rel, kernel, sdqos_in, sync_json
+from .sbhelpers import active_state, cgroup_rel, kernel, sdqos_in, sync_json, wait_for
 
 NODE = """\
 capacity: {cpu: "2", memory: 4Gi, pids: "100000"}
@@ -77,16 +77,6 @@ def procs_of(sb, rel: str) -> list[int]:
     for d in [top, *[p for p in top.rglob("*") if p.is_dir()]]:
         pids += [int(x) for x in (d / "cgroup.procs").read_text().split()]
     return pids
-
-
-def wait_for(cond, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def oom(pid: int) -> int:

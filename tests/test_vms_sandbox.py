@@ -3,10 +3,8 @@ scope made exactly as systemd-machined makes one, and a libvirt domain started w
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,8 +12,8 @@ import pytest
 from sdqos import sandbox as sbx
 
 from . import vmtools as vm
-from .sbhelpers import active_state, kernel, sdqos_in, sync_json
-from .test_vmtools import need
+from .sbhelpers import active_state, kernel, sdqos_in, sync_json, wait_for
+from .test_vmtools import need, vm_sandbox  # noqa: F401 (fixture)
 
 NODE = 'capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\n'
 POD = """\
@@ -64,16 +62,6 @@ def config(tmp_path: Path) -> Path:
     (d / "node.yaml").write_text(NODE)
     (d / "pods" / "g.yaml").write_text(POD)
     return d
-
-
-def wait_for(cond, what, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def scope_values(sb, scope: str) -> dict[str, int]:
@@ -149,19 +137,8 @@ def test_machined_scope_found_by_libvirt_domain_tuned_and_declared_not_running_r
         vm.stop_qemu(p)
 
 
-@pytest.fixture(scope="module")
-def libvirt_sandbox(sandbox, sandbox_name):
-    need(vm.libvirt_available())
-    name = f"{sandbox_name}-lv"
-    sb = sbx.up(name, libvirt=True)
-    try:
-        yield sb
-    finally:
-        sbx.down(name)
-
-
-def test_libvirt_domain_started_with_virsh_is_tuned(libvirt_sandbox, config):
-    sb = libvirt_sandbox
+def test_libvirt_domain_started_with_virsh_is_tuned(vm_sandbox, config):  # noqa: F811
+    sb = vm_sandbox
     (config / "vms" / "lv.yaml").write_text(vm_yaml("lv", "  libvirt: {domain: lvdom}\n"))
     dom = vm.libvirt_start_domain(sb, "lvdom")
     try:
