@@ -176,7 +176,7 @@ def report_text(report, verbose: bool = False) -> str:
     else:
         lines.append(
             f"{len(report.created)} {verb}created, {len(report.updated)} {verb}updated, "
-            f"{len(report.removed)} {verb}removed, {len(report.unchanged)} unchanged"
+            f"{len(report.removed)} {verb}removed, {len(report.reset)} {verb}reset, {len(report.unchanged)} unchanged"
         )
     for name in report.created:
         lines.append(f"  created  {name}")
@@ -185,6 +185,8 @@ def report_text(report, verbose: bool = False) -> str:
         lines.append(f"  updated  {u['unit']}" + (f": {changes}" if changes else ""))
     for name in report.removed:
         lines.append(f"  removed  {name}")
+    for name in report.reset:
+        lines.append(f"  reset    {name} (it had failed)")
     for d in report.drift:
         changes = ", ".join(f"{p} {o} → {n}" for p, (o, n) in d["changes"].items())
         lines.append(f"  drift    {d['unit']}: {changes} (changed outside sdqos; restored)")
@@ -537,4 +539,25 @@ _add_subcommands()
 
 
 def main() -> None:
-    app()
+    """The console script. Exits without tearing the interpreter down: at thousands of pods,
+    freeing every object one by one costs more than the work itself took on a warm sync."""
+    import logging
+    import os
+
+    try:
+        app()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    logging.shutdown()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        code = code or 1
+    os._exit(code)

@@ -81,8 +81,18 @@ def _check_mode(st: os.stat_result, what: str, insecure: bool) -> str | None:
     return None
 
 
-def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> tuple[Path, os.stat_result]:
-    """The real path and stat of a config file that passed every safety check, or InvalidInput."""
+def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool,
+             real_parent: Path | None = None) -> tuple[Path, os.stat_result]:
+    """The real path and stat of a config file that passed every safety check, or InvalidInput.
+    ``real_parent``: path's directory, already resolved and inside real_dir; then a plain file
+    costs one lstat instead of a resolve() per path component."""
+    if real_parent is not None:
+        try:
+            lst = os.lstat(path)
+        except OSError:
+            lst = None  # the slow path below words the error
+        if lst is not None and stat.S_ISREG(lst.st_mode):
+            return real_parent / path.name, _checked_stat(config_dir, path, lst, insecure)
     try:
         real = path.resolve(strict=True)
     except RuntimeError:
@@ -97,6 +107,10 @@ def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> tu
         st = os.stat(real)
     except OSError as exc:
         raise _fail(config_dir, path, f"cannot stat: {exc.strerror or exc}") from None
+    return real, _checked_stat(config_dir, path, st, insecure)
+
+
+def _checked_stat(config_dir: Path, path: Path, st: os.stat_result, insecure: bool) -> os.stat_result:
     if not stat.S_ISREG(st.st_mode):
         raise _fail(config_dir, path, "is not a regular file")
     problem = _check_mode(st, "file", insecure)
@@ -104,7 +118,7 @@ def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> tu
         raise _fail(config_dir, path, problem)
     if st.st_size > MAX_FILE_BYTES:
         raise _fail(config_dir, path, f"is {st.st_size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit")
-    return real, st
+    return st
 
 
 def _read_text(config_dir: Path, path: Path, real: Path) -> str:
@@ -137,7 +151,7 @@ def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, ap
         parse_pod_documents(docs, rel, part, apply_defaults=apply_defaults)
     else:
         parse_vm_documents(docs, rel, part)
-    failed = any(e.field in (None, "metadata", "metadata.name", "items", "kind", "apiVersion") for e in part.errors)
+    failed = part.unknown_identities > 0
     return {
         "pods": [pc.pod_to_json(p) for p in part.pods],
         "vms": [pc.vm_to_json(v) for v in part.vms],
@@ -224,10 +238,14 @@ def load_config(
     failed: list[str] = []
     errors: list[InvalidInput] = []
     for sub in ("pods", "vms"):
-        for path in _list_dir(config_dir, sub, insecure, errors, failed):
+        paths = _list_dir(config_dir, sub, insecure, errors, failed)
+        real_parent = (config_dir / sub).resolve() if paths else None
+        if real_parent is not None and real_parent != real_dir and real_dir not in real_parent.parents:
+            real_parent = None  # a symlinked pods/ pointing outside: every file takes the checked path
+        for path in paths:
             rel = f"{sub}/{path.name}"
             try:
-                real, st = _checked(config_dir, real_dir, path, insecure)
+                real, st = _checked(config_dir, real_dir, path, insecure, real_parent)
             except InvalidInput as exc:
                 errors.append(exc)
                 failed.append(rel)

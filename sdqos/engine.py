@@ -484,21 +484,8 @@ def build_plan(
                 why=mwhy,
             )
         )
-        for vp in vm_plans:
-            if vp.scope:
-                units.append(
-                    UnitPlan(
-                        name=vp.scope,
-                        slice=naming.MACHINE_SLICE,
-                        kind="vm",
-                        description=f"sdqos vm {vp.vm.name} ({vp.qos})",
-                        properties=vp.properties,
-                        resources=vp.resources,
-                        owner=f"vm:{vp.vm.name}",
-                        create=False,
-                        why=vp.why,
-                    )
-                )
+        # VM scopes are not planned units: sync finds each VM's running scope in machine.slice
+        # and tunes only a scope it can claim (see reconcile.bind_scopes), never one by name alone.
     return Plan(
         cgroup=cgroup,
         node=node,

@@ -109,7 +109,10 @@ class BusDisconnected(SystemdError):
 
 
 class BusUnavailable(SystemdError):
-    """The bus cannot be reached at all (no socket, connection refused)."""
+    """The bus cannot be reached at all (no socket, connection refused). ``transient``: the
+    connection was made and then reset, as when the bus daemon restarts under us."""
+
+    transient: bool = False
 
 
 class JobFailed(SystemdError):

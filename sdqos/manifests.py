@@ -58,6 +58,7 @@ RESOURCES_FIELDS = frozenset({"requests", "limits", "claims"})
 VM_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec"})
 VM_SPEC_FIELDS = frozenset({"resources", "overhead", "libvirt", "scope", "pidFile"})
 VM_API_VERSION = "sdqos.io/v1alpha1"
+SCOPES_ANNOTATION = "sdqos.io/scopes"  # "<container>=<scope glob>,…": see sdqos.scopes
 
 # Hypervisor overhead when a VM does not say (documented in README): QEMU's own process needs
 # roughly 100m CPU and 64 MiB + 1/64 of guest RAM for page tables, device emulation and I/O.
@@ -75,6 +76,9 @@ class ParseResult:
     errors: list[InvalidInput] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     invalid_keys: set[str] = field(default_factory=set)  # "pod:<ns>/<name>", "uid:<uid>", "vm:<name>"
+    # Invalid documents whose identity could not be read: which pod or VM they are is unknown, so
+    # no pod or VM may be treated as gone while they exist.
+    unknown_identities: int = 0
 
 
 class _Doc:
@@ -123,7 +127,8 @@ class _Doc:
 
 
 def _type_name(value) -> str:
-    return {dict: "a mapping", list: "a list", bool: "a boolean", int: "a number", float: "a number"}.get(
+    return {dict: "a mapping", list: "a list", bool: "a boolean", int: "a number", float: "a number",
+            str: "a string"}.get(
         type(value), type(value).__name__
     )
 
@@ -249,6 +254,20 @@ def parse_container(doc: _Doc, value, path: str, *, init: bool, apply_defaults: 
     return Container(name=name, requests=reqs, limits=lims, init=init, restart_always=restart_always, request_set=written)
 
 
+def parse_scopes_annotation(value: str) -> dict[str, str]:
+    """``"nginx=libpod-*.scope, side=crio-abc.scope"`` → {container: glob}. ValueError if malformed."""
+    out = {}
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, glob = item.partition("=")
+        if not sep or not name.strip() or not glob.strip().endswith(".scope"):
+            raise ValueError(f"{item!r} is not <container>=<scope glob ending in .scope>")
+        out[name.strip()] = glob.strip()
+    return out
+
+
 def stable_uid(namespace: str, name: str) -> str:
     """A UID derived from namespace/name: the same on every run and every machine."""
     return str(uuid.uuid5(UID_NAMESPACE, f"{namespace}/{name}"))
@@ -262,7 +281,11 @@ def parse_pod(
     doc = _Doc(source, result, prefix, check_values=check_values)
     m = doc.mapping(raw, "", required=True)
     if m is None:
+        result.unknown_identities += 1
         return None
+    if m.get("apiVersion") != "v1" or m.get("kind") != "Pod":
+        # Maybe a pod with a typo, maybe not a pod at all: which pod it is cannot be known.
+        result.unknown_identities += 1
     if m.get("apiVersion") != "v1":
         doc.error("apiVersion", f"must be \"v1\" for a Pod, not {_quote(m.get('apiVersion'))}")
     if m.get("kind") != "Pod":
@@ -285,6 +308,8 @@ def parse_pod(
         if uid is not None and not UID_RE.match(uid):
             doc.error("metadata.uid", f"{_quote(uid)} must be letters, digits and '-' (at most 128), like a UUID")
             uid = None
+    if not (name and namespace):
+        result.unknown_identities += 1  # (such a pod is never valid: it is not returned below)
     if name and namespace:
         result.invalid_keys.add(f"pod:{namespace}/{name}")  # removed again below if the pod is valid
         if uid_raw is None:
@@ -300,6 +325,17 @@ def parse_pod(
     doc.unknown(spec, POD_SPEC_FIELDS, "spec")
     containers = _container_list(doc, spec, "containers", init=False, apply_defaults=apply_defaults, required=True)
     inits = _container_list(doc, spec, "initContainers", init=True, apply_defaults=apply_defaults, required=False)
+    scopes_value = annotations.get(SCOPES_ANNOTATION)
+    if isinstance(scopes_value, str):
+        try:
+            mapping = parse_scopes_annotation(scopes_value)
+        except ValueError as exc:
+            doc.error(f"metadata.annotations.{SCOPES_ANNOTATION}", str(exc))
+        else:
+            known = {c.name for c in containers + inits if c is not None}
+            for cname in mapping:
+                if cname not in known:
+                    doc.error(f"metadata.annotations.{SCOPES_ANNOTATION}", f"no container named {_quote(cname)} in this pod")
     seen: dict[str, str] = {}
     for kind, lst in (("initContainers", inits), ("containers", containers)):
         for i, c in enumerate(lst):
@@ -383,6 +419,7 @@ def parse_pod_documents(docs: list, file: str, result: ParseResult, *, apply_def
             if not isinstance(items, list):
                 doc = _Doc(source, result)
                 doc.error("items", "must be a list")
+                result.unknown_identities += 1
                 continue
             for i, item in enumerate(items):
                 pod = parse_pod(item, source, result, prefix=f"items[{i}].", apply_defaults=apply_defaults)
@@ -407,6 +444,8 @@ def check_duplicates(result: ParseResult) -> None:
         for value, pods in groups.items():
             if len(pods) < 2:
                 continue
+            if what == "uid" and all(p.uid_generated for p in pods):
+                continue  # derived from namespace/name: already reported as that duplicate
             places = ", ".join(str(p.source) for p in pods)
             for p in pods:
                 field_name = "metadata.uid" if what == "uid" else "metadata.name"
@@ -445,7 +484,10 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
     doc = _Doc(source, result)
     m = doc.mapping(raw, "", required=True)
     if m is None:
+        result.unknown_identities += 1
         return None
+    if m.get("apiVersion") != VM_API_VERSION or m.get("kind") != "VirtualMachine":
+        result.unknown_identities += 1
     if m.get("apiVersion") != VM_API_VERSION:
         doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
     if m.get("kind") != "VirtualMachine":
@@ -457,6 +499,8 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
         name = None
     if name:
         result.invalid_keys.add(f"vm:{name}")
+    else:
+        result.unknown_identities += 1
     spec = doc.mapping(m.get("spec"), "spec", required=True) or {}
     doc.unknown(spec, VM_SPEC_FIELDS, "spec")
     res = doc.mapping(spec.get("resources"), "spec.resources", required=True) or {}

@@ -36,6 +36,7 @@ class Report:
     created: list[str] = field(default_factory=list)
     updated: list[dict] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    reset: list[str] = field(default_factory=list)  # failed units reset (scopes: their name is free again)
     unchanged: list[str] = field(default_factory=list)
     drift: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -55,6 +56,7 @@ class Report:
             "created": self.created,
             "updated": self.updated,
             "removed": self.removed,
+            "reset": self.reset,
             "unchanged": self.unchanged,
             "drift": self.drift,
             "warnings": self.warnings,
@@ -72,7 +74,7 @@ class Report:
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.updated or self.removed)
+        return bool(self.created or self.updated or self.removed or self.reset)
 
 
 def live_patterns(plan: Plan) -> list[str]:
@@ -229,13 +231,15 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
         for a in [a for a in actions if a.kind == "reset"]:
             try:
                 await sd.reset_failed_unit(a.unit)
+                report.reset.append(a.unit)
             except SystemdError as e:
                 report.errors.append(f"reset-failed {a.unit}: {e}")
             tick()
         creates = [a for a in actions if a.kind == "create"]
         if creates:
-            todo = [a for a in creates if a.plan is not None and a.plan.slice not in failed_creates]
-            skipped = [a for a in creates if a not in todo]
+            todo, skipped = [], []
+            for a in creates:
+                (todo if a.plan is not None and a.plan.slice not in failed_creates else skipped).append(a)
             for a in skipped:
                 failed_creates.add(a.unit)
                 report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
@@ -329,7 +333,8 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str]) -
     for vp in plan.vms:
         found = vm_scope_for(vp, machine, read_pid_file(vp.vm.pid_file) if vp.vm.pid_file else None)
         if found is None:
-            warnings.append(f"VM {vp.vm.name} is declared but not running")
+            where = f": no {vp.vm.scope} with processes in machine.slice" if vp.vm.scope else ""
+            warnings.append(f"VM {vp.vm.name} is declared but not running{where}")
             continue
         located = vp.vm.scope or vp.vm.libvirt_domain or vp.vm.pid_file
         if not located and not machine[found].description.startswith("sdqos vm "):
@@ -435,6 +440,7 @@ async def sync(
     if dry_run:
         report.created = [a.unit for a in diff.actions if a.kind == "create"]
         report.removed = [a.unit for a in diff.actions if a.kind == "stop"]
+        report.reset = [a.unit for a in diff.actions if a.kind == "reset"]
         merged: dict[str, dict] = {}
         for a in diff.actions:
             if a.kind == "update":
@@ -443,13 +449,14 @@ async def sync(
     else:
         done = await apply(sd, diff, report, progress)
         vm_scopes_seen = any(sc.slice == MACHINE_SLICE for sc in scopes.values())
+        removed = set(report.removed)
         new_applied = {k: v for k, v in applied.items()
-                       if (k in live or (k == MACHINE_SLICE and vm_scopes_seen)) and k not in report.removed}
+                       if (k in live or (k == MACHINE_SLICE and vm_scopes_seen)) and k not in removed}
         planned = {u.name: u for u in plan.units}
         for name in done | set(diff.unchanged):
             if name in planned:
                 new_applied[name] = dict(planned[name].properties)
-        for name in report.removed:
+        for name in removed:
             new_applied.pop(name, None)
         if new_applied != applied:
             rundir.save_applied(new_applied, run_dir)

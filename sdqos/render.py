@@ -172,11 +172,16 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False) 
             f" pods get {H.cpu(budget[CPU])} CPU, {H.size(budget[MEMORY])}"
         )
     out = head + [""] + tree_lines(plan, color=color)
-    for v in plan.vms:
-        if v.scope is None:
-            how = f"libvirt domain {v.vm.libvirt_domain}" if v.vm.libvirt_domain else f"pid file {v.vm.pid_file}"
-            out.append(f"  vm {v.vm.name} ({v.qos}, {how}): its scope in machine.slice is found at sync"
-                       f"  [{props_text(v.properties)}] · oom_score_adj {v.oom_score_adj}")
+    for i, v in enumerate(plan.vms):
+        if v.vm.libvirt_domain:
+            where = f"machine-qemu\\x2d<id>\\x2d{v.vm.libvirt_domain}.scope (libvirt domain)"
+        elif v.vm.pid_file:
+            where = f"the scope holding the PID in {v.vm.pid_file}"
+        else:
+            where = v.scope
+        branch = "└─" if i == len(plan.vms) - 1 else "├─"
+        out.append(f"  {branch}{where}  vm {v.vm.name} ({v.qos}) · oom_score_adj {v.oom_score_adj}"
+                   f"  [{props_text(v.properties)}]")
     for w in plan.warnings:
         out.append(f"warning: {w}")
     for e in errors or []:

@@ -51,7 +51,15 @@ class SyncLock:
 
     def __enter__(self) -> "SyncLock":
         ensure_dir(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            why = "it is a symlink; refusing it" if exc.errno == errno.ELOOP else exc.strerror
+            raise HostError(f"cannot open the lock file {self.path}: {why}") from None
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            os.close(fd)
+            raise HostError(f"the lock file {self.path} is not ours or is writable by others; refusing it")
         deadline = time.monotonic() + self.timeout
         while True:
             try:

@@ -27,9 +27,9 @@ import re
 from dataclasses import dataclass, field
 
 from .engine import Plan, PodPlan, VMPlan
+from .manifests import SCOPES_ANNOTATION, parse_scopes_annotation
 from .naming import machine_scope, systemd_unescape
 
-SCOPES_ANNOTATION = "sdqos.io/scopes"
 
 
 @dataclass
@@ -56,20 +56,6 @@ def scopes_from_processes(rows: list[tuple[str, int, str]]) -> dict[str, LiveSco
                     scope = out[part] = LiveScope(part, parts[i - 1], "/" + "/".join(parts[: i + 1]))
                 scope.pids.append(int(pid))
                 break
-    return out
-
-
-def parse_scopes_annotation(value: str) -> dict[str, str]:
-    """``"nginx=libpod-*.scope, side=crio-abc.scope"`` → {container: glob}. ValueError if malformed."""
-    out = {}
-    for item in value.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, sep, glob = item.partition("=")
-        if not sep or not name.strip() or not glob.strip().endswith(".scope"):
-            raise ValueError(f"{item!r} is not <container>=<scope glob ending in .scope>")
-        out[name.strip()] = glob.strip()
     return out
 
 

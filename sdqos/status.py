@@ -164,12 +164,11 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         for r in rows:
             if r.kind == "node":
                 r.flags.append("over-committed")
-    for w in warnings:
-        if w.startswith("VM ") and w.endswith("declared but not running"):
-            name = w.split()[1]
-            for r in rows:
-                if r.kind == "vm" and r.label.startswith(f"vm {name} "):
-                    r.flags.append("not-running")
+    bound_vms = {r.label.split()[1] for r in rows if r.kind == "vm"}
+    for v in plan.vms:
+        if v.vm.name not in bound_vms:
+            rows.append(Row(v.scope or f"(vm {v.vm.name})", "vm", "machine.slice", f"vm {v.vm.name} ({v.qos})", v.qos,
+                            False, _entitled(v.properties), flags=["not-running"]))
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),

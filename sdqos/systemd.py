@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential, wait_random
-
 from sdqos.errors import (AccessDenied, BusDisconnected, BusUnavailable, CallTimeout, InvalidInput, InvalidProperty,
                           JobFailed, NoSuchUnit, SystemdError, UnitExists)
 
@@ -50,6 +48,7 @@ MAX_WINDOW = 64  # far below 512 match rules and dbus-daemon's max_replies_per_c
 READ_WINDOW = 32  # calls in flight for reads and SetUnitProperties (no jobs: no match rules)
 GETALL_FROM = 3  # from this many properties of one interface on, one GetAll is cheaper than Gets
 MAX_ADDREF = 256  # AddRef=true units per connection: each pins a match rule in systemd
+CONNECT_GRACE = 10.0  # seconds the first connection may wait for a restarting bus or re-executing systemd
 
 #: D-Bus signature of every property sdqos sends (callers pass plain Python values).
 PROPERTY_SIGNATURES: dict[str, str] = {
@@ -156,6 +155,16 @@ def unit_path(name: str) -> str:
     return f"{MANAGER_PATH}/unit/{''.join(out) or '_'}"
 
 
+def _quiet_disconnects(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """When the bus connection drops, dbus-fast fails the futures of calls nobody waits for any
+    more; asyncio would print each as "Future exception was never retrieved". The disconnect itself
+    is handled (and counted) by Systemd, so these are noise: drop them, report anything else."""
+    exc = context.get("exception")
+    if isinstance(exc, (ConnectionError, EOFError, OSError)) and "never retrieved" in context.get("message", ""):
+        return
+    loop.default_exception_handler(context)
+
+
 def run(coro: Awaitable[T]) -> T:
     """Run one coroutine to completion from synchronous (CLI) code."""
     return asyncio.run(coro)  # type: ignore[arg-type]
@@ -195,13 +204,27 @@ class Systemd:
     # connection ---------------------------------------------------------------------------------
 
     async def connect(self) -> Systemd:
-        """Connect and subscribe; BusUnavailable if there is no bus, or no systemd on it."""
-        await self._open()
-        if not self._up.is_set():
-            self.close()
-            raise BusUnavailable(f"{SYSTEMD} is not on the bus at {self.address}")
-        await self._ready()
-        return self
+        """Connect and subscribe; BusUnavailable if there is no bus, or no systemd on it.
+        A bus that is restarting (connection reset mid-handshake) or a systemd that is
+        re-executing gets CONNECT_GRACE seconds; a missing or refusing socket fails at once."""
+        deadline = asyncio.get_running_loop().time() + min(CONNECT_GRACE, self.retry_deadline)
+        delay = 0.05
+        while True:
+            try:
+                await self._open()
+                await self._ready()
+                return self
+            except (BusUnavailable, BusDisconnected) as e:
+                transient = isinstance(e, BusDisconnected) or e.transient
+                if not transient or asyncio.get_running_loop().time() + delay > deadline:
+                    self.close()
+                    if isinstance(e, BusDisconnected):
+                        raise BusUnavailable(f"{SYSTEMD} is not on the bus at {self.address}") from None
+                    raise
+                if self._bus is not None and self._bus.connected:
+                    self._bus.disconnect()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     def close(self) -> None:
         self._closed = True
@@ -216,12 +239,17 @@ class Systemd:
         self.close()
 
     async def _open(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() is None:
+            loop.set_exception_handler(_quiet_disconnects)
         d = self._d
         try:  # dbus-next opens the socket in the constructor, dbus-fast in connect()
             bus = await asyncio.wait_for(d.MessageBus(bus_address=self.address, bus_type=d.BusType.SYSTEM).connect(),
                                          self.call_timeout)
         except Exception as e:  # OSError, auth, bad address, timeout: all mean "no bus here"
-            raise BusUnavailable(f"cannot connect to the bus at {self.address}: {e or type(e).__name__}") from None
+            err = BusUnavailable(f"cannot connect to the bus at {self.address}: {e or type(e).__name__}")
+            err.transient = isinstance(e, (ConnectionResetError, ConnectionRefusedError, BrokenPipeError, EOFError))
+            raise err from None
         self._fail_jobs("reconnecting")  # waiters of an earlier connection: their signal is lost
         bus.add_message_handler(self._on_message)
         self._watch = asyncio.ensure_future(bus.wait_for_disconnect())
@@ -335,6 +363,13 @@ class Systemd:
     async def _retrying(self, fn: Callable[..., Awaitable[T]], *args: Any, **kw: Any) -> T:
         """fn(*args) after _ready(), retried with exponential backoff + jitter while the bus or
         systemd is away, for up to retry_deadline seconds. Only for repeatable operations."""
+        if self._healthy():  # the common case: one attempt, no retry machinery
+            try:
+                return await fn(*args, **kw)
+            except (BusDisconnected, BusUnavailable):
+                self.stats.retries += 1
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential, wait_random
+
         def count(_: Any) -> None:
             self.stats.retries += 1
         async for attempt in AsyncRetrying(

@@ -141,10 +141,11 @@ def test_vm_budget_split():
     assert plan.unit("machine.slice").properties["MemoryLimit"] == 4 * 2**30 + 256 * 2**20
     assert plan.unit("kubepods.slice").properties["CPUShares"] == 6 * 1024
     assert plan.unit("kubepods.slice").properties["MemoryLimit"] == 16 * 2**30 - (4 * 2**30 + 256 * 2**20)
-    v = plan.unit("machine-vm1.scope")
-    assert v.kind == "vm" and not v.create and "TasksMax" not in v.properties
+    assert plan.unit("machine-vm1.scope") is None  # VM scopes are claimed at sync, never planned by name
+    v = plan.vms[0]
+    assert v.scope == "machine-vm1.scope" and "TasksMax" not in v.properties
     assert v.properties["MemoryLimit"] == 4 * 2**30 + 256 * 2**20
-    assert plan.vms[0].qos == "Guaranteed" and plan.vms[0].oom_score_adj == -997
+    assert v.qos == "Guaranteed" and v.oom_score_adj == -997
 
 
 # --- naming ---------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ ERRORS = [
     ("containers not a list", with_("spec.containers", {"name": "x"}), "pods/t.yaml[0]: spec.containers: must be a list, not a mapping"),
     ("not a mapping", ["a", "b"], "pods/t.yaml[0]: must be a mapping, not a list"),
     ("sidecar policy", with_("spec.initContainers", [{"name": "i", "restartPolicy": "OnFailure"}]), 'pods/t.yaml[0]: spec.initContainers[0].restartPolicy: Unsupported value: "OnFailure": supported values: "Always"'),
-    ("priority type", with_("spec.priority", "high"), "pods/t.yaml[0]: spec.priority: must be an integer, not str"),
+    ("priority type", with_("spec.priority", "high"), "pods/t.yaml[0]: spec.priority: must be an integer, not a string"),
     ("pod-level unsupported", with_("spec.resources", {"limits": {"ephemeral-storage": "1Gi"}}), 'pods/t.yaml[0]: spec.resources.limits.ephemeral-storage: "ephemeral-storage" is not supported in pod-level resources (cpu, memory, hugepages-<size>)'),
 ]
 

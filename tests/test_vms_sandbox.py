@@ -86,7 +86,7 @@ def test_sdqos_run_vm_starts_real_qemu_in_its_machine_scope(qsb, config):
     p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "--vm", "vm1", "--",
                        *vm.qemu_argv("vm1")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: (d / "vm1.pid").exists() and vm.qmp(sb, "vm1", "query-status")["status"] == "running", "guest running")
+        wait_for(lambda: (d / "vm1.pid").exists() and vm.qmp_status(sb, "vm1") == "running", "guest running")
         assert active_state(sb, "machine-vm1.scope") == "active"
         assert scope_values(sb, "machine-vm1.scope") == {
             "cpu.shares": VM_SHARES, "cpu.cfs_quota_us": VM_QUOTA_US, "memory.limit_in_bytes": VM_MEMORY}

@@ -173,10 +173,7 @@ def start_qemu(sb: sbx.Sandbox, name: str, memory_mib: int = 64, *, paused: bool
                                f"(inner {host and _nspid(host)})")
         want = "prelaunch" if paused else "running"
         while True:
-            try:
-                status = qmp(sb, name, "query-status")["status"]
-            except OSError:
-                status = None  # socket not there yet / not accepting
+            status = qmp_status(sb, name)
             if status == want and (paused or not wait_halted or guest_halted(sb, name)):
                 return p, inner
             if p.poll() is not None:
@@ -294,6 +291,15 @@ def qmp(sb: sbx.Sandbox, name: str, command: str, arguments: Mapping[str, Any] |
                 if "return" in msg:
                     break  # anything else is an event
         return msg["return"]
+
+
+def qmp_status(sb: sbx.Sandbox, name: str) -> str | None:
+    """qemu's run state, or None while its QMP socket is not there or not accepting yet (qemu
+    writes its pidfile before it creates the socket)."""
+    try:
+        return qmp(sb, name, "query-status")["status"]
+    except OSError:
+        return None
 
 
 # --- scopes as machined makes them -----------------------------------------------------------------

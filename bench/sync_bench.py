@@ -1,0 +1,830 @@
+#!/usr/bin/env python3
+"""Benchmark `sdqos sync` against systemd's own throughput and a shell loop — measured, in one run.
+
+    sudo /work/venv/bin/python bench/sync_bench.py [--sizes 100,1000,5000] [--json]
+        [--backend dbus-fast|dbus-next] [--repeat 3] [--profile [--profile-n 1000]] [--keep]
+
+Boots its own `sdqos sandbox` (named sdqbench-<pid>; torn down at the end, on error and on
+Ctrl-C/SIGTERM unless --keep) and, per N, in that one sandbox:
+
+  floor       the exact units `sync` creates (kubepods.slice, 2 tiers, N pod slices; names and
+              properties from sdqos.engine.build_plan + sdqos.reconcile.create_properties, same
+              order) created by a minimal loop on raw dbus-fast: one StartTransientUnit, wait for
+              its reply, wait for its JobRemoved, next. Messages are built before the clock
+              starts; the clock covers the loop only (no connect, no Python start-up): this is what
+              systemd + dbus-daemon can do strictly sequentially, not what our client adds.
+  shell       `busctl call ... StartTransientUnit` once per unit, same properties, a shell script
+              run inside the sandbox (one nsenter; the script ends when systemd has no jobs left).
+              N <= 1000 only.
+  cold        `sdqos sync` with nothing there (units reset, applied.json removed)
+  warm        `sdqos sync` again, nothing to do
+  one_change  one Burstable pod's memory limit changed (exactly one unit differs: checked)
+  remove10    10 % of the pod files deleted (seeded choice; N/10 pod slices removed: checked)
+
+Every sync is the wall time of the `sdqos` console script run as a subprocess from the host with
+--bus-address (what an operator or a systemd timer runs: interpreter start-up, imports, config
+load, D-Bus, report), SDQOS_RUN_DIR pointing at a per-sandbox temp dir. From the host rather than
+through nsenter: same binary, same unix socket, and no nsenter fork/exec in the number. Peak RSS
+is ru_maxrss of that very child (os.wait4); D-Bus calls and disconnects come from its JSON report.
+Systemd-side evidence of disconnects: the unique bus name of org.freedesktop.systemd1 before and
+after each sync (systemd gets a new one when dbus-daemon throws it off) and its PeakMatchRules
+(org.freedesktop.DBus.Debug.Stats). Times are medians of --repeat runs (shell: one run).
+
+Every measurement also records the CPU steal of the (virtual) machine over its interval and the
+CPU seconds of the sync process and of the sandbox's systemd, because on a shared VM wall times
+move with the neighbours: the steal column says how much to trust a row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import platform
+import random
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def _snapshot_source() -> str | None:
+    """Copy the sdqos package as it is on disk now into a private dir and import it from there —
+    this process and every sdqos child (PYTHONPATH beats the editable install's finder) — so
+    others editing the work tree during a long run cannot change what is measured half-way.
+    `--live-source` (or SDQOS_BENCH_LIVE=1) measures the installed package as it is instead."""
+    if "--live-source" in sys.argv or os.environ.get("SDQOS_BENCH_LIVE") == "1":
+        return None
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("sdqos")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    src = Path(list(spec.submodule_search_locations)[0])
+    snap = Path(tempfile.mkdtemp(prefix="sdqos-bench-src-"))
+    shutil.copytree(src, snap / "sdqos", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    compileall.compile_dir(snap / "sdqos", quiet=1)  # no byte-compiling inside a measured sync
+    if "--keep" not in sys.argv:  # with --keep the kept sandbox's supervisor runs from it
+        import atexit
+
+        atexit.register(shutil.rmtree, snap, True)
+    sys.path.insert(0, str(snap))
+    os.environ["PYTHONPATH"] = str(snap) + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+    os.environ["SDQOS_BENCH_SNAPSHOT_OF"] = str(src)
+    return str(snap)
+
+
+SNAPSHOT = _snapshot_source()
+
+from workload import Workload, dump, generate, with_changed_limit  # noqa: E402
+
+from sdqos import sandbox as sbx  # noqa: E402
+from sdqos.config import load_config  # noqa: E402
+from sdqos.engine import build_plan  # noqa: E402
+from sdqos.reconcile import create_properties  # noqa: E402
+from sdqos.systemd import JOB_REMOVED_RULE, MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD  # noqa: E402
+
+TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None  # GNU time (Debian package time)
+KEYS = ["n", "floor_s", "shell_s", "cold_s", "warm_s", "one_change_s", "remove10_s", "peak_rss_mb",
+        "dbus_calls_cold", "dbus_calls_warm", "disconnects"]
+SHELL_MAX_N = 1000
+TARGETS = {
+    "cold_vs_floor": 1.2,  # cold <= 1.2 x floor
+    "warm_1000_s": 0.5,
+    "one_change_1000_s": 0.3,
+    "rss_5000_mb": 80.0,
+    "shell_speedup": 10.0,
+}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --- machine counters ------------------------------------------------------------------------------
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_counters() -> tuple[int, int]:
+    """(total jiffies, steal jiffies) of all CPUs from /proc/stat."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(f[:8]), f[7]
+
+
+def proc_cpu_s(pid: int) -> float:
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+@dataclass
+class Sample:
+    wall: float = 0.0
+    steal: float = 0.0  # % of the machine's CPU time stolen by the hypervisor during the interval
+    sd_cpu: float = 0.0  # CPU seconds the sandbox's systemd (PID 1) used during the interval
+    cpu: float = 0.0  # CPU seconds of the measured process (sync) — nan where not applicable
+    rss_mb: float = float("nan")
+    report: dict = field(default_factory=dict)
+    disconnects: int = 0  # max(report, systemd-side evidence) for this run
+    sd_renamed: bool = False
+
+
+class Meter:
+    def __init__(self, systemd_pid: int):
+        self.pid = systemd_pid
+
+    def __enter__(self) -> "Meter":
+        self.c0, self.s0 = cpu_counters()
+        self.sd0 = proc_cpu_s(self.pid)
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.t0
+        c1, s1 = cpu_counters()
+        self.steal = 100.0 * (s1 - self.s0) / max(1, c1 - self.c0)
+        self.sd_cpu = proc_cpu_s(self.pid) - self.sd0
+
+    def sample(self, **kw: Any) -> Sample:
+        return Sample(wall=self.wall, steal=self.steal, sd_cpu=self.sd_cpu, **kw)
+
+
+# --- bus evidence ----------------------------------------------------------------------------------
+
+
+def bus_call(address: str, *args: str) -> Any:
+    cp = subprocess.run(["busctl", f"--address={address}", "--json=short", "--timeout=10", "call", *args],
+                        capture_output=True, text=True, timeout=30)
+    if cp.returncode != 0:
+        return None
+    return json.loads(cp.stdout)["data"]
+
+
+def systemd_on_bus(address: str) -> tuple[str | None, int | None]:
+    """(unique name of org.freedesktop.systemd1, its PeakMatchRules) — None if not on the bus."""
+    d = bus_call(address, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+                 "s", SYSTEMD)
+    if not d:
+        return None, None
+    owner = d[0]
+    st = bus_call(address, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Debug.Stats",
+                  "GetConnectionStats", "s", owner)
+    peak = st[0].get("PeakMatchRules", {}).get("data") if st else None
+    return owner, peak
+
+
+# --- the floor: raw dbus-fast, strictly sequential -------------------------------------------------
+
+
+async def _floor(address: str, items: list[tuple[str, dict]]) -> float:
+    from dbus_fast import BusType, Message, MessageType, Variant
+    from dbus_fast.aio import MessageBus
+
+    bus = await MessageBus(bus_address=address, bus_type=BusType.SYSTEM).connect()
+    loop = asyncio.get_running_loop()
+    early: dict[str, str] = {}
+    waiting: dict[str, asyncio.Future] = {}
+
+    def on_msg(msg: Message) -> None:
+        if msg.message_type == MessageType.SIGNAL and msg.member == "JobRemoved":
+            _id, job, _unit, result = msg.body
+            fut = waiting.pop(job, None)
+            if fut is not None:
+                fut.set_result(result)
+            else:
+                early[job] = result
+
+    bus.add_message_handler(on_msg)
+    try:
+        for m in (Message(destination="org.freedesktop.DBus", path="/org/freedesktop/DBus",
+                          interface="org.freedesktop.DBus", member="AddMatch", signature="s", body=[JOB_REMOVED_RULE]),
+                  Message(destination=SYSTEMD, path=MANAGER_PATH, interface=MANAGER, member="Subscribe")):
+            r = await bus.call(m)
+            if r.message_type == MessageType.ERROR:
+                raise RuntimeError(f"{m.member}: {r.error_name} {r.body}")
+
+        def variant(k: str, v: Any) -> Any:
+            sig = PROPERTY_SIGNATURES[k]
+            return [k, Variant(sig, list(v) if sig.startswith("a") else v)]
+
+        msgs = [Message(destination=SYSTEMD, path=MANAGER_PATH, interface=MANAGER, member="StartTransientUnit",
+                        signature="ssa(sv)a(sa(sv))", body=[name, "fail", [variant(k, v) for k, v in props.items()], []])
+                for name, props in items]
+        t0 = time.perf_counter()
+        for m in msgs:
+            r = await bus.call(m)
+            if r.message_type == MessageType.ERROR:
+                raise RuntimeError(f"StartTransientUnit {m.body[0]}: {r.error_name} {r.body}")
+            job = r.body[0]
+            result = early.pop(job, None)
+            if result is None:
+                fut = waiting[job] = loop.create_future()
+                result = await asyncio.wait_for(fut, 60)
+            if result != "done":
+                raise RuntimeError(f"job for {m.body[0]}: {result}")
+            early.clear()  # other clients' jobs: nobody claims them
+        return time.perf_counter() - t0
+    finally:
+        bus.disconnect()
+
+
+# --- the shell loop --------------------------------------------------------------------------------
+
+
+def busctl_args(props: dict) -> list[str]:
+    out = [str(len(props))]
+    for k, v in props.items():
+        sig = PROPERTY_SIGNATURES[k]
+        out += [k, sig]
+        if sig in ("t", "i", "u", "x"):
+            out.append(str(int(v)))
+        elif sig == "b":
+            out.append("true" if v else "false")
+        elif sig == "s":
+            out.append(str(v))
+        elif sig == "as":
+            out += [str(len(v)), *map(str, v)]
+        else:
+            raise ValueError(f"no busctl spelling for {k} ({sig})")
+    return out
+
+
+def shell_script(items: list[tuple[str, dict]]) -> str:
+    lines = ["#!/bin/sh", "set -e"]
+    for name, props in items:
+        argv = ["busctl", "call", "--", SYSTEMD, MANAGER_PATH, MANAGER, "StartTransientUnit", "ssa(sv)a(sa(sv))",
+                name, "fail", *busctl_args(props), "0"]
+        lines.append(" ".join(shlex.quote(a) for a in argv) + " >/dev/null")
+    # busctl returns with the job queued: the loop is done when systemd has no job left
+    lines.append('while [ -n "$(systemctl list-jobs --no-legend)" ]; do sleep 0.01; done')
+    return "\n".join(lines) + "\n"
+
+
+# --- the benchmark ---------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, sb: sbx.Sandbox, tmp: Path):
+        self.args, self.sb, self.tmp = args, sb, tmp
+        self.run_dir = tmp / "run"
+        self.run_dir.mkdir(mode=0o755)
+        venv_sdqos = Path(sys.executable).parent / "sdqos"
+        self.sdqos = str(venv_sdqos) if venv_sdqos.exists() else (shutil.which("sdqos") or "sdqos")
+        self.env = dict(os.environ, SDQOS_RUN_DIR=str(self.run_dir), SDQOS_DBUS_BACKEND=args.backend,
+                        DBUS_SYSTEM_BUS_ADDRESS=sb.bus_address)
+        self.env.pop("SDQOS_CONFIG", None)
+        self.notes: list[str] = []
+        self.profiles: dict[int, dict] = {}
+
+    # -- helpers --
+
+    def reset(self) -> None:
+        """Back to a just-booted host: no kubepods units, and an empty SDQOS_RUN_DIR (it is on
+        tmpfs on a real host: applied.json — and any cache sdqos may keep there — is gone too)."""
+        sbx.reset_units(self.sb, ("kubepods*.slice",), timeout=300)
+        for f in self.run_dir.iterdir():
+            shutil.rmtree(f) if f.is_dir() and not f.is_symlink() else f.unlink()
+
+    def note(self, msg: str) -> None:
+        self.notes.append(msg)
+        log("NOTE: " + msg)
+
+    def sync(self, cfg: Path, argv0: list[str] | None = None, extra_env: dict | None = None) -> Sample:
+        before, _ = systemd_on_bus(self.sb.bus_address)
+        env = {**self.env, **(extra_env or {})}
+        if self.args.where == "inside":
+            # as on a real host: PID 1 is the systemd sdqos talks to (nsenter -m -p -u -C), default bus
+            cmd = sbx.nsenter_argv(self.sb, (argv0 or [self.sdqos]) + ["sync", "--config", str(cfg), "-o", "json"],
+                                   cwd=str(self.tmp))
+            env = sbx.inner_env(env)
+        else:
+            cmd = (argv0 or [self.sdqos]) + ["sync", "--config", str(cfg), "--bus-address", self.sb.bus_address,
+                                             "-o", "json"]
+        # Peak RSS: ru_maxrss of a child also counts the memory of the process it was forked from (the
+        # kernel folds the pre-exec mm's high-water mark in at exec), and this process holds the
+        # whole workload: so the sync is forked by GNU time (small), which reports its child's.
+        rss_file = self.tmp / "sync.rss"
+        rss_file.unlink(missing_ok=True)
+        if TIME_BIN:
+            cmd = [TIME_BIN, "-f", "%M", "-o", str(rss_file), *cmd]
+        out, err = self.tmp / "sync.out", self.tmp / "sync.err"
+        with open(out, "wb") as fo, open(err, "wb") as fe, Meter(self.sb.pid) as m:
+            # cwd: not the checkout (python -m puts the cwd first on sys.path, ahead of the snapshot).
+            # wait4 on nsenter also reports the sync it forked and reaped (RUSAGE_BOTH: maxrss, CPU)
+            p = subprocess.Popen(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, cwd=self.tmp, env=env)
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+        after, _ = systemd_on_bus(self.sb.bus_address)
+        try:
+            report = json.loads(out.read_text())
+        except ValueError:
+            report = {}
+        if p.returncode != 0 or not report:
+            self.note(f"sync exited {p.returncode}: {err.read_text().strip()[-400:]}")
+        renamed = before != after
+        try:
+            rss_kb = int(rss_file.read_text().split()[-1]) if TIME_BIN else float("nan")
+        except (OSError, ValueError, IndexError):
+            rss_kb = float("nan")
+        s = m.sample(cpu=ru.ru_utime + ru.ru_stime, rss_mb=rss_kb / 1024, report=report,
+                     sd_renamed=renamed)
+        s.disconnects = max(int(report.get("disconnects", 0) or 0), 1 if renamed else 0)
+        if renamed:
+            self.note(f"systemd's bus name changed during a sync: {before} -> {after} (it was disconnected)")
+        return s
+
+    def check(self, what: str, s: Sample, **expect: int) -> None:
+        r = s.report
+        for key, want in expect.items():
+            got = len(r.get(key, []))
+            if got != want:
+                self.note(f"{what}: expected {want} {key}, report has {got}")
+        if r.get("errors"):
+            self.note(f"{what}: errors {r['errors'][:3]}")
+        if r.get("warnings"):
+            self.note(f"{what}: warnings {r['warnings'][:3]}")
+
+    # -- one size --
+
+    def run_size(self, n: int) -> dict:
+        a = self.args
+        R = a.repeat
+        log(f"N={n}: generating workload")
+        wl: Workload = generate(n, a.seed)
+        cfg = self.tmp / f"config-{n}"
+        wl.write(cfg)
+        conf = load_config(cfg)
+        plan = build_plan(conf.node, conf.pods, conf.vms, "v1" if self.sb.cgroup_mode != "unified" else "v2")
+        if conf.errors or conf.warnings or plan.warnings:
+            raise SystemExit(f"generated config for N={n} is not clean: {conf.errors[:3]} {conf.warnings[:3]} {plan.warnings[:3]}")
+        items = [(u.name, create_properties(u)) for u in plan.units if u.create]
+        n_units = len(items)
+        # the one-change pod: exactly one unit must differ
+        target = wl.one_change_pod()
+        changed_path = cfg / "pods" / target.name
+        variants = [dump(target.doc), dump(with_changed_limit(target.doc, 1))]
+        changed_path.write_text(variants[1])
+        conf2 = load_config(cfg)
+        plan2 = build_plan(conf2.node, conf2.pods, conf2.vms, plan.cgroup)
+        changed_path.write_text(variants[0])
+        # units sync creates; container scopes (create=False) do not exist without processes
+        diff_units = [u.name for u, v in zip(plan.units, plan2.units) if u.create and u.properties != v.properties]
+        if len(diff_units) != 1:
+            raise SystemExit(f"one-change edit changes {len(diff_units)} units: {diff_units[:5]}")
+        removed_files = random.Random(f"{a.seed}/rm/{n}").sample(sorted(p.name for p in wl.pods), n // 10)
+        row: dict[str, Any] = {"n": n, "units": n_units}
+        samples: dict[str, list[Sample]] = {}
+
+        log(f"N={n}: floor ({n_units} units, raw dbus-fast, sequential) x{R}")
+        samples["floor"] = []
+        for _ in range(R):
+            self.reset()
+            with Meter(self.sb.pid) as m:
+                loop_s = asyncio.run(_floor(self.sb.bus_address, items))
+            s = m.sample(cpu=float("nan"))
+            s.wall = loop_s  # the creation loop only
+            samples["floor"].append(s)
+
+        samples["shell"] = []
+        if n <= SHELL_MAX_N and not a.no_shell:
+            log(f"N={n}: shell loop of busctl calls inside the sandbox")
+            self.reset()
+            script = self.tmp / f"shell-{n}.sh"
+            script.write_text(shell_script(items))
+            with Meter(self.sb.pid) as m:
+                cp = sbx.run(self.sb, ["sh", str(script)], timeout=3600)
+            if cp.returncode != 0:
+                self.note(f"shell loop exited {cp.returncode}: {cp.stderr.strip()[-300:]}")
+            samples["shell"].append(m.sample(cpu=float("nan")))
+            active = self.count_active()
+            if active != n_units:
+                self.note(f"shell loop: {active} of {n_units} units active afterwards")
+
+        log(f"N={n}: sync cold x{R}")
+        samples["cold"] = []
+        for _ in range(R):
+            self.reset()
+            s = self.sync(cfg)
+            self.check("cold", s, created=n_units, updated=0, removed=0)
+            samples["cold"].append(s)
+        active = self.count_active()
+        if active != n_units:
+            self.note(f"after cold sync: {active} of {n_units} units active")
+
+        log(f"N={n}: sync warm x{R}")
+        samples["warm"] = []
+        for _ in range(R):
+            s = self.sync(cfg)
+            self.check("warm", s, created=0, updated=0, removed=0)
+            samples["warm"].append(s)
+
+        log(f"N={n}: sync one change x{R}")
+        samples["one_change"] = []
+        for i in range(R):
+            changed_path.write_text(variants[(i + 1) % 2])
+            s = self.sync(cfg)
+            self.check("one_change", s, created=0, updated=1, removed=0)
+            samples["one_change"].append(s)
+        changed_path.write_text(variants[0])
+        if R % 2:
+            self.sync(cfg)  # back to the original limit (not measured)
+
+        if a.profile and n == a.profile_n:
+            self.profiles[n] = self.profile(cfg, changed_path, variants)
+
+        log(f"N={n}: sync remove 10% ({len(removed_files)} pods) x{R}")
+        samples["remove10"] = []
+        saved = {f: (cfg / "pods" / f).read_text() for f in removed_files}
+        for i in range(R):
+            if i:
+                for f, text in saved.items():
+                    (cfg / "pods" / f).write_text(text)
+                self.sync(cfg)  # put them back (not measured)
+            for f in removed_files:
+                (cfg / "pods" / f).unlink()
+            s = self.sync(cfg)
+            self.check("remove10", s, removed=len(removed_files), created=0)
+            samples["remove10"].append(s)
+
+        owner, peak = systemd_on_bus(self.sb.bus_address)
+        row["samples"] = samples
+        row["systemd_peak_match_rules"] = peak
+        row["systemd_on_bus"] = owner is not None
+        if owner is None:
+            self.note(f"N={n}: org.freedesktop.systemd1 is not on the bus at the end")
+        self.reset()
+        return row
+
+    def count_active(self) -> int:
+        out = sbx.run(self.sb, ["systemctl", "list-units", "--state=active", "--plain", "--no-legend", "--",
+                                "kubepods*.slice"], timeout=120).stdout
+        return sum(1 for ln in out.splitlines() if ln.strip())
+
+    # -- profile --
+
+    def profile(self, cfg: Path, changed_path: Path, variants: list[str]) -> dict:
+        """Phase breakdown of warm and one-change syncs (sync_phases.py), plus cProfile's top list."""
+        log(f"profile: phases of warm and one-change sync x{self.args.repeat}")
+        res: dict[str, Any] = {}
+        phases_file = self.tmp / "phases.json"
+        argv0 = [sys.executable, str(HERE / "sync_phases.py")]
+        for kind in ("cold", "warm", "one_change"):
+            runs = []
+            for i in range(self.args.repeat):
+                if kind == "cold":
+                    self.reset()
+                if kind == "one_change":
+                    changed_path.write_text(variants[(i + 1) % 2])
+                t_spawn = time.time()
+                s = self.sync(cfg, argv0=argv0, extra_env={"SDQOS_BENCH_PHASES": str(phases_file)})
+                t_reaped = t_spawn + s.wall
+                ph = json.loads(phases_file.read_text())
+                phases = {"python start-up (interpreter, site, .pth)": ph["entry"] - t_spawn, **ph["phases"],
+                          "interpreter exit": max(0.0, t_reaped - ph["end"])}
+                runs.append({"wall": s.wall, "steal": s.steal, "cpu": s.cpu, "phases": phases,
+                             "calls": s.report.get("dbusCalls"), "hwm": ph.get("hwm_mb", {}), "rss": s.rss_mb})
+            if kind == "one_change" and self.args.repeat % 2:
+                changed_path.write_text(variants[0])
+                self.sync(cfg)
+            res[kind] = runs
+        # cProfile of the real console script, warm
+        prof = self.tmp / "warm.prof"
+        s = self.sync(cfg, argv0=[sys.executable, "-m", "cProfile", "-o", str(prof), self.sdqos])
+        import pstats
+        import io
+        buf = io.StringIO()
+        st = pstats.Stats(str(prof), stream=buf)
+        st.sort_stats("tottime").print_stats(18)
+        res["cprofile_warm_wall"] = s.wall
+        res["cprofile_warm"] = buf.getvalue()
+        buf = io.StringIO()
+        st = pstats.Stats(str(prof), stream=buf)
+        st.sort_stats("cumulative").print_stats(r"sdqos|yaml|dbus_fast|dbus_next|typer", 30)
+        res["cprofile_warm_cum"] = buf.getvalue()
+        return res
+
+
+# --- summaries ----------------------------------------------------------------------------------
+
+
+def med(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x == x]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(row: dict) -> dict:
+    S = row["samples"]
+    out: dict[str, Any] = {"n": row["n"]}
+
+    def wall(k: str) -> float | None:
+        return med([s.wall for s in S.get(k, [])])
+
+    def pick(k: str) -> Sample | None:  # the median run (for its report)
+        xs = sorted(S.get(k, []), key=lambda s: s.wall)
+        return xs[len(xs) // 2] if xs else None
+
+    for k in ("floor", "shell", "cold", "warm", "one_change", "remove10"):
+        v = wall(k)
+        out[f"{k}_s"] = None if v is None else round(v, 4)
+    syncs = [s for k in ("cold", "warm", "one_change", "remove10") for s in S[k]]
+    rss = [s.rss_mb for s in syncs if s.rss_mb == s.rss_mb]
+    out["peak_rss_mb"] = round(max(rss), 1) if rss else None
+    out["dbus_calls_cold"] = pick("cold").report.get("dbusCalls")
+    out["dbus_calls_warm"] = pick("warm").report.get("dbusCalls")
+    out["disconnects"] = sum(s.disconnects for s in syncs)
+    return {k: out[k] for k in KEYS}
+
+
+def extras(row: dict) -> dict:
+    S = row["samples"]
+    syncs = [s for k in ("cold", "warm", "one_change", "remove10") for s in S[k]]
+    alls = [s for k in S for s in S[k]]
+    return {
+        "units": row["units"],
+        "steal_max": max(s.steal for s in alls),
+        "steal_med": med([s.steal for s in alls]),
+        "cpu": {k: med([s.cpu for s in S[k]]) for k in ("cold", "warm", "one_change", "remove10")},
+        "sd_cpu": {k: med([s.sd_cpu for s in S[k]]) for k in S if S[k]},
+        "spread": {k: (min(s.wall for s in S[k]), max(s.wall for s in S[k])) for k in S if S[k]},
+        "report_disc": sum(int(s.report.get("disconnects", 0) or 0) for s in syncs),
+        "sd_renamed": sum(s.sd_renamed for s in syncs),
+        "peak_match_rules": row["systemd_peak_match_rules"],
+        "rss": {k: max((s.rss_mb for s in S[k]), default=float("nan")) for k in ("cold", "warm", "one_change", "remove10")},
+    }
+
+
+def fmt(v: Any, nd: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def targets(rows: list[dict]) -> list[tuple[str, str, bool | None]]:
+    by_n = {r["n"]: r for r in rows}
+    out: list[tuple[str, str, bool | None]] = []
+    for r in rows:
+        ratio = r["cold_s"] / r["floor_s"]
+        out.append((f"cold <= 1.2 x floor  (N={r['n']})", f"{r['cold_s']:.3f} s / {r['floor_s']:.3f} s = {ratio:.2f} x",
+                    ratio <= TARGETS["cold_vs_floor"]))
+    if 1000 in by_n:
+        r = by_n[1000]
+        out.append(("warm no-op at 1000 <= 0.5 s", f"{r['warm_s']:.3f} s", r["warm_s"] <= TARGETS["warm_1000_s"]))
+        out.append(("one change among 1000 <= 0.3 s", f"{r['one_change_s']:.3f} s",
+                    r["one_change_s"] <= TARGETS["one_change_1000_s"]))
+    else:
+        out.append(("warm / one change at 1000", "N=1000 not run", None))
+    if 5000 in by_n:
+        r = by_n[5000]
+        out.append(("5000 cold with 0 disconnects", f"{r['disconnects']} disconnects (all 5000 syncs)", r["disconnects"] == 0))
+        rss = r["peak_rss_mb"]
+        out.append(("peak RSS <= 80 MB at 5000", "not measured (no /usr/bin/time)" if rss is None else f"{rss:.1f} MB",
+                    None if rss is None else rss <= TARGETS["rss_5000_mb"]))
+    else:
+        out.append(("5000: disconnects, RSS", "N=5000 not run", None))
+    for r in rows:
+        if r["shell_s"] is not None:
+            sp = r["shell_s"] / r["cold_s"]
+            out.append((f">= 10 x faster than shell (N={r['n']})", f"{r['shell_s']:.2f} s / {r['cold_s']:.3f} s = {sp:.1f} x",
+                        sp >= TARGETS["shell_speedup"]))
+    return out
+
+
+def source_state() -> str:
+    """git HEAD of the sdqos checkout plus a hash of the sdqos/*.py actually on disk (others may be
+    editing the work tree: a change during the run is reported in the notes)."""
+    import hashlib
+
+    root = Path(os.environ.get("SDQOS_BENCH_SNAPSHOT_OF") or Path(sbx.__file__).resolve().parent)
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.name.encode() + f.read_bytes())
+    head = subprocess.run(["git", "-C", str(root.parent), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "-C", str(root.parent), "status", "--porcelain", "--", "sdqos"], capture_output=True,
+                           text=True).stdout.strip()
+    return f"HEAD {head}{' + uncommitted sdqos changes' if dirty else ''}, sdqos/*.py sha256 {h.hexdigest()[:12]}"
+
+
+def snapshot_hash() -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(Path(SNAPSHOT or Path(sbx.__file__).parent.parent, "sdqos").rglob("*.py")):
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def calibrate() -> float:
+    """Seconds for a fixed pure-Python loop (10M additions): a yardstick to compare machines (and
+    the same machine at another time) by; CPU-bound wall times of this run scale roughly with it."""
+    t = time.perf_counter()
+    s = 0
+    for i in range(10_000_000):
+        s += i
+    return time.perf_counter() - t
+
+
+def machine() -> dict:
+    cpu = "?"
+    for ln in Path("/proc/cpuinfo").read_text().splitlines():
+        if ln.startswith("model name"):
+            cpu = ln.split(":", 1)[1].strip()
+            break
+    mem = next((int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal:")), 0)
+    try:
+        sd = subprocess.run(["/lib/systemd/systemd", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    except OSError:
+        sd = "?"
+    try:
+        dbus = subprocess.run(["dbus-daemon", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    except OSError:
+        dbus = "?"
+    virt = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True).stdout.strip() or "none"
+    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(mem / 2**20, 1), "kernel": platform.release(),
+            "systemd": sd, "dbus": dbus, "python": platform.python_version(), "virt": virt,
+            "loadavg_start": os.getloadavg(), "calib_start": calibrate(), "source": source_state()}
+
+
+def print_table(rows: list[dict], ext: dict[int, dict], mach: dict, args: argparse.Namespace, notes: list[str],
+                out: Any = None) -> None:
+    p = functools.partial(print, file=out or sys.stdout)
+    where = (f"inside the sandbox via nsenter (nsenter + exec of /bin/true alone: {mach.get('nsenter_s', 0) * 1000:.0f} ms, "
+             f"included)" if args.where == "inside" else "on the host with --bus-address")
+    p(f"\nsdqos sync benchmark — backend {args.backend}, median of {args.repeat} (shell: 1 run), seed {args.seed}; "
+      f"sync run {where}")
+    p(f"machine: {mach['cpu']}, {mach['cores']} cores, {mach['ram_gib']} GiB, kernel {mach['kernel']}, "
+      f"{mach['systemd']}, {mach['dbus']}, Python {mach['python']}, virt {mach['virt']}")
+    p(f"load average at start {', '.join(f'{x:.2f}' for x in mach['loadavg_start'])}; at end "
+      f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}; speed: 10M-addition Python loop {mach['calib_start']:.2f} s "
+      f"at start, {calibrate():.2f} s at end (lower = faster machine)")
+    p(f"sdqos source: {'snapshot taken at start of ' if SNAPSHOT else 'live tree, '}{mach['source']}"
+      + (f" (work tree at the end: {source_state()})" if SNAPSHOT and source_state() != mach['source'] else ""))
+    hdr = ["N", "units", "floor s", "(u/s)", "shell s", "cold s", "xfloor", "warm s", "1chg s", "rm10% s",
+           "RSS MB", "calls c/w", "disc", "steal% med/max"]
+    p("")
+    p("  ".join(f"{h:>9}" for h in hdr))
+    for r in rows:
+        e = ext[r["n"]]
+        cells = [r["n"], e["units"], fmt(r["floor_s"]), f"{e['units'] / r['floor_s']:.0f}", fmt(r["shell_s"], 2),
+                 fmt(r["cold_s"]), f"{r['cold_s'] / r['floor_s']:.2f}", fmt(r["warm_s"]), fmt(r["one_change_s"]),
+                 fmt(r["remove10_s"]), fmt(r["peak_rss_mb"], 1), f"{r['dbus_calls_cold']}/{r['dbus_calls_warm']}",
+                 f"{r['disconnects']}", f"{e['steal_med']:.0f}/{e['steal_max']:.0f}"]
+        p("  ".join(f"{str(c):>9}" for c in cells))
+    p("\nCPU seconds of the sdqos process (median; steal-free cost) and of the sandbox's systemd:")
+    for r in rows:
+        e = ext[r["n"]]
+        c, sd = e["cpu"], e["sd_cpu"]
+        p(f"  N={r['n']:>5}: sdqos cold {fmt(c['cold'], 2)}  warm {fmt(c['warm'], 2)}  1chg {fmt(c['one_change'], 2)}"
+          f"  rm10% {fmt(c['remove10'], 2)}   |  systemd: floor {fmt(sd.get('floor'), 2)}  shell {fmt(sd.get('shell'), 2)}"
+          f"  cold {fmt(sd.get('cold'), 2)}  warm {fmt(sd.get('warm'), 2)}")
+    p("Spread (min..max wall over the repeats):")
+    for r in rows:
+        e = ext[r["n"]]
+        p(f"  N={r['n']:>5}: " + "  ".join(f"{k} {lo:.3f}..{hi:.3f}" for k, (lo, hi) in e["spread"].items()))
+    p("Peak RSS by sync kind (MB): " + ";  ".join(
+        f"N={r['n']}: " + " ".join(f"{k} {v:.0f}" for k, v in ext[r["n"]]["rss"].items()) for r in rows))
+    p("Disconnects: from sdqos' reports / systemd's bus name changes; systemd PeakMatchRules on the bus:")
+    for r in rows:
+        e = ext[r["n"]]
+        p(f"  N={r['n']:>5}: report {e['report_disc']}, systemd renamed {e['sd_renamed']}, "
+          f"PeakMatchRules {e['peak_match_rules']} (since the sandbox booted)")
+    p("\nTargets (same run):")
+    for name, val, ok in targets(rows):
+        mark = "n/a " if ok is None else ("met " if ok else "MISS")
+        p(f"  [{mark}] {name:<38} {val}")
+    if notes:
+        p("\nNotes:")
+        for n in notes:
+            p(f"  - {n}")
+
+
+def print_profile(n: int, prof: dict, out: Any = None) -> None:
+    p = functools.partial(print, file=out or sys.stdout)
+    p(f"\nProfile at N={n} (bench/sync_phases.py: the real CLI in-process, each phase's functions timed; median)")
+    for kind in ("cold", "warm", "one_change"):
+        runs = prof[kind]
+        names = list(runs[0]["phases"])
+        wall = statistics.median(r["wall"] for r in runs)
+        p(f"  {kind}: wall {wall:.3f} s (steal {statistics.median(r['steal'] for r in runs):.0f} %, "
+          f"process CPU {statistics.median(r['cpu'] for r in runs):.3f} s, {runs[0]['calls']} D-Bus calls)")
+        total = 0.0
+        for nm in names:
+            v = statistics.median(r["phases"].get(nm, 0.0) for r in runs)
+            total += 0.0 if nm.startswith("  of which") else v
+            h = runs[0]["hwm"].get(nm)
+            p(f"    {nm:<48} {v:7.3f} s  {100 * v / wall:5.1f} %" + (f"   peak RSS after: {h:6.1f} MB" if h else ""))
+        p(f"    {'(sum of phases)':<48} {total:7.3f} s   (peak RSS of the process {runs[0]['rss']:.1f} MB)")
+    p(f"\n  cProfile of a warm `sdqos sync` (wall under the profiler {prof['cprofile_warm_wall']:.2f} s), by own time:")
+    p("\n".join("    " + ln for ln in prof["cprofile_warm"].splitlines()[:45] if ln.strip()))
+    p("\n  ... by cumulative time (sdqos, yaml, D-Bus, typer):")
+    p("\n".join("    " + ln for ln in prof["cprofile_warm_cum"].splitlines()[:50] if ln.strip()))
+
+
+# --- main ------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100,1000,5000", help="comma-separated pod counts (default 100,1000,5000)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object per N (only those) on stdout")
+    ap.add_argument("--backend", default="dbus-fast", choices=["dbus-fast", "dbus-next"],
+                    help="D-Bus library sdqos sync uses (SDQOS_DBUS_BACKEND); the floor is always raw dbus-fast")
+    ap.add_argument("--keep", action="store_true", help="leave the sandbox and temp dir for debugging")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement, median reported (default 3)")
+    ap.add_argument("--seed", type=int, default=20250101, help="workload generator seed")
+    ap.add_argument("--no-shell", action="store_true", help="skip the shell loop")
+    ap.add_argument("--profile", action="store_true", help="phase breakdown + cProfile of warm/one-change syncs")
+    ap.add_argument("--profile-n", type=int, default=1000, help="N to profile at (default 1000)")
+    ap.add_argument("--name", default=f"sdqbench{os.getpid()}", help="sandbox name")
+    ap.add_argument("--where", default="inside", choices=["inside", "host"],
+                    help="run sync inside the sandbox (nsenter; PID 1 is its systemd, as on a real host: "
+                         "sdqos may use its kernel fast path) or on the host with --bus-address (D-Bus only)")
+    ap.add_argument("--live-source", action="store_true",
+                    help="run the installed sdqos as it is on disk (default: a snapshot taken at start)")
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+    if args.repeat < 1 or any(n < 10 for n in sizes):
+        ap.error("--repeat >= 1 and sizes >= 10")
+    if args.profile and args.profile_n not in sizes:
+        ap.error(f"--profile-n {args.profile_n} is not among --sizes")
+    problems = sbx.missing_prerequisites()
+    if problems:
+        print(f"sync_bench: cannot boot a sandbox: {'; '.join(problems)}", file=sys.stderr)
+        return 1
+
+    def on_term(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    mach = machine()
+    tmp = Path(tempfile.mkdtemp(prefix="sdqos-bench-"))
+    sb = None
+    rows, ext = [], {}
+    try:
+        log(f"booting sandbox {args.name}")
+        sb = sbx.up(args.name)
+        bench = Bench(args, sb, tmp)
+        if args.where == "inside":
+            ts = []
+            for _ in range(5):
+                t = time.perf_counter()
+                sbx.run(sb, ["/bin/true"], cwd=str(tmp))
+                ts.append(time.perf_counter() - t)
+            mach["nsenter_s"] = statistics.median(ts)
+        for n in sizes:
+            row = bench.run_size(n)
+            s = summarize(row)
+            rows.append(s)
+            ext[n] = extras(row)
+            if args.json:
+                print(json.dumps(s), flush=True)
+            else:
+                e = ext[n]
+                log(f"N={n}: {json.dumps(s)} steal med {e['steal_med']:.0f}%")
+        if SNAPSHOT is None and source_state() != mach["source"]:
+            bench.note(f"sdqos source changed during the run: {mach['source']} -> {source_state()}")
+        if not args.json:
+            print_table(rows, ext, mach, args, bench.notes)
+            for n, prof in bench.profiles.items():
+                print_profile(n, prof)
+        else:
+            for name, val, ok in targets(rows):
+                log(f"target {'n/a' if ok is None else 'met' if ok else 'MISS'}: {name}: {val}")
+            for n, prof in bench.profiles.items():
+                print_profile(n, prof, out=sys.stderr)
+        return 1 if bench.notes else 0
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    finally:
+        if args.keep:
+            log(f"--keep: sandbox {args.name} ({sb.bus_address if sb else 'not up'}), {tmp}"
+                f"{' and ' + SNAPSHOT if SNAPSHOT else ''} left in place; `sdqos sandbox down {args.name}` when done")
+        else:
+            try:
+                sbx.down(args.name)
+            except Exception as e:  # noqa: BLE001
+                log(f"sandbox down failed: {e}")
+            shutil.rmtree(tmp, ignore_errors=True)  # (the source snapshot goes at exit, see _snapshot_source)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

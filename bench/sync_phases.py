@@ -1,0 +1,142 @@
+"""`sdqos sync` with a stopwatch on every phase — run by sync_bench.py --profile, or by hand:
+
+    SDQOS_BENCH_PHASES=/tmp/p.json SDQOS_RUN_DIR=/tmp/rd \\
+        python bench/sync_phases.py sync --config DIR --bus-address ADDR -o json
+
+It runs the real CLI (`sdqos.cli.app`) in this process after wrapping the functions each phase
+consists of, so the code path is the one an operator runs; nothing in sdqos is changed. It writes
+{"entry": time.time() at our first line, "end": time.time() before exit, "phases": {name: s}} to
+$SDQOS_BENCH_PHASES; the caller adds interpreter start-up (spawn → entry) and exit (end → reaped).
+Wrappers cost ~1 µs per call; the per-file ones are called ~3 times per pod file.
+"""
+
+import time
+
+ENTRY = time.time()
+
+import functools  # noqa: E402
+import inspect  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+_pc = time.perf_counter
+SUB = "  of which: "  # phases nested in another one: shown, not added to the totals
+phases: dict[str, float] = {}
+hwm: dict[str, float] = {}  # peak RSS (VmHWM, MiB) of the process when each phase last ended
+
+
+def _hwm_mb() -> float:
+    try:
+        with open("/proc/self/status") as fh:
+            for ln in fh:
+                if ln.startswith("VmHWM:"):
+                    return int(ln.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _add(name: str, dt: float) -> None:
+    phases[name] = phases.get(name, 0.0) + dt
+    if not name.startswith("config: "):  # per-file phases: reading /proc 3000 times would cost ~0.2 s
+        hwm[name] = _hwm_mb()
+
+
+def wrap(obj, attr: str, name: str) -> None:
+    fn = getattr(obj, attr, None)
+    if fn is None:  # not in this version of sdqos
+        return
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def awrapped(*a, **kw):
+            t = _pc()
+            try:
+                return await fn(*a, **kw)
+            finally:
+                _add(name, _pc() - t)
+        setattr(obj, attr, awrapped)
+    else:
+        @functools.wraps(fn)
+        def wrapped(*a, **kw):
+            t = _pc()
+            try:
+                return fn(*a, **kw)
+            finally:
+                _add(name, _pc() - t)
+        setattr(obj, attr, wrapped)
+
+
+def main() -> int:
+    t = _pc()
+    import sdqos.cli  # what `sdqos` imports before it parses its arguments (typer, click, sandbox ...)
+    _add("imports: sdqos.cli (typer, click, sandbox)", _pc() - t)
+    t = _pc()
+    # what `sync` imports lazily: config/engine (yaml), reconcile, systemd (tenacity, the D-Bus lib)
+    import sdqos.config
+    import sdqos.engine
+    import sdqos.reconcile
+    import sdqos.rundir
+    import sdqos.systemd
+    sdqos.systemd._lib(sdqos.systemd.backend_name())
+    _add("imports: sync modules (yaml, tenacity, D-Bus lib)", _pc() - t)
+
+    import sdqos.config as C
+    import sdqos.reconcile as R
+    from sdqos.systemd import Systemd
+
+    wrap(C, "load_config", "config total")  # split below; "config: other" = the rest
+    wrap(C, "_checked", "config: check files (resolve, stat, mode)")
+    wrap(C, "_read_text", "config: read files")
+    pc = getattr(C, "pc", None)  # sdqos.parsecache, where present
+    if pc is not None:
+        wrap(pc.ParseCache, "_load", "config: parse cache load/lookup/save")
+        wrap(pc.ParseCache, "get", "config: parse cache load/lookup/save")
+        wrap(pc.ParseCache, "put", "config: parse cache load/lookup/save")
+        wrap(pc.ParseCache, "save", "config: parse cache load/lookup/save")
+        wrap(pc, "pod_from_json", "config: parse cache decode pods")
+        wrap(pc, "pod_to_json", "config: parse cache encode pods")
+    wrap(C, "load_documents", "config: YAML parse")
+    wrap(C, "parse_pod_documents", "config: validate manifests")
+    wrap(C, "parse_node_config", "config: validate manifests")
+    wrap(C, "check_duplicates", "config: validate manifests")
+    wrap(sdqos.engine, "build_plan", "engine: build_plan")
+    wrap(sdqos.rundir.SyncLock, "__enter__", "lock")
+    wrap(Systemd, "connect", "D-Bus: connect+subscribe")
+    wrap(Systemd, "version", "D-Bus: Manager.Version")
+    wrap(R, "read_live", "read live state (D-Bus and/or kernel)")
+    wrap(R, "_read_named", "read live state (D-Bus and/or kernel)")
+    ks = getattr(R, "kernelstate", None)
+    if ks is not None:  # sub-phases of the read ("  of which" lines, not added to the sum)
+        wrap(ks, "read", SUB + "kernel cgroupfs reads")
+        wrap(Systemd, "read_units", SUB + "D-Bus ListUnitsByPatterns + property reads")
+    wrap(R, "discover_scopes", "D-Bus read: scopes (GetUnitProcesses)")
+    wrap(R, "bind_scopes", "diff")
+    wrap(R, "clamp_to_usage", "diff")
+    wrap(R, "compute_diff", "diff")
+    wrap(R.rundir, "load_applied", "diff")
+    wrap(R, "apply", "apply: D-Bus writes")
+    wrap(R.rundir, "save_applied", "save applied.json")
+    wrap(R, "apply_oom_scores", "apply: OOM scores (/proc)")
+
+    t = _pc()
+    try:
+        rc = sdqos.cli.app(sys.argv[1:], standalone_mode=False, prog_name="sdqos")
+    except SystemExit as e:
+        rc = e.code
+    total = _pc() - t
+    cfg_total = phases.pop("config total", 0.0)
+    cfg_parts = sum(v for k, v in phases.items() if k.startswith("config: "))
+    phases["config: other (listdir, stat, detect)"] = max(0.0, cfg_total - cfg_parts)
+    if "config total" in hwm:  # peak RSS once the whole config is loaded
+        hwm["config: other (listdir, stat, detect)"] = hwm.pop("config total")
+    accounted = sum(v for k, v in phases.items() if not k.startswith(("imports", SUB)))
+    phases["cli: typer parse, asyncio, report JSON"] = max(0.0, total - accounted)
+    sys.stdout.flush()
+    with open(os.environ["SDQOS_BENCH_PHASES"], "w") as fh:
+        json.dump({"entry": ENTRY, "end": time.time(), "phases": phases, "hwm_mb": hwm, "rc": rc}, fh)
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
