@@ -100,7 +100,7 @@ def props_text(props: dict[str, int]) -> str:
     return " · ".join(H.prop(k, props[k]) for k in _SHOWN if k in props)
 
 
-def _label(u: UnitPlan, plan: Plan) -> str:
+def _label(u: UnitPlan, ooms: dict[str, int]) -> str:
     if u.kind == "node":
         return "node allocatable for pods"
     if u.kind == "tier":
@@ -109,22 +109,18 @@ def _label(u: UnitPlan, plan: Plan) -> str:
         return u.description.replace("sdqos pod ", "")
     if u.kind == "container":
         name = u.description.replace("sdqos container ", "").split(" (")[0].rsplit("/", 1)[-1]
-        oom = _container_oom(plan, u.name)
-        return f"{name} · oom_score_adj {oom}"
+        return f"{name} · oom_score_adj {ooms.get(u.name)}"
     if u.kind == "vm":
-        oom = next((v.oom_score_adj for v in plan.vms if v.scope == u.name), None)
-        return u.description.replace("sdqos ", "") + f" · oom_score_adj {oom}"
+        return u.description.replace("sdqos ", "") + f" · oom_score_adj {ooms.get(u.name)}"
     if u.kind == "machine":
         return "VMs"
     return u.description
 
 
-def _container_oom(plan: Plan, scope: str):
-    for pp in plan.pods:
-        for c in pp.containers:
-            if c.scope == scope:
-                return c.oom_score_adj
-    return None
+def _oom_by_scope(plan: Plan) -> dict[str, int]:
+    ooms = {c.scope: c.oom_score_adj for pp in plan.pods for c in pp.containers}
+    ooms.update((v.scope, v.oom_score_adj) for v in plan.vms)
+    return ooms
 
 
 def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = False) -> list[str]:
@@ -139,10 +135,11 @@ def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = Fa
         else:
             roots.append(u)
     lines: list[str] = []
+    ooms = _oom_by_scope(plan)
 
     def emit(u: UnitPlan, prefix: str, last: bool) -> None:
         name = f"\x1b[1m{u.name}\x1b[0m" if color else u.name
-        lines.append(f"{prefix}{'└─' if last else '├─'}{name}  {_label(u, plan)}  [{props_text(u.properties)}]")
+        lines.append(f"{prefix}{'└─' if last else '├─'}{name}  {_label(u, ooms)}  [{props_text(u.properties)}]")
         # Guaranteed pods first, then the tiers, as systemd-cgls lists them.
         kids = sorted(children.get(u.name, []), key=lambda k: k.kind == "tier")
         sub = prefix + ("  " if last else "│ ")

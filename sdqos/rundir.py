@@ -117,7 +117,7 @@ def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN
     tmp = run_dir / f".{APPLIED_NAME}.{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w") as fh:
-        json.dump(applied, fh, separators=(",", ":"), sort_keys=True)
+        fh.write(json.dumps(applied, separators=(",", ":"), sort_keys=True))  # C encoder, unlike json.dump
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, run_dir / APPLIED_NAME)

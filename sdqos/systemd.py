@@ -200,6 +200,7 @@ class Systemd:
         self._expecting = 0  # job-returning calls whose reply is not handled yet
         self._addref = 0
         self._lock: asyncio.Lock | None = None
+        self._epoch = 0  # bumped whenever the connection or systemd's presence on it changes
 
     # connection ---------------------------------------------------------------------------------
 
@@ -251,6 +252,7 @@ class Systemd:
             err.transient = isinstance(e, (ConnectionResetError, ConnectionRefusedError, BrokenPipeError, EOFError))
             raise err from None
         self._fail_jobs("reconnecting")  # waiters of an earlier connection: their signal is lost
+        self._epoch += 1
         bus.add_message_handler(self._on_message)
         self._watch = asyncio.ensure_future(bus.wait_for_disconnect())
         self._watch.add_done_callback(lambda f, b=bus: self._on_bus_lost(b, f))
@@ -311,6 +313,7 @@ class Systemd:
         elif msg.member == "NameOwnerChanged" and msg.body[0] == SYSTEMD:
             log.info("%s owner: %r -> %r", SYSTEMD, msg.body[1], msg.body[2])
             self._need_subscribe = True
+            self._epoch += 1
             if msg.body[2]:
                 self._up.set()
             else:
@@ -322,6 +325,7 @@ class Systemd:
     def _on_bus_lost(self, bus: Any, fut: asyncio.Future) -> None:
         fut.cancelled() or fut.exception()  # retrieve it: no "exception never retrieved"
         if bus is self._bus and not self._closed:
+            self._epoch += 1
             log.info("connection to %s closed", self.address)
             self.stats.disconnects += 1
             self._fail_jobs(f"connection to {self.address} closed")
@@ -344,9 +348,13 @@ class Systemd:
         msg = d.Message(destination=dest, path=path, interface=iface, member=member, signature=sig,
                         body=list(body), flags=d.MessageFlag.NO_AUTOSTART)
         self.stats.calls += 1
+        epoch = self._epoch
         try:
             reply = await (asyncio.wait_for(bus.call(msg), self.call_timeout) if timeout else bus.call(msg))
         except asyncio.TimeoutError:
+            if epoch != self._epoch:  # sent as the bus or systemd went away: the reply was lost with it
+                raise BusDisconnected(f"{member}: no reply within {self.call_timeout:g}s across a disconnect",
+                                      unit=unit) from None
             raise CallTimeout(f"{member}: no reply within {self.call_timeout:g}s", unit=unit) from None
         except Exception as e:
             if not bus.connected:
@@ -590,10 +598,13 @@ class Systemd:
                     out[i] = (await self._call(*calls[i], unit=unit, timeout=False))[0]
                 except Exception as e:
                     failed.append(e)
+        epoch = self._epoch
         try:
             await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(min(self.read_window, len(calls))))),
                                    self.call_timeout)
         except asyncio.TimeoutError:
+            if epoch != self._epoch:
+                raise BusDisconnected(f"reading {len(calls)} properties: replies lost in a disconnect", unit=unit) from None
             raise CallTimeout(f"reading {len(calls)} properties took over {self.call_timeout:g}s", unit=unit) from None
         if failed:
             raise failed[0]

@@ -17,7 +17,8 @@ from pathlib import Path
 from sdqos import sandbox as sbx
 from sdqos.manifests import stable_uid
 
-from .sbhelpers import INFINITY, UNLIMITED_V1, sdqos_in
+from .sbhelpers import INFINITY, expected_kernel, sdqos_in
+from .sbhelpers import kernel_values as kernel_of
 
 # --- a config of our own (the shape of examples/, pinned here so edits there cannot break us) ---
 
@@ -276,33 +277,6 @@ def cgroup_rel(unit: str) -> str:
     stem = unit[: -len(".slice")]
     parts = stem.split("-")
     return "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
-
-
-def kernel_of(sb: sbx.Sandbox, rel: str) -> dict[str, int]:
-    def rd(ctrl: str, f: str) -> str:
-        return (sb.cgroup_path(ctrl) / rel / f).read_text().strip()
-
-    pids = rd("pids", "pids.max")
-    return {
-        "cpu.shares": int(rd("cpu", "cpu.shares")),
-        "cpu.cfs_quota_us": int(rd("cpu", "cpu.cfs_quota_us")),
-        "cpu.cfs_period_us": int(rd("cpu", "cpu.cfs_period_us")),
-        "memory.limit_in_bytes": int(rd("memory", "memory.limit_in_bytes")),
-        "pids.max": INFINITY if pids == "max" else int(pids),
-    }
-
-
-def expected_kernel(props: dict[str, int]) -> dict[str, int]:
-    period = props.get("CPUQuotaPeriodUSec", 100_000)
-    per_sec = props["CPUQuotaPerSecUSec"]
-    mem = props["MemoryLimit"]
-    return {
-        "cpu.shares": props["CPUShares"],
-        "cpu.cfs_quota_us": -1 if per_sec == INFINITY else per_sec * period // 1_000_000,
-        "cpu.cfs_period_us": period,
-        "memory.limit_in_bytes": UNLIMITED_V1 if mem == INFINITY else mem,
-        "pids.max": props["TasksMax"],
-    }
 
 
 def _systemctl_value(prop: str, v: int) -> str:
