@@ -30,7 +30,7 @@ SDQOS_DESCRIPTION = "sdqos "
 PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK = range(4)
 
 
-@dataclass
+@dataclass(slots=True)
 class LiveUnit:
     """A unit as systemd has it now (what the D-Bus read returns, reduced)."""
 
@@ -59,7 +59,7 @@ class LiveUnit:
         return self.description.startswith(SDQOS_DESCRIPTION)
 
 
-@dataclass
+@dataclass(slots=True)
 class Action:
     kind: str  # create | update | stop | reset
     unit: str
@@ -71,7 +71,7 @@ class Action:
     reason: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Diff:
     actions: list[Action] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)

@@ -39,7 +39,7 @@ TIER_NAMES = {BURSTABLE: "burstable", BESTEFFORT: "besteffort"}
 TIERED = "TieredReservation"
 
 
-@dataclass
+@dataclass(slots=True)
 class UnitPlan:
     """One unit of the desired tree. ``create``: sync may create it (slices); scopes need a
     process first, so sync only tunes them when they exist."""
@@ -55,7 +55,7 @@ class UnitPlan:
     why: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class ContainerPlan:
     name: str
     kind: str  # app | init | sidecar
@@ -66,7 +66,7 @@ class ContainerPlan:
     why: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class PodPlan:
     pod: Pod
     qos: str
@@ -79,7 +79,7 @@ class PodPlan:
     why: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class VMPlan:
     vm: VirtualMachine
     qos: str
@@ -92,7 +92,7 @@ class VMPlan:
     why: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Plan:
     cgroup: str
     node: NodeConfig

@@ -22,7 +22,7 @@ BURSTABLE = "Burstable"
 BESTEFFORT = "BestEffort"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Source:
     """Where something was read: file (relative to the config dir) and document index."""
 
@@ -33,7 +33,7 @@ class Source:
         return f"{self.file}[{self.index}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Container:
     """One container (app, init or sidecar) with its resources after API defaulting."""
 
@@ -53,7 +53,7 @@ class Container:
         return "sidecar" if self.sidecar else ("init" if self.init else "app")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodResources:
     """Pod-level ``spec.resources`` (KEP-2837)."""
 
@@ -61,7 +61,7 @@ class PodResources:
     limits: ResourceList
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pod:
     """A pod manifest, reduced to what QoS needs."""
 
@@ -87,7 +87,7 @@ class Pod:
         return self.init_containers + self.containers
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VirtualMachine:
     """A VM definition (``kind: VirtualMachine``): the hypervisor process as one container."""
 
@@ -102,7 +102,7 @@ class VirtualMachine:
     source: Source | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeConfig:
     """The parts of a KubeletConfiguration sdqos acts on, with kubelet's defaults filled in."""
 

@@ -31,7 +31,7 @@ CREATE_EXTRAS = {"DefaultDependencies": False, "CPUAccounting": True, "MemoryAcc
 Progress = Callable[[int, int], None]
 
 
-@dataclass
+@dataclass(slots=True)
 class Report:
     created: list[str] = field(default_factory=list)
     updated: list[dict] = field(default_factory=list)
@@ -155,7 +155,7 @@ def _counter(value) -> int | None:
     return int(value)
 
 
-@dataclass
+@dataclass(slots=True)
 class Observation:
     """What systemd holds for the plan: units, the scopes with processes, and which container or
     VM each scope belongs to."""
@@ -294,7 +294,7 @@ async def discover_scopes(sd: Systemd, plan: Plan, live: dict[str, LiveUnit], *,
     return scopes_from_processes(rows)
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     """A live scope and what it runs: whose OOM score its processes get."""
 

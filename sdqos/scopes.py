@@ -32,7 +32,7 @@ from .naming import machine_scope, systemd_unescape
 
 
 
-@dataclass
+@dataclass(slots=True)
 class LiveScope:
     """A scope with processes, found below a slice of the tree."""
 

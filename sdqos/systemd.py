@@ -104,7 +104,7 @@ def _lib(name: str) -> SimpleNamespace:
                            MessageFlag=m.MessageFlag, BusType=m.BusType, Variant=m.Variant)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnitInfo:
     """One row of ListUnitsByPatterns."""
 
@@ -120,7 +120,7 @@ class UnitInfo:
     job_path: str
 
 
-@dataclass
+@dataclass(slots=True)
 class UnitState:
     """A live unit as read_units saw it; `props` holds the requested properties by name."""
 
@@ -135,7 +135,7 @@ class UnitState:
     props: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Stats:
     calls: int = 0
     retries: int = 0
