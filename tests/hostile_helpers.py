@@ -17,7 +17,7 @@ from pathlib import Path
 from sdqos import sandbox as sbx
 from sdqos.manifests import stable_uid
 
-from .sbhelpers import INFINITY, expected_kernel, sdqos_in
+from .sbhelpers import INFINITY, expected_kernel, sdqos_in, wait_for
 from .sbhelpers import kernel_values as kernel_of
 
 # --- a config of our own (the shape of examples/, pinned here so edits there cannot break us) ---
@@ -356,16 +356,6 @@ def wait_for_lock_holder(sb: sbx.Sandbox, pid_inside: int, p: subprocess.Popen, 
             return False
         time.sleep(0.002)
     raise AssertionError("sync never took the lock")
-
-
-def wait_for(cond, what: str, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def wait_bus(sb: sbx.Sandbox, timeout: float = 30.0) -> None:
