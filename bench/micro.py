@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -236,19 +238,30 @@ async def _reads(address: str, names: list[str], props: list[str], window: int, 
     bus.disconnect()
 
 
-def cmd_read(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def _sandbox_with(wl):
+    """A fresh sandbox and a temp dir holding `wl` as cfg/ plus an empty run/; both removed after."""
     from sdqos import sandbox as sbx
-    from sdqos.config import load_config
-    from sdqos.engine import build_plan
-    from sdqos.properties import owned
-    from workload import generate
 
     name = f"sdqmicro{os.getpid()}"
     tmp = Path(tempfile.mkdtemp(prefix="sdqos-micro-"))
     try:
         sb = sbx.up(name)
-        generate(args.n, args.seed).write(tmp / "cfg")
+        wl.write(tmp / "cfg")
         (tmp / "run").mkdir()
+        yield sb, tmp
+    finally:
+        sbx.down(name)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cmd_read(args: argparse.Namespace) -> None:
+    from sdqos.config import load_config
+    from sdqos.engine import build_plan
+    from sdqos.properties import owned
+    from workload import generate
+
+    with _sandbox_with(generate(args.n, args.seed)) as (sb, tmp):
         env = dict(os.environ, SDQOS_RUN_DIR=str(tmp / "run"))
         sdqos = str(Path(sys.executable).parent / "sdqos")
         subprocess.run([sdqos, "sync", "--config", str(tmp / "cfg"), "--bus-address", sb.bus_address, "-o", "json"],
@@ -256,7 +269,7 @@ def cmd_read(args: argparse.Namespace) -> None:
         cfg = load_config(tmp / "cfg")
         plan = build_plan(cfg.node, cfg.pods, cfg.vms, "v1")
         names = [u.name for u in plan.units if u.create]
-        print(f"{len(names)} slices in sandbox {name}; client CPU is this process, the rest is systemd + dbus-daemon")
+        print(f"{len(names)} slices in sandbox {sb.name}; client CPU is this process, the rest is systemd + dbus-daemon")
         props = list(owned("v1"))
         t0 = (Path("/proc") / str(sb.pid) / "stat").read_text()
         asyncio.run(_reads(sb.bus_address, names, props, 32, args.repeat))
@@ -264,28 +277,16 @@ def cmd_read(args: argparse.Namespace) -> None:
         tick = os.sysconf("SC_CLK_TCK")
         f0, f1 = t0.rsplit(")", 1)[1].split(), t1.rsplit(")", 1)[1].split()
         print(f"  systemd CPU over all of the above: {(int(f1[11]) + int(f1[12]) - int(f0[11]) - int(f0[12])) / tick:.2f} s")
-    finally:
-        sbx.down(name)
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cmd_rss(args: argparse.Namespace) -> None:
+    import random
+
     from sdqos import sandbox as sbx
-    from workload import generate
+    from workload import dump, generate, with_changed_limit
 
-    name = f"sdqmicro{os.getpid()}"
-    tmp = Path(tempfile.mkdtemp(prefix="sdqos-micro-"))
-    try:
-        sb = sbx.up(name)
-        generate(args.n, args.seed).write(tmp / "cfg")
-        (tmp / "run").mkdir()
-        import random
-
-        from workload import dump, with_changed_limit
-
-        wl = generate(args.n, args.seed)
+    wl = generate(args.n, args.seed)
+    with _sandbox_with(wl) as (sb, tmp):
         target = wl.one_change_pod()
         doomed = random.Random(f"{args.seed}/rm/{args.n}").sample(sorted(p.name for p in wl.pods), args.n // 10)
         for kind in ("cold", "warm", "one_change", "remove10"):
@@ -311,11 +312,6 @@ def cmd_rss(args: argparse.Namespace) -> None:
             for k, v in ph["phases"].items():
                 h = ph["hwm_mb"].get(k)
                 print(f"  {k:<48} {v:7.3f} s" + (f"   peak RSS after {h:6.1f} MB" if h else ""))
-    finally:
-        sbx.down(name)
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:

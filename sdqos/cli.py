@@ -42,6 +42,10 @@ class CgroupMode(str, Enum):
     v2 = "v2"
 
 
+CgroupOpt = typer.Option(CgroupMode.auto, "--cgroup", help="cgroup version of the host (auto: detect).")
+IntervalOpt = typer.Option(1.0, "--interval", help="Seconds over which CPU usage is measured.")
+
+
 def err(line: str) -> None:
     typer.echo(f"sdqos: {line}", err=True)
 
@@ -116,7 +120,7 @@ def plan(
 def explain(
     pod: str = typer.Argument(..., help="A pod manifest file (what-if: added to the config), or namespace/name of a configured pod."),
     config: Path = ConfigOpt,
-    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
 ) -> None:
     """Every value of one pod with the formula and inputs that produced it."""
@@ -209,7 +213,7 @@ def sync(
     bus_address: Optional[str] = BusOpt,
     allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow a config with no pods to remove every pod slice."),
     lock_timeout: float = typer.Option(60.0, "--lock-timeout", help="Seconds to wait for another sync to finish."),
-    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup", help="cgroup version of the host (auto: detect)."),
+    cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list units that were already right."),
     metrics_textfile: Optional[Path] = typer.Option(None, "--metrics-textfile",
@@ -299,9 +303,9 @@ def status(
     config: Path = ConfigOpt,
     output: Output = typer.Option(Output.text, "--output", "-o", help="text (a table; plain when piped) or json."),
     watch: Optional[float] = typer.Option(None, "--watch", help="Refresh every SECONDS until interrupted."),
-    interval: float = typer.Option(1.0, "--interval", help="Seconds over which CPU usage is measured."),
+    interval: float = IntervalOpt,
     bus_address: Optional[str] = BusOpt,
-    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
 ) -> None:
     """The live QoS tree: class, entitled CPU and memory, usage, OOM scores, and what is off
@@ -342,9 +346,9 @@ def status(
 def metrics(
     config: Path = ConfigOpt,
     textfile: Optional[Path] = typer.Option(None, "--textfile", help="Write here atomically (node_exporter textfile collector) instead of stdout."),
-    interval: float = typer.Option(1.0, "--interval", help="Seconds over which CPU usage is measured."),
+    interval: float = IntervalOpt,
     bus_address: Optional[str] = BusOpt,
-    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
 ) -> None:
     """Prometheus metrics: per unit (entitlement, usage, drift, class) and of the last sync."""
@@ -369,7 +373,7 @@ def run(
     config: Path = ConfigOpt,
     replace: bool = typer.Option(False, "--replace", help="Stop a running instance of the container first."),
     bus_address: Optional[str] = BusOpt,
-    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
 ) -> None:
     """Run COMMAND in a container's scope (pod slice, QoS values, OOM score), like systemd-run --scope.
@@ -423,7 +427,7 @@ def adopt(
     children: bool = typer.Option(True, "--children/--no-children", help="Also move the processes' descendants."),
     config: Path = ConfigOpt,
     bus_address: Optional[str] = BusOpt,
-    cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup"),
+    cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
 ) -> None:
     """Move running processes (started by anything) into a container's or VM's scope."""

@@ -286,10 +286,10 @@ def parse_pod(
     if m.get("apiVersion") != "v1" or m.get("kind") != "Pod":
         # Maybe a pod with a typo, maybe not a pod at all: which pod it is cannot be known.
         result.unknown_identities += 1
-    if m.get("apiVersion") != "v1":
-        doc.error("apiVersion", f"must be \"v1\" for a Pod, not {_quote(m.get('apiVersion'))}")
-    if m.get("kind") != "Pod":
-        doc.error("kind", f"must be \"Pod\", not {_quote(m.get('kind'))}")
+        if m.get("apiVersion") != "v1":
+            doc.error("apiVersion", f"must be \"v1\" for a Pod, not {_quote(m.get('apiVersion'))}")
+        if m.get("kind") != "Pod":
+            doc.error("kind", f"must be \"Pod\", not {_quote(m.get('kind'))}")
     doc.unknown(m, POD_FIELDS, "")
     meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
     doc.unknown(meta, METADATA_FIELDS, "metadata")
@@ -310,7 +310,7 @@ def parse_pod(
             uid = None
     if not (name and namespace):
         result.unknown_identities += 1  # (such a pod is never valid: it is not returned below)
-    if name and namespace:
+    else:
         result.invalid_keys.add(f"pod:{namespace}/{name}")  # removed again below if the pod is valid
         if uid_raw is None:
             result.invalid_keys.add(f"uid:{stable_uid(namespace, name)}")
@@ -488,10 +488,10 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
         return None
     if m.get("apiVersion") != VM_API_VERSION or m.get("kind") != "VirtualMachine":
         result.unknown_identities += 1
-    if m.get("apiVersion") != VM_API_VERSION:
-        doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
-    if m.get("kind") != "VirtualMachine":
-        doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
+        if m.get("apiVersion") != VM_API_VERSION:
+            doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
+        if m.get("kind") != "VirtualMachine":
+            doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
     doc.unknown(m, VM_FIELDS, "")
     meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
     name = doc.string(meta.get("name"), "metadata.name", required=True)

@@ -110,17 +110,13 @@ def _label(u: UnitPlan, ooms: dict[str, int]) -> str:
     if u.kind == "container":
         name = u.description.replace("sdqos container ", "").split(" (")[0].rsplit("/", 1)[-1]
         return f"{name} · oom_score_adj {ooms.get(u.name)}"
-    if u.kind == "vm":
-        return u.description.replace("sdqos ", "") + f" · oom_score_adj {ooms.get(u.name)}"
     if u.kind == "machine":
         return "VMs"
     return u.description
 
 
 def _oom_by_scope(plan: Plan) -> dict[str, int]:
-    ooms = {c.scope: c.oom_score_adj for pp in plan.pods for c in pp.containers}
-    ooms.update((v.scope, v.oom_score_adj) for v in plan.vms)
-    return ooms
+    return {c.scope: c.oom_score_adj for pp in plan.pods for c in pp.containers}
 
 
 def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = False) -> list[str]:

@@ -31,7 +31,6 @@ from .manifests import SCOPES_ANNOTATION, parse_scopes_annotation
 from .naming import machine_scope, systemd_unescape
 
 
-
 @dataclass(slots=True)
 class LiveScope:
     """A scope with processes, found below a slice of the tree."""

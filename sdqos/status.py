@@ -164,9 +164,9 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         for r in rows:
             if r.kind == "node":
                 r.flags.append("over-committed")
-    bound_vms = {r.label.split()[1] for r in rows if r.kind == "vm"}
+    bound_vms = {u.owner for u in plan.units if u.kind == "vm"}  # bind_scopes added these to the plan
     for v in plan.vms:
-        if v.vm.name not in bound_vms:
+        if f"vm:{v.vm.name}" not in bound_vms:
             rows.append(Row(v.scope or f"(vm {v.vm.name})", "vm", "machine.slice", f"vm {v.vm.name} ({v.qos})", v.qos,
                             False, _entitled(v.properties), flags=["not-running"]))
     rows = _tree_order(rows)

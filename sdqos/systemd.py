@@ -165,6 +165,10 @@ def _quiet_disconnects(loop: asyncio.AbstractEventLoop, context: dict) -> None:
     loop.default_exception_handler(context)
 
 
+def _disconnected(e: BaseException) -> bool:
+    return isinstance(e, (BusDisconnected, BusUnavailable))
+
+
 def run(coro: Awaitable[T]) -> T:
     """Run one coroutine to completion from synchronous (CLI) code."""
     return asyncio.run(coro)  # type: ignore[arg-type]
@@ -207,25 +211,24 @@ class Systemd:
     async def connect(self) -> Systemd:
         """Connect and subscribe; BusUnavailable if there is no bus, or no systemd on it.
         A bus that is restarting (connection reset mid-handshake) or a systemd that is
-        re-executing gets CONNECT_GRACE seconds; a missing or refusing socket fails at once."""
-        deadline = asyncio.get_running_loop().time() + min(CONNECT_GRACE, self.retry_deadline)
-        delay = 0.05
-        while True:
-            try:
-                await self._open()
-                await self._ready()
-                return self
-            except (BusUnavailable, BusDisconnected) as e:
-                transient = isinstance(e, BusDisconnected) or e.transient
-                if not transient or asyncio.get_running_loop().time() + delay > deadline:
-                    self.close()
-                    if isinstance(e, BusDisconnected):
-                        raise BusUnavailable(f"{SYSTEMD} is not on the bus at {self.address}") from None
-                    raise
-                if self._bus is not None and self._bus.connected:
-                    self._bus.disconnect()
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        re-executing gets CONNECT_GRACE seconds; a missing socket fails at once."""
+        async def attempt() -> None:
+            if self._bus is not None and self._bus.connected:
+                self._bus.disconnect()  # half set up by the attempt before: start over
+            await self._open()
+            await self._ready()
+
+        def transient(e: BaseException) -> bool:
+            return isinstance(e, BusDisconnected) or (isinstance(e, BusUnavailable) and e.transient)
+
+        try:
+            await self._with_retries(attempt, transient, min(CONNECT_GRACE, self.retry_deadline), max_wait=1.0)
+        except (BusUnavailable, BusDisconnected) as e:
+            self.close()
+            if isinstance(e, BusDisconnected):
+                raise BusUnavailable(f"{SYSTEMD} is not on the bus at {self.address}") from None
+            raise
+        return self
 
     def close(self) -> None:
         self._closed = True
@@ -352,10 +355,7 @@ class Systemd:
         try:
             reply = await (asyncio.wait_for(bus.call(msg), self.call_timeout) if timeout else bus.call(msg))
         except asyncio.TimeoutError:
-            if epoch != self._epoch:  # sent as the bus or systemd went away: the reply was lost with it
-                raise BusDisconnected(f"{member}: no reply within {self.call_timeout:g}s across a disconnect",
-                                      unit=unit) from None
-            raise CallTimeout(f"{member}: no reply within {self.call_timeout:g}s", unit=unit) from None
+            raise self._timed_out(epoch, f"{member}: no reply within {self.call_timeout:g}s", unit) from None
         except Exception as e:
             if not bus.connected:
                 raise BusDisconnected(f"{member}: connection lost ({type(e).__name__}: {e})", unit=unit) from None
@@ -368,25 +368,43 @@ class Systemd:
             raise _ERRORS.get(reply.error_name, SystemdError)(f"{member}: {text}", reply.error_name, unit)
         return reply.body
 
+    def _timed_out(self, epoch: int, what: str, unit: str | None) -> SystemdError:
+        """A timeout, or — when the connection or systemd changed since `epoch` (the call went
+        out as the bus or systemd went away, and its reply was lost with it) — a disconnect,
+        which callers may retry."""
+        if epoch != self._epoch:
+            return BusDisconnected(f"{what}, across a disconnect", unit=unit)
+        return CallTimeout(what, unit=unit)
+
     async def _retrying(self, fn: Callable[..., Awaitable[T]], *args: Any, **kw: Any) -> T:
-        """fn(*args) after _ready(), retried with exponential backoff + jitter while the bus or
-        systemd is away, for up to retry_deadline seconds. Only for repeatable operations."""
-        if self._healthy():  # the common case: one attempt, no retry machinery
-            try:
-                return await fn(*args, **kw)
-            except (BusDisconnected, BusUnavailable):
-                self.stats.retries += 1
-        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential, wait_random
+        """fn(*args) after _ready(), retried while the bus or systemd is away, for up to
+        retry_deadline seconds. Only for repeatable operations."""
+        async def attempt() -> T:
+            await self._ready()
+            return await fn(*args, **kw)
+        return await self._with_retries(attempt, _disconnected, self.retry_deadline, max_wait=2.0)
+
+    async def _with_retries(self, attempt: Callable[[], Awaitable[T]], retryable: Callable[[BaseException], bool],
+                            deadline: float, *, max_wait: float) -> T:
+        """attempt(); while it fails with a retryable error, again with exponential backoff +
+        jitter until `deadline` seconds have passed. The first try runs without tenacity: most
+        calls need no retry, and per call (thousands per sync) its set-up would cost more."""
+        try:
+            return await attempt()
+        except Exception as e:
+            if not retryable(e):
+                raise
+            self.stats.retries += 1
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
         def count(_: Any) -> None:
             self.stats.retries += 1
-        async for attempt in AsyncRetrying(
-                retry=retry_if_exception_type((BusDisconnected, BusUnavailable)), reraise=True, before_sleep=count,
-                wait=wait_exponential(multiplier=0.05, max=2.0) + wait_random(0, 0.2),
-                stop=stop_after_delay(self.retry_deadline)):
-            with attempt:
-                await self._ready()
-                result = await fn(*args, **kw)
+        async for a in AsyncRetrying(
+                retry=retry_if_exception(retryable), reraise=True, before_sleep=count,
+                wait=wait_exponential(multiplier=0.05, max=max_wait) + wait_random(0, 0.2),
+                stop=stop_after_delay(deadline)):
+            with a:
+                result = await attempt()
         return result
 
     async def _job(self, unit: str, member: str, sig: str, body: Sequence[Any]) -> None:
@@ -603,9 +621,8 @@ class Systemd:
             await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(min(self.read_window, len(calls))))),
                                    self.call_timeout)
         except asyncio.TimeoutError:
-            if epoch != self._epoch:
-                raise BusDisconnected(f"reading {len(calls)} properties: replies lost in a disconnect", unit=unit) from None
-            raise CallTimeout(f"reading {len(calls)} properties took over {self.call_timeout:g}s", unit=unit) from None
+            raise self._timed_out(epoch, f"reading {len(calls)} properties took over {self.call_timeout:g}s",
+                                  unit) from None
         if failed:
             raise failed[0]
         result = []
