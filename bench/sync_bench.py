@@ -504,8 +504,13 @@ class Bench:
                 self.sync(cfg)
             res[kind] = runs
         # cProfile of the real console script, warm
+        # (not `python -m cProfile`: the console script's main() leaves with os._exit, before
+        # cProfile would write its file; this runs the same app, imports included)
         prof = self.tmp / "warm.prof"
-        s = self.sync(cfg, argv0=[sys.executable, "-m", "cProfile", "-o", str(prof), self.sdqos])
+        code = ("import cProfile, os\np = cProfile.Profile()\np.enable()\ntry:\n"
+                "    from sdqos.cli import app\n    app(prog_name='sdqos')\nexcept SystemExit:\n    pass\n"
+                "p.disable()\np.dump_stats(os.environ['SDQOS_BENCH_PROF'])\n")
+        s = self.sync(cfg, argv0=[sys.executable, "-c", code], extra_env={"SDQOS_BENCH_PROF": str(prof)})
         import pstats
         import io
         buf = io.StringIO()

@@ -9,6 +9,7 @@ each problem with the file it concerns. A file that cannot be read makes its pod
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -22,7 +23,6 @@ from .manifests import ParseResult, check_duplicates, parse_pod_documents, parse
 from .model import NodeConfig, Pod, VirtualMachine
 from .nodeconfig import parse_node_config
 from .quantity import Quantity
-from .yamlsafe import YamlError, load_documents
 
 DEFAULT_DIR = Path("/etc/sdqos")
 MAX_FILE_BYTES = 8 * 2**20
@@ -139,6 +139,8 @@ def _read_text(config_dir: Path, path: Path, real: Path) -> str:
 def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, apply_defaults: bool) -> dict:
     """One pods/ or vms/ file → a cache entry: its objects, errors, and whether its content is
     unknown (unreadable, not YAML, or a document whose identity could not be read)."""
+    from .yamlsafe import YamlError, load_documents  # only on a cache miss: importing PyYAML is ~25 ms
+
     part = ParseResult()
     try:
         docs = load_documents(_read_text(config_dir, path, real))
@@ -159,6 +161,29 @@ def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, ap
         "invalid": sorted(part.invalid_keys),
         "failed": failed,
     }
+
+
+def _node_documents(config_dir: Path, path: Path, real: Path, st: os.stat_result, cache: pc.ParseCache) -> list:
+    """node.yaml's YAML documents, from the parse cache while the file is unchanged. Only the
+    documents are kept (node values are validated again every time, against this host's capacity),
+    and only when JSON gives them back exactly (no integer keys, no NaN)."""
+    key, identity = path.absolute(), pc.file_identity(st)
+    entry = cache.get(key, identity)
+    if entry is not None and entry.get("rel") == "node.yaml" and isinstance(entry.get("docs"), list):
+        return entry["docs"]
+    from .yamlsafe import YamlError, load_documents
+
+    try:
+        docs = load_documents(_read_text(config_dir, path, real))
+    except YamlError as exc:
+        raise InvalidInput(str(exc), where="node.yaml") from None
+    try:
+        exact = json.loads(json.dumps(docs)) == docs
+    except (TypeError, ValueError):
+        exact = False
+    if exact:
+        cache.put(key, identity, {"rel": "node.yaml", "docs": docs})
+    return docs
 
 
 def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str]) -> list[Path]:
@@ -214,16 +239,15 @@ def load_config(
         raise ConfigDirError(f"{config_dir}: {problem}")
     real_dir = config_dir.resolve()
 
+    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}")
     node_path = config_dir / "node.yaml"
     node_raw = None
     if node_path.exists() or node_path.is_symlink():
         try:
-            real, _ = _checked(config_dir, real_dir, node_path, insecure)
-            docs = load_documents(_read_text(config_dir, node_path, real))
+            real, st = _checked(config_dir, real_dir, node_path, insecure)
+            docs = _node_documents(config_dir, node_path, real, st, cache)
         except InvalidInput as exc:
             raise ConfigInvalid([exc]) from None
-        except YamlError as exc:
-            raise ConfigInvalid([InvalidInput(str(exc), where="node.yaml")]) from None
         if len(docs) > 1:
             raise ConfigInvalid([InvalidInput("must hold exactly one document", where="node.yaml")])
         node_raw = docs[0] if docs else None
@@ -233,7 +257,6 @@ def load_config(
     if node_errors:
         raise ConfigInvalid(node_errors)
 
-    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}")
     result = ParseResult()
     failed: list[str] = []
     errors: list[InvalidInput] = []
@@ -242,15 +265,17 @@ def load_config(
         real_parent = (config_dir / sub).resolve() if paths else None
         if real_parent is not None and real_parent != real_dir and real_dir not in real_parent.parents:
             real_parent = None  # a symlinked pods/ pointing outside: every file takes the checked path
+        abs_sub = str((config_dir / sub).absolute())
         for path in paths:
-            rel = f"{sub}/{path.name}"
+            name = path.name
+            rel = f"{sub}/{name}"
             try:
                 real, st = _checked(config_dir, real_dir, path, insecure, real_parent)
             except InvalidInput as exc:
                 errors.append(exc)
                 failed.append(rel)
                 continue
-            key = path.absolute()
+            key = f"{abs_sub}/{name}"  # = str(path.absolute()), without a Path per file
             identity = pc.file_identity(st)
             entry = cache.get(key, identity)
             if entry is None or entry.get("rel") != rel:

@@ -384,8 +384,9 @@ def build_plan(
     tier_mem = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
     tier_members: dict[str, list[str]] = {GUARANTEED: [], BURSTABLE: [], BESTEFFORT: []}
     pod_level = node.gate("PodLevelResources")
+    fix_empty = node.gate("PodLevelResourcesFixKubeletQOSClass")
     for pod in pods:
-        cls = qos.pod_qos(pod, pod_level=pod_level, fix_empty_pod_level=node.gate("PodLevelResourcesFixKubeletQOSClass"))
+        cls = qos.pod_qos(pod, pod_level=pod_level, fix_empty_pod_level=fix_empty)
         why: dict[str, str] | None = {} if explain else None
         rc, reqs, lims = pod_resource_config(pod, cls, node, cgroup, why)
         tier = TIER_NAMES.get(cls)

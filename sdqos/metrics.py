@@ -9,8 +9,12 @@ import os
 import time
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from . import rundir
-from .status import Status
+
+if TYPE_CHECKING:  # a sync records its metrics without importing the status machinery
+    from .status import Status
 
 LAST_SYNC = "last-sync.json"
 

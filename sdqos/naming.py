@@ -8,27 +8,27 @@ underscores, and everything else goes through systemd's own escaping (``systemd-
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 ROOT_SLICE = "-.slice"
 MACHINE_SLICE = "machine.slice"
 UNIT_NAME_MAX = 255
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_.")
+_UNSAFE = re.compile(r"[^A-Za-z0-9:_./]+")  # "/" is not escaped but turned into "-"
 _COMPONENT = re.compile(r"^[A-Za-z0-9]+(?:[A-Za-z0-9-]*[A-Za-z0-9])?$")
 
 
+def _hex(m: re.Match) -> str:
+    return "".join(f"\\x{b:02x}" for b in m.group().encode("utf-8"))
+
+
+@lru_cache(maxsize=4096)  # container names repeat across pods: a plan escapes each name once
 def systemd_escape(text: str) -> str:
     """``systemd-escape TEXT``: ``/`` → ``-``, anything outside ``[A-Za-z0-9:_.]`` → ``\\xNN`` per
     UTF-8 byte, a leading ``.`` escaped too. The result can never add a slice level or a path."""
-    out = []
-    for i, ch in enumerate(text):
-        if ch == "/":
-            out.append("-")
-        elif ch in _SAFE and not (i == 0 and ch == "."):
-            out.append(ch)
-        else:
-            out.extend(f"\\x{b:02x}" for b in ch.encode("utf-8"))
-    return "".join(out)
+    out = _UNSAFE.sub(_hex, text).replace("/", "-")
+    return "\\x2e" + out[1:] if out.startswith(".") else out
 
 
 def systemd_unescape(text: str) -> str:
@@ -90,8 +90,12 @@ def uid_component(uid: str) -> str:
 
 def pod_slice(root: list[str], tier: str | None, uid: str) -> str:
     """``kubepods-pod<uid>.slice`` (Guaranteed, tier None) or ``kubepods-<tier>-pod<uid>.slice``."""
-    comps = list(root) + ["kubepods"] + ([tier] if tier else []) + [uid_component(uid)]
-    return slice_name(comps)
+    return _pod_slice_prefix(tuple(root), tier) + uid_component(uid).replace("-", "_") + ".slice"
+
+
+@lru_cache(maxsize=64)
+def _pod_slice_prefix(root: tuple[str, ...], tier: str | None) -> str:
+    return slice_name(list(root) + ["kubepods"] + ([tier] if tier else []) + ["x"])[: -len("x.slice")]
 
 
 def container_scope(uid: str, container: str) -> str:

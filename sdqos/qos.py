@@ -187,7 +187,11 @@ def _positive_qos(into: dict[str, Quantity], res: ResourceList) -> None:
 
 
 def _has_cpu_and_memory_limits(limits: ResourceList) -> bool:
-    return all(limits.get(n) is not None and limits[n].sign() > 0 for n in QOS_RESOURCES)
+    for n in QOS_RESOURCES:
+        q = limits.get(n)
+        if q is None or q.sign() <= 0:
+            return False
+    return True
 
 
 def pod_qos(pod: Pod, *, pod_level: bool = True, fix_empty_pod_level: bool = False) -> str:

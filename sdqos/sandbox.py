@@ -48,12 +48,10 @@ the internal stages started with ``python -m sdqos.sandbox`` do not pay for impo
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
 import re
-import secrets
 import select
 import shutil
 import signal
@@ -381,7 +379,7 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: boo
             "supervisor": None,
             "supervisor_starttime": None,
             "started": None,
-            "machine_id": secrets.token_hex(16),
+            "machine_id": os.urandom(16).hex(),
             "services": services,
         }
         for h in hierarchies:  # decided before anything exists, so `down` can always find them
@@ -1247,6 +1245,8 @@ def _unshare(flags: int) -> None:
     if hasattr(os, "unshare"):  # Python >= 3.12
         os.unshare(flags)
         return
+    import ctypes  # here, not at the top: only PID 1 of a sandbox needs it
+
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(flags) != 0:
         e = ctypes.get_errno()

@@ -73,8 +73,8 @@ def test_changed_file_is_parsed_again_and_removed_file_dropped(tmp_path):
     assert [p.name for p in c.pods] == ["a"]
     assert c.pods[0].containers[0].requests["cpu"] == Quantity.parse("750m")
     assert summary(c, plan) == summary(*load(cfg, None))
-    entries = json.loads((run / pc.CACHE_NAME).read_text())["files"]
-    assert sorted(Path(k).name for k in entries) == ["a.yaml", "bad.yaml"]
+    _, entries = pc.decode_file((run / pc.CACHE_NAME).read_text())
+    assert sorted(Path(k).name for k in entries) == ["a.yaml", "bad.yaml", "node.yaml"]
 
 
 def test_invalid_file_stays_invalid_when_cached(tmp_path):
@@ -86,30 +86,79 @@ def test_invalid_file_stays_invalid_when_cached(tmp_path):
             for k in ("requests", "limits")]
 
 
-@pytest.mark.parametrize("damage", ["garbage", "group-writable", "wrong-tag", "entry-not-json", "forged-identity"])
+def rewrite(path: Path, tag: str, entries: dict) -> None:
+    path.write_text("".join(pc.encode_file(tag, entries)))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "group-writable", "wrong-tag", "entry-not-json", "forged-identity",
+                                    "cut-short", "line-added"])
 def test_untrusted_or_damaged_cache_is_ignored(tmp_path, damage):
     cfg, run = config(tmp_path), tmp_path / "run"
     want = summary(*load(cfg, None))
     load(cfg, run)
     path = run / pc.CACHE_NAME
-    data = json.loads(path.read_text())
+    tag, entries = pc.decode_file(path.read_text())
     a = str((cfg / "pods" / "a.yaml").absolute())
+    forged = entries[a][1].replace("250000000", "999000000000")
+    assert forged != entries[a][1]
     if damage == "garbage":
         path.write_text("{not json")
     elif damage == "group-writable":
         # a cache anyone could have written: a forged entry in it must not be believed
-        data["files"][a][1] = data["files"][a][1].replace("250000000", "999000000000")
-        path.write_text(json.dumps(data))
+        entries[a][1] = forged
+        rewrite(path, tag, entries)
         os.chmod(path, 0o620)
     elif damage == "wrong-tag":
-        data["tag"] = "0.0.0/other"
-        data["files"][a][1] = data["files"][a][1].replace("250000000", "999000000000")
-        path.write_text(json.dumps(data))
+        entries[a][1] = forged
+        rewrite(path, "0.0.0/other", entries)
     elif damage == "entry-not-json":
-        data["files"][a][1] = "{"
-        path.write_text(json.dumps(data))
-    else:  # an entry for another version of the file (other identity) is not used
-        data["files"][a][0] = [0, 0, 0, 0, 0]
-        data["files"][a][1] = data["files"][a][1].replace("250000000", "999000000000")
-        path.write_text(json.dumps(data))
+        entries[a][1] = "{"
+        rewrite(path, tag, entries)
+    elif damage == "forged-identity":  # an entry for another version of the file (other identity) is not used
+        entries[a][0] = [0, 0, 0, 0, 0]
+        entries[a][1] = forged
+        rewrite(path, tag, entries)
+    elif damage == "cut-short":  # a write that stopped half-way (lines no longer match the keys)
+        entries[a][1] = forged
+        text = "".join(pc.encode_file(tag, entries))
+        path.write_text(text[: text.index(forged) + len(forged) + 1])
+    else:  # one entry line too many: every entry would pair with the wrong file
+        entries[a][1] = forged
+        text = "".join(pc.encode_file(tag, entries))
+        path.write_text(text + forged + "\n")
     assert summary(*load(cfg, run)) == want
+
+
+def test_cache_file_round_trip():
+    entries = {"/c/pods/a.yaml": [[1, 2, 3, 4, 5], '{"x":"a\\nb"}'], "/c/p\u00e4th\nnew.yaml": [[6, 7, 8, 9, 10], "{}"]}
+    text = "".join(pc.encode_file("t", entries))
+    assert text.isascii()
+    assert pc.decode_file(text) == ("t", entries)
+    assert pc.decode_file(text[:-1]) is None  # no final newline: cut short
+
+
+def test_node_yaml_is_cached_and_reread_when_changed(tmp_path):
+    cfg, run = config(tmp_path), tmp_path / "run"
+    c1, _ = load(cfg, run)
+    _, entries = pc.decode_file((run / pc.CACHE_NAME).read_text())
+    node_key = str((cfg / "node.yaml").absolute())
+    assert json.loads(entries[node_key][1]) == {"rel": "node.yaml", "docs": [{"kubeReserved": {"cpu": "500m", "memory": "1Gi"}}]}
+    (cfg / "node.yaml").write_text("kubeReserved: {cpu: '1', memory: 1Gi}\n")
+    c2, _ = load(cfg, run)
+    assert c2.node.kube_reserved["cpu"] == Quantity.parse("1") != c1.node.kube_reserved["cpu"]
+    assert summary(*load(cfg, run)) == summary(*load(cfg, None))
+
+
+@pytest.mark.parametrize("text, cached", [("kubeReserved: {cpu: 500m}\n", True),
+                                          ("x: {1: one}\n", False),  # JSON gives the key back as "1"
+                                          ("x: .nan\n", False),  # NaN != NaN
+                                          ("x: 2001-12-14\n", False)])  # a date: not JSON at all
+def test_node_yaml_is_cached_only_when_json_holds_it_exactly(tmp_path, text, cached):
+    from sdqos.config import _node_documents
+
+    node = tmp_path / "node.yaml"
+    node.write_text(text)
+    cache = pc.ParseCache(None, "t")
+    docs = _node_documents(tmp_path, node, node.resolve(), os.stat(node), cache)
+    assert len(docs) == 1
+    assert (str(node.absolute()) in cache.entries) is cached
