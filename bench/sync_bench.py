@@ -680,6 +680,9 @@ def print_table(rows: list[dict], ext: dict[int, dict], mach: dict, args: argpar
     p(f"load average at start {', '.join(f'{x:.2f}' for x in mach['loadavg_start'])}; at end "
       f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}; speed: 10M-addition Python loop {mach['calib_start']:.2f} s "
       f"at start, {calibrate():.2f} s at end (lower = faster machine)")
+    if "stack_floor_s" in mach:
+        p(f"start-up floor (python -c 'import asyncio, json, typer, <D-Bus lib>', run like a sync): "
+          f"{mach['stack_floor_s']:.3f} s, paid by every sync before it reads a file")
     p(f"sdqos source: {'snapshot taken at start of ' if SNAPSHOT else 'live tree, '}{mach['source']}"
       + (f" (work tree at the end: {source_state()})" if SNAPSHOT and source_state() != mach['source'] else ""))
     hdr = ["N", "units", "floor s", "(u/s)", "shell s", "cold s", "xfloor", "warm s", "1chg s", "rm10% s",
@@ -794,13 +797,26 @@ def main() -> int:
                 sbx.run(sb, ["/bin/true"], cwd=str(tmp))
                 ts.append(time.perf_counter() - t)
             mach["nsenter_s"] = statistics.median(ts)
+        # What any Python tool on this stack pays before its first line of work: interpreter start-up
+        # and importing asyncio, json, typer and the D-Bus library (run as the syncs are)
+        lib = "dbus_fast.aio" if args.backend == "dbus-fast" else "dbus_next.aio"
+        argv = [sys.executable, "-c", f"import asyncio, json, typer, {lib}"]
+        ts = []
+        for _ in range(7):
+            t = time.perf_counter()
+            if args.where == "inside":
+                sbx.run(sb, argv, cwd=str(tmp))
+            else:
+                subprocess.run(argv, cwd=tmp, check=True)
+            ts.append(time.perf_counter() - t)
+        mach["stack_floor_s"] = statistics.median(ts)
         for n in sizes:
             row = bench.run_size(n)
             s = summarize(row)
             rows.append(s)
             ext[n] = extras(row)
             if args.json:
-                print(json.dumps(s), flush=True)
+                print(json.dumps({**s, "stack_floor_s": mach.get("stack_floor_s")}), flush=True)
             else:
                 e = ext[n]
                 log(f"N={n}: {json.dumps(s)} steal med {e['steal_med']:.0f}%")

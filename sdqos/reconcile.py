@@ -243,7 +243,7 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
             for a in skipped:
                 failed_creates.add(a.unit)
                 report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
-            results = await sd.start_transient_units([(a.unit, create_properties(a.plan)) for a in todo])
+            results = await sd.start_transient_units((a.unit, create_properties(a.plan)) for a in todo)
             for a, err in zip(todo, results):
                 if err is None:
                     report.created.append(a.unit)

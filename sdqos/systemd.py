@@ -447,8 +447,8 @@ class Systemd:
                 raise InvalidProperty(f"{name}={value!r} is not a D-Bus '{sig}': {e}", unit=unit) from None
         return out
 
-    def _check_addref(self, props: Iterable[Mapping[str, Any]], unit: str | None = None) -> int:
-        n = sum(bool(p.get("AddRef")) for p in props)
+    def _check_addref(self, n: int, unit: str | None = None) -> int:
+        """n more AddRef=true units on this connection: refused past MAX_ADDREF."""
         if n and self._addref + n > MAX_ADDREF:
             raise InvalidProperty(f"over {MAX_ADDREF} AddRef=true units on one connection: each pins a D-Bus "
                                   "match rule in systemd, and at 512 dbus-daemon disconnects systemd", unit=unit)
@@ -473,7 +473,16 @@ class Systemd:
             finally:
                 sem.release()
 
-        tasks = []
+        # Only the tasks in flight are kept (at 5000 units, keeping every finished task for one
+        # final gather held ~5 MB); an unexpected exception in one is re-raised at the end.
+        pending: set[asyncio.Future] = set()
+        crashed: list[BaseException] = []
+
+        def finished(t: asyncio.Future) -> None:
+            pending.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                crashed.append(t.exception())
+
         for i in range(len(items)):
             await sem.acquire()  # here, not in the task, so that sends keep the list order
             if not self._healthy():
@@ -483,8 +492,13 @@ class Systemd:
                     sem.release()
                     gave_up, results[i:] = e, [e] * (len(items) - i)
                     break
-            tasks.append(asyncio.ensure_future(one(i)))
-        await asyncio.gather(*tasks)
+            t = asyncio.ensure_future(one(i))
+            pending.add(t)
+            t.add_done_callback(finished)
+        if pending:
+            await asyncio.gather(*pending)
+        if crashed:
+            raise crashed[0]
         for i in sorted(again):
             self.stats.retries += 1
             try:
@@ -503,7 +517,7 @@ class Systemd:
         after a disconnect: if the lost attempt had created the unit, that gives UnitExists, which
         callers treat like any UnitExists (the unit is there: SetUnitProperties)."""
         props, aux_units = self._props(properties, name), [[n, self._props(p, n)] for n, p in aux]
-        addref = self._check_addref([properties], name)
+        addref = self._check_addref(int(bool(properties.get("AddRef"))), name)
         await self._retrying(self._job, name, "StartTransientUnit", _STU, [name, mode, props, aux_units])
         self._addref += addref
 
@@ -512,13 +526,15 @@ class Systemd:
         """Create many units with at most `window` jobs in flight (module doc). One result per item,
         in order: None, or the error (UnitExists, JobFailed...). Calls go out in list order on one
         connection and systemd handles them in that order, so list parent slices before children."""
-        items = list(items)
-        built = [(n, self._props(p, n)) for n, p in items]  # all checked before the first call
-        self._check_addref(p for _, p in items)
+        built, addref = [], []  # all checked before the first call; the dicts are not kept
+        for n, p in items:
+            built.append((n, self._props(p, n)))
+            addref.append(int(bool(p.get("AddRef"))))
+        self._check_addref(sum(addref))
         results = await self._bounded(
             built, window or self.window, lambda n, b: self._job(n, "StartTransientUnit", _STU, [n, mode, b, []]),
             lambda n, b: self._retrying(self._job, n, "StartTransientUnit", _STU, [n, mode, b, []]))
-        self._addref += sum(bool(p.get("AddRef")) for (_, p), r in zip(items, results) if r is None)
+        self._addref += sum(a for a, r in zip(addref, results) if r is None)
         return results
 
     async def set_unit_properties(self, name: str, properties: Mapping[str, Any], runtime: bool = True) -> None:

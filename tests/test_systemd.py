@@ -355,7 +355,27 @@ def test_addref_is_capped(sb):
         calls = sd.stats.calls
         with pytest.raises(InvalidProperty, match="AddRef"):
             await sd.start_transient_unit(f"kubepods-a{uid()}.slice", {"AddRef": True})
+        sd._addref = sdm.MAX_ADDREF - 1  # bulk: one more fits, two do not; refused before any call
+        with pytest.raises(InvalidProperty, match="AddRef"):
+            await sd.start_transient_units((f"kubepods-a{uid()}.slice", {"AddRef": True}) for _ in range(2))
         assert sd.stats.calls == calls
+    run(sb, main)
+
+
+def test_bulk_calls_finish_all_then_raise_an_unexpected_error(sb):
+    """A bug in one call's handling must surface, but only after the calls already sent finished."""
+    async def main(sd: Systemd):
+        seen = []
+
+        async def once(name, _):
+            await asyncio.sleep(0.01)
+            seen.append(name)
+            if name == "b":
+                raise RuntimeError("boom")
+
+        with pytest.raises(RuntimeError, match="boom"):
+            await sd._bounded([(n, None) for n in "abcdef"], 2, once, once)
+        assert sorted(seen) == list("abcdef")
     run(sb, main)
 
 
