@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark `sdqos sync` against systemd's own throughput and a shell loop — measured, in one run.
 
-    sudo /work/venv/bin/python bench/sync_bench.py [--sizes 100,1000,5000] [--json]
+    sudo .venv/bin/python bench/sync_bench.py [--sizes 100,1000,5000] [--json]
         [--backend dbus-fast|dbus-next] [--repeat 3] [--profile [--profile-n 1000]] [--keep]
 
 Boots its own `sdqos sandbox` (named sdqbench-<pid>; torn down at the end, on error and on

@@ -72,14 +72,14 @@ def main() -> int:
     import sdqos.cli  # what `sdqos` imports before it parses its arguments (typer, click, sandbox ...)
     _add("imports: sdqos.cli (typer, click, sandbox)", _pc() - t)
     t = _pc()
-    # what `sync` imports lazily: config/engine (yaml), reconcile, systemd (tenacity, the D-Bus lib)
+    # what `sync` imports lazily: config, engine, reconcile, systemd (asyncio, the D-Bus lib)
     import sdqos.config
     import sdqos.engine
     import sdqos.reconcile
     import sdqos.rundir
     import sdqos.systemd
     sdqos.systemd._lib(sdqos.systemd.backend_name())
-    _add("imports: sync modules (yaml, tenacity, D-Bus lib)", _pc() - t)
+    _add("imports: sync modules (asyncio, D-Bus lib)", _pc() - t)
 
     import sdqos.config as C
     import sdqos.reconcile as R
@@ -96,7 +96,22 @@ def main() -> int:
         wrap(pc.ParseCache, "save", "config: parse cache load/lookup/save")
         wrap(pc, "pod_from_json", "config: parse cache decode pods")
         wrap(pc, "pod_to_json", "config: parse cache encode pods")
-    wrap(C, "load_documents", "config: YAML parse")
+    if hasattr(C, "load_documents"):  # older sdqos: PyYAML imported with the config module
+        wrap(C, "load_documents", "config: YAML parse")
+    else:  # PyYAML is imported only when a file must be parsed (a parse-cache miss): time that too
+        def yaml_on_first_parse(fn):
+            @functools.wraps(fn)
+            def first(*a, **kw):
+                if "sdqos.yamlsafe" not in sys.modules:
+                    t = _pc()
+                    import sdqos.yamlsafe as Y
+                    _add("config: import PyYAML (parse-cache misses only)", _pc() - t)
+                    wrap(Y, "load_documents", "config: YAML parse")
+                return fn(*a, **kw)
+            return first
+        for name in ("_parse_file", "_node_documents"):
+            if hasattr(C, name):
+                setattr(C, name, yaml_on_first_parse(getattr(C, name)))
     wrap(C, "parse_pod_documents", "config: validate manifests")
     wrap(C, "parse_node_config", "config: validate manifests")
     wrap(C, "check_duplicates", "config: validate manifests")
