@@ -14,6 +14,8 @@ rather than a silent "last one wins".
 
 from __future__ import annotations
 
+import datetime
+
 import yaml
 
 MAX_EXPANDED_NODES = 1_000_000
@@ -29,6 +31,21 @@ _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 _MISSING = object()
+
+
+# A manifest repeats the same few scalars ("cpu", "100m", "true", 80 ...): resolving a plain scalar's
+# tag runs PyYAML's regexes in Python, so the answers are kept (the tag depends only on the text
+# and its implicit flags; a constructed int, float, bool, None or date is immutable and shared).
+_RESOLVED: dict[tuple, str] = {}
+_CONSTRUCTED: dict[tuple, object] = {}
+_MEMO_MAX = 50_000  # then start over: a file of unique numbers must not grow these without bound
+_IMMUTABLE = (int, float, type(None), datetime.date, bytes)  # bool is an int; datetime is a date
+
+
+def _remember(memo: dict, key: tuple, value: object) -> None:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = value
 
 
 class YamlError(ValueError):
@@ -68,17 +85,27 @@ class _Builder:
             raise YamlError(f"{_where(event)}document expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)")
 
     def scalar(self, event):
-        tag = event.tag
+        tag, value = event.tag, event.value
         if tag is None or tag == "!":
-            tag = self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            key = (value, event.implicit)
+            tag = _RESOLVED.get(key)
+            if tag is None:
+                tag = self.loader.resolve(yaml.ScalarNode, value, event.implicit)
+                _remember(_RESOLVED, key, tag)
         if tag == _STR:
-            return event.value
+            return value
         if tag == _MERGE:
             return _MERGE_KEY
-        constructor = self.loader.yaml_constructors.get(tag)
-        if constructor is None:
-            raise YamlError(f"{_where(event)}unsupported tag {tag!r}")
-        return constructor(self.loader, yaml.ScalarNode(tag, event.value, None, None, event.style))
+        key = (tag, value, event.style)
+        out = _CONSTRUCTED.get(key, _MISSING)
+        if out is _MISSING:
+            constructor = self.loader.yaml_constructors.get(tag)
+            if constructor is None:
+                raise YamlError(f"{_where(event)}unsupported tag {tag!r}")
+            out = constructor(self.loader, yaml.ScalarNode(tag, value, None, None, event.style))
+            if isinstance(out, _IMMUTABLE):
+                _remember(_CONSTRUCTED, key, out)
+        return out
 
     def add(self, value, event) -> None:
         """Put a finished value into its parent (or make it a document)."""

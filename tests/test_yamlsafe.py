@@ -51,3 +51,24 @@ def test_refused_with_a_reason(text, message):
     with pytest.raises(YamlError) as exc:
         load_documents(text)
     assert message in str(exc.value)
+
+
+def test_remembered_scalars_give_what_safeloader_gives():
+    """Scalar tags and values are memoised across documents: the second load of the same text (and
+    the same text in other styles) must still give SafeLoader's objects, with their types."""
+    text = ("a: [1, '1', 1.5, '1.5', true, 'true', yes, null, '', ~, 0o17, 017, 0x1f, .inf, 2001-12-14,"
+            " 2001-12-14t21:59:43.10-05:00, !!str 3, !!int '4', !!float '5', \"6\"]\n")
+    want = yaml.load(text, Loader=yaml.SafeLoader)
+    for _ in range(2):
+        got = load_documents(text)[0]
+        assert got == want
+        assert [type(v) for v in got["a"]] == [type(v) for v in want["a"]]
+
+
+def test_scalar_memo_stays_bounded():
+    from sdqos import yamlsafe
+
+    text = "".join(f"k{i}: {i}\n" for i in range(yamlsafe._MEMO_MAX + 10))
+    doc = load_documents(text)[0]
+    assert doc[f"k{yamlsafe._MEMO_MAX + 9}"] == yamlsafe._MEMO_MAX + 9
+    assert len(yamlsafe._RESOLVED) <= yamlsafe._MEMO_MAX and len(yamlsafe._CONSTRUCTED) <= yamlsafe._MEMO_MAX
