@@ -38,7 +38,8 @@ _MISSING = object()
 # and its implicit flags; a constructed int, float, bool, None or date is immutable and shared).
 _RESOLVED: dict[tuple, str] = {}
 _CONSTRUCTED: dict[tuple, object] = {}
-_MEMO_MAX = 50_000  # then start over: a file of unique numbers must not grow these without bound
+_MEMO_MAX = 10_000  # then start over: a file of unique numbers must not grow these without bound
+_MEMO_LEN = 12  # only short scalars repeat (keys, units, flags); names and UIDs would only take memory
 _IMMUTABLE = (int, float, type(None), datetime.date, bytes)  # bool is an int; datetime is a date
 
 
@@ -87,11 +88,14 @@ class _Builder:
     def scalar(self, event):
         tag, value = event.tag, event.value
         if tag is None or tag == "!":
-            key = (value, event.implicit)
-            tag = _RESOLVED.get(key)
-            if tag is None:
+            if len(value) > _MEMO_LEN:
                 tag = self.loader.resolve(yaml.ScalarNode, value, event.implicit)
-                _remember(_RESOLVED, key, tag)
+            else:
+                key = (value, event.implicit)
+                tag = _RESOLVED.get(key)
+                if tag is None:
+                    tag = self.loader.resolve(yaml.ScalarNode, value, event.implicit)
+                    _remember(_RESOLVED, key, tag)
         if tag == _STR:
             return value
         if tag == _MERGE:
