@@ -305,6 +305,20 @@ class Bench:
         self.notes.append(msg)
         log("NOTE: " + msg)
 
+    def median_wall(self, argv: list[str], times: int) -> float:
+        """Median wall time of a command run where the syncs run (inside the sandbox, or on the host)."""
+        ts = []
+        for _ in range(times):
+            t = time.perf_counter()
+            if self.args.where == "inside":
+                cp = sbx.run(self.sb, argv, cwd=str(self.tmp))
+            else:
+                cp = subprocess.run(argv, cwd=self.tmp, capture_output=True, text=True)
+            ts.append(time.perf_counter() - t)
+            if cp.returncode != 0:
+                self.note(f"{' '.join(argv)} exited {cp.returncode}: {cp.stderr.strip()[-300:]}")
+        return statistics.median(ts)
+
     def sync(self, cfg: Path, argv0: list[str] | None = None, extra_env: dict | None = None) -> Sample:
         before, _ = systemd_on_bus(self.sb.bus_address)
         env = {**self.env, **(extra_env or {})}
@@ -791,25 +805,11 @@ def main() -> int:
         sb = sbx.up(args.name)
         bench = Bench(args, sb, tmp)
         if args.where == "inside":
-            ts = []
-            for _ in range(5):
-                t = time.perf_counter()
-                sbx.run(sb, ["/bin/true"], cwd=str(tmp))
-                ts.append(time.perf_counter() - t)
-            mach["nsenter_s"] = statistics.median(ts)
+            mach["nsenter_s"] = bench.median_wall(["/bin/true"], 5)
         # What any Python tool on this stack pays before its first line of work: interpreter start-up
         # and importing asyncio, json, typer and the D-Bus library (run as the syncs are)
         lib = "dbus_fast.aio" if args.backend == "dbus-fast" else "dbus_next.aio"
-        argv = [sys.executable, "-c", f"import asyncio, json, typer, {lib}"]
-        ts = []
-        for _ in range(7):
-            t = time.perf_counter()
-            if args.where == "inside":
-                sbx.run(sb, argv, cwd=str(tmp))
-            else:
-                subprocess.run(argv, cwd=tmp, check=True)
-            ts.append(time.perf_counter() - t)
-        mach["stack_floor_s"] = statistics.median(ts)
+        mach["stack_floor_s"] = bench.median_wall([sys.executable, "-c", f"import asyncio, json, typer, {lib}"], 7)
         for n in sizes:
             row = bench.run_size(n)
             s = summarize(row)

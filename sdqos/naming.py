@@ -90,12 +90,13 @@ def uid_component(uid: str) -> str:
 
 def pod_slice(root: list[str], tier: str | None, uid: str) -> str:
     """``kubepods-pod<uid>.slice`` (Guaranteed, tier None) or ``kubepods-<tier>-pod<uid>.slice``."""
-    return _pod_slice_prefix(tuple(root), tier) + uid_component(uid).replace("-", "_") + ".slice"
+    return _tier_prefix(tuple(root), tier) + slice_name([uid_component(uid)])
 
 
 @lru_cache(maxsize=64)
-def _pod_slice_prefix(root: tuple[str, ...], tier: str | None) -> str:
-    return slice_name(list(root) + ["kubepods"] + ([tier] if tier else []) + ["x"])[: -len("x.slice")]
+def _tier_prefix(root: tuple[str, ...], tier: str | None) -> str:
+    """``kubepods-<tier>-``: the part every pod slice of a tier shares, computed once per tier."""
+    return slice_name([*root, "kubepods", *([tier] if tier else [])]).removesuffix(".slice") + "-"
 
 
 def container_scope(uid: str, container: str) -> str:
