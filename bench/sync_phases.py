@@ -15,6 +15,8 @@ import time
 ENTRY = time.time()
 
 import functools  # noqa: E402
+import importlib.abc  # noqa: E402
+import importlib.util  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -98,20 +100,27 @@ def main() -> int:
         wrap(pc, "pod_to_json", "config: parse cache encode pods")
     if hasattr(C, "load_documents"):  # older sdqos: PyYAML imported with the config module
         wrap(C, "load_documents", "config: YAML parse")
-    else:  # PyYAML is imported only when a file must be parsed (a parse-cache miss): time that too
-        def yaml_on_first_parse(fn):
-            @functools.wraps(fn)
-            def first(*a, **kw):
-                if "sdqos.yamlsafe" not in sys.modules:
+    else:  # PyYAML is imported only when a file must be parsed (a parse-cache miss): time that import
+        class TimeYamlImport(importlib.abc.MetaPathFinder):
+            """Times the import of sdqos.yamlsafe (and PyYAML with it) wherever it happens, and
+            only when it happens: a warm sync must not pay it."""
+
+            def find_spec(self, name, path=None, target=None):
+                if name != "sdqos.yamlsafe":
+                    return None
+                sys.meta_path.remove(self)
+                spec = importlib.util.find_spec(name)
+                run = spec.loader.exec_module
+
+                def exec_module(module):
                     t = _pc()
-                    import sdqos.yamlsafe as Y
+                    run(module)
                     _add("config: import PyYAML (parse-cache misses only)", _pc() - t)
-                    wrap(Y, "load_documents", "config: YAML parse")
-                return fn(*a, **kw)
-            return first
-        for name in ("_parse_file", "_node_documents"):
-            if hasattr(C, name):
-                setattr(C, name, yaml_on_first_parse(getattr(C, name)))
+                    wrap(module, "load_documents", "config: YAML parse")
+                spec.loader.exec_module = exec_module
+                return spec
+        if "sdqos.yamlsafe" not in sys.modules:
+            sys.meta_path.insert(0, TimeYamlImport())
     wrap(C, "parse_pod_documents", "config: validate manifests")
     wrap(C, "parse_node_config", "config: validate manifests")
     wrap(C, "check_duplicates", "config: validate manifests")
