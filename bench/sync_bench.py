@@ -20,12 +20,17 @@ Ctrl-C/SIGTERM unless --keep) and, per N, in that one sandbox:
   warm        `sdqos sync` again, nothing to do
   one_change  one Burstable pod's memory limit changed (exactly one unit differs: checked)
   remove10    10 % of the pod files deleted (seeded choice; N/10 pod slices removed: checked)
+  recheck     (--where inside) recheck_floor.py: start-up, stat every config file, one
+              ListUnitsByPatterns, every unit's kernel files: the yardstick of warm and one change
+  given       the one change with config and plan handed over (given_plan.py, unpickling
+              subtracted): what a perfect incremental sync would still cost
 
-Every sync is the wall time of the `sdqos` console script run as a subprocess from the host with
---bus-address (what an operator or a systemd timer runs: interpreter start-up, imports, config
-load, D-Bus, report), SDQOS_RUN_DIR pointing at a per-sandbox temp dir. From the host rather than
-through nsenter: same binary, same unix socket, and no nsenter fork/exec in the number. Peak RSS
-is ru_maxrss of that very child (os.wait4); D-Bus calls and disconnects come from its JSON report.
+Every sync is the wall time of the `sdqos` console script (what an operator or a systemd timer
+runs: interpreter start-up, imports, config load, D-Bus, report), SDQOS_RUN_DIR pointing at a
+per-sandbox temp dir, run inside the sandbox through nsenter (--where inside, the default: PID 1
+is the systemd it talks to) or from the host with --bus-address (--where host). Peak RSS is GNU
+time's figure for the sync (see bench/README.md); D-Bus calls and disconnects come from its JSON
+report.
 Systemd-side evidence of disconnects: the unique bus name of org.freedesktop.systemd1 before and
 after each sync (systemd gets a new one when dbus-daemon throws it off) and its PeakMatchRules
 (org.freedesktop.DBus.Debug.Stats). Times are medians of --repeat runs (shell: one run).
