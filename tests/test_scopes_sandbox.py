@@ -74,8 +74,15 @@ def procs_of(sb, rel: str) -> list[int]:
     pids: list[int] = []
     if not top.exists():
         return pids
-    for d in [top, *[p for p in top.rglob("*") if p.is_dir()]]:
-        pids += [int(x) for x in (d / "cgroup.procs").read_text().split()]
+    try:
+        dirs = [top, *[p for p in top.rglob("*") if p.is_dir()]]
+    except FileNotFoundError:
+        return pids  # the tree went away while we listed it (callers poll)
+    for d in dirs:
+        try:
+            pids += [int(x) for x in (d / "cgroup.procs").read_text().split()]
+        except FileNotFoundError:
+            pass  # removed while we looked (a scope being replaced): it holds no process
     return pids
 
 
