@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,19 @@ def cgroup_rel(unit: str, parent: str | None = None) -> str:
     stem = unit[: -len(".slice")]
     parts = stem.split("-")
     return "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
+
+
+def pids_below(d: Path) -> list[int]:
+    """Host PIDs in cgroup dir ``d`` and below, from the kernel's own lists. A cgroup removed while
+    we look (a scope being replaced) holds no process: os.walk skips a directory that vanished, and
+    so is a ``cgroup.procs`` that did. Callers that wait for processes poll."""
+    pids: list[int] = []
+    for root, _dirs, _files in os.walk(d):
+        try:
+            pids += [int(x) for x in Path(root, "cgroup.procs").read_text().split()]
+        except FileNotFoundError:
+            pass
+    return pids
 
 
 def kernel(sb: sbx.Sandbox, controller: str, rel: str, file: str) -> int:

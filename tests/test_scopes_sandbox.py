@@ -15,7 +15,7 @@ from sdqos import sandbox as sbx
 from sdqos.manifests import stable_uid
 from sdqos.naming import container_scope
 
-from .sbhelpers import active_state, cgroup_rel, kernel, sdqos_in, sync_json, wait_for
+from .sbhelpers import active_state, cgroup_rel, kernel, pids_below, sdqos_in, sync_json, wait_for
 
 NODE = """\
 capacity: {cpu: "2", memory: 4Gi, pids: "100000"}
@@ -70,20 +70,7 @@ def run_bg(sb, config, *args, extra=()):
 
 def procs_of(sb, rel: str) -> list[int]:
     """Host PIDs in a cgroup (and below), from the kernel's own list."""
-    top = sb.cgroup_path("pids") / rel
-    pids: list[int] = []
-    if not top.exists():
-        return pids
-    try:
-        dirs = [top, *[p for p in top.rglob("*") if p.is_dir()]]
-    except FileNotFoundError:
-        return pids  # the tree went away while we listed it (callers poll)
-    for d in dirs:
-        try:
-            pids += [int(x) for x in (d / "cgroup.procs").read_text().split()]
-        except FileNotFoundError:
-            pass  # removed while we looked (a scope being replaced): it holds no process
-    return pids
+    return pids_below(sb.cgroup_path("pids") / rel)
 
 
 def oom(pid: int) -> int:

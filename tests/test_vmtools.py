@@ -19,6 +19,7 @@ from sdqos.naming import machine_scope
 from sdqos.systemd import Systemd
 
 from . import vmtools as vm
+from .sbhelpers import pids_below
 
 LIBVIRT_AFTER = {"libvirtd.service", "virtqemud.service"}  # libvirt 9's extra scope properties
 # what differs between two scopes of identical making: names, ids, times, who holds a bus ref
@@ -70,10 +71,7 @@ def loaded(sb: sbx.Sandbox, unit: str) -> bool:
 
 def procs(d: Path) -> set[int]:
     """PIDs in cgroup dir `d` and below."""
-    out: set[int] = set()
-    for root, _dirs, _files in os.walk(d):
-        out.update(int(x) for x in Path(root, "cgroup.procs").read_text().split())
-    return out
+    return set(pids_below(d))
 
 
 def cpu_ticks(pid: int) -> int:
