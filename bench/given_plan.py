@@ -15,13 +15,12 @@ nothing (a perfect incremental sync)? The gap between this and the recheck floor
 cost per sync; the gap between a real sync and this is the config and the plan.
 """
 
+import os
+import pickle
+import sys
 import time
 
-import os  # noqa: E402
-import pickle  # noqa: E402
-import sys  # noqa: E402
-
-from sdqos import cli, engine  # noqa: E402  (the console script imports sdqos.cli too)
+from sdqos import cli, engine  # the console script imports sdqos.cli too
 
 
 def handover(path: str) -> float:

@@ -8,7 +8,6 @@ import json
 import os
 import time
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from . import rundir
