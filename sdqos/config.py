@@ -14,9 +14,9 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
-from . import host
+from . import fanout, host
 from . import parsecache as pc
 from .errors import ConfigDirError, InvalidInput
 from .manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
@@ -163,6 +163,33 @@ def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, ap
     }
 
 
+def _parse_files(config_dir: Path, misses: list[tuple[Path, Path, str, str, str, list[int]]], apply_defaults: bool,
+                 workers: int | None) -> list[str]:
+    """Parse the files the cache could not answer for: their cache entries as JSON text. Many files
+    (a just-booted host: the cache lives in /run) are spread over the CPUs (sdqos.fanout)."""
+    from . import yamlsafe  # noqa: F401 - imported once here, not once per forked child
+
+    def parse(chunk: Sequence[tuple[Path, Path, str, str, str, list[int]]]) -> list[str]:
+        out = []
+        for path, real, sub, rel, _, _ in chunk:
+            entry = _parse_file(config_dir, path, real, sub, rel, apply_defaults)
+            entry["rel"] = rel
+            out.append(json.dumps(entry, separators=(",", ":")))
+        return out
+
+    n = fanout.workers_for(len(misses)) if workers is None else workers
+    return fanout.map_chunks(parse, misses, n)
+
+
+_FileObjects = tuple[list[Pod], list[VirtualMachine], list[InvalidInput], list[str], bool]
+
+
+def _objects(entry: dict) -> _FileObjects:
+    """A cache entry's model objects: pods, VMs, errors, invalid keys, and whether the file failed."""
+    return ([pc.pod_from_json(p) for p in entry["pods"]], [pc.vm_from_json(v) for v in entry["vms"]],
+            [pc.error_from_json(e) for e in entry["errors"]], entry["invalid"], bool(entry["failed"]))
+
+
 def _node_documents(config_dir: Path, path: Path, real: Path, st: os.stat_result, cache: pc.ParseCache) -> list:
     """node.yaml's YAML documents, from the parse cache while the file is unchanged. Only the
     documents are kept (node values are validated again every time, against this host's capacity),
@@ -221,10 +248,12 @@ def load_config(
     insecure: bool = False,
     apply_defaults: bool = True,
     cache_dir: Path | None = None,
+    workers: int | None = None,
 ) -> Config:
     """Read and validate the whole config directory. Raises ConfigDirError when the directory is
     unusable and ConfigInvalid when node.yaml is; per-file problems are collected in the result.
-    ``cache_dir``: keep validated files there (sdqos.parsecache) and reuse them while unchanged."""
+    ``cache_dir``: keep validated files there (sdqos.parsecache) and reuse them while unchanged.
+    ``workers``: processes parsing the files the cache lacks (default: by CPUs and file count)."""
     config_dir = Path(config_dir)
     try:
         st = os.stat(config_dir)
@@ -260,6 +289,9 @@ def load_config(
     result = ParseResult()
     failed: list[str] = []
     errors: list[InvalidInput] = []
+    # Per file, in order: what its cache entry holds, or None until the file is parsed.
+    slots: list[tuple[str, _FileObjects | None]] = []
+    misses: list[tuple[Path, Path, str, str, str, list[int]]] = []  # (path, real, sub, rel, key, identity)
     for sub in ("pods", "vms"):
         paths = _list_dir(config_dir, sub, insecure, errors, failed)
         real_parent = (config_dir / sub).resolve() if paths else None
@@ -278,16 +310,25 @@ def load_config(
             key = f"{abs_sub}/{name}"  # = str(path.absolute()), without a Path per file
             identity = pc.file_identity(st)
             entry = cache.get(key, identity)
-            if entry is None or entry.get("rel") != rel:
-                entry = _parse_file(config_dir, path, real, sub, rel, apply_defaults)
-                entry["rel"] = rel
-                cache.put(key, identity, entry)
-            result.pods.extend(pc.pod_from_json(p) for p in entry["pods"])
-            result.vms.extend(pc.vm_from_json(v) for v in entry["vms"])
-            result.errors.extend(pc.error_from_json(e) for e in entry["errors"])
-            result.invalid_keys.update(entry["invalid"])
-            if entry["failed"]:
-                failed.append(rel)
+            if entry is not None and entry.get("rel") == rel:
+                slots.append((rel, _objects(entry)))
+            else:
+                slots.append((rel, None))
+                misses.append((path, real, sub, rel, key, identity))
+    if misses:
+        fresh: dict[str, _FileObjects] = {}
+        for (_, _, _, rel, key, identity), text in zip(misses, _parse_files(config_dir, misses, apply_defaults, workers)):
+            cache.put_text(key, identity, text)
+            fresh[rel] = _objects(json.loads(text))
+        slots = [(rel, objs if objs is not None else fresh[rel]) for rel, objs in slots]
+    for rel, objs in slots:
+        pods, vms, errs, invalid, file_failed = objs
+        result.pods.extend(pods)
+        result.vms.extend(vms)
+        result.errors.extend(errs)
+        result.invalid_keys.update(invalid)
+        if file_failed:
+            failed.append(rel)
     cache.save()
     check_duplicates(result)
     vms_declared = bool(_list_dir(config_dir, "vms", True, [], []))

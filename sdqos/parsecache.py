@@ -189,7 +189,11 @@ class ParseCache:
         return None
 
     def put(self, path: Path | str, identity: list[int], entry: dict) -> None:
-        self.entries[str(path)] = [identity, json.dumps(entry, separators=(",", ":"))]
+        self.put_text(path, identity, json.dumps(entry, separators=(",", ":")))
+
+    def put_text(self, path: Path | str, identity: list[int], text: str) -> None:
+        """Store an entry already encoded as compact JSON (as a parsing child hands it over)."""
+        self.entries[str(path)] = [identity, text]
         self.used.add(str(path))
         self.dirty = True
 

@@ -1,0 +1,127 @@
+"""Parsing spread over forked children (sdqos.fanout): the same results in the same order as one
+process, a failing child costs only time, and nothing is left running."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sdqos import fanout
+from sdqos.config import load_config
+from sdqos.quantity import Quantity
+
+CAPACITY = {"cpu": Quantity.parse("64"), "memory": Quantity.parse("256Gi"), "pid": Quantity.parse("4194304")}
+PARENT = os.getpid()
+
+
+def no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def tag(chunk):
+    return [f"{x}@{os.getpid()}" for x in chunk]
+
+
+@pytest.mark.parametrize("n,workers", [(1, 4), (3, 3), (10, 3), (100, 4), (7, 1)])
+def test_results_in_item_order_from_several_processes(n, workers):
+    out = fanout.map_chunks(tag, list(range(n)), workers)
+    assert [int(s.split("@")[0]) for s in out] == list(range(n))
+    pids = {s.split("@")[1] for s in out}
+    assert len(pids) == min(n, workers), "every chunk but the first ran in a child"
+    assert str(PARENT) in pids
+    assert no_children_left()
+
+
+def test_child_failure_is_redone_by_the_parent():
+    def only_parent_succeeds(chunk):
+        if os.getpid() != PARENT:
+            raise RuntimeError("boom in a child")
+        return [str(x) for x in chunk]
+
+    assert fanout.map_chunks(only_parent_succeeds, list(range(9)), 3) == [str(x) for x in range(9)]
+    assert no_children_left()
+
+
+def test_child_killed_or_short_output_is_redone_by_the_parent():
+    def child_dies(chunk):
+        if os.getpid() != PARENT and chunk[0] == 3:
+            os._exit(0)  # exits "cleanly" without writing: the parent must notice the missing results
+        if os.getpid() != PARENT:
+            os.kill(os.getpid(), 9)
+        return [str(x) for x in chunk]
+
+    assert fanout.map_chunks(child_dies, list(range(9)), 3) == [str(x) for x in range(9)]
+    assert no_children_left()
+
+
+def test_an_error_of_fn_reaches_the_caller_as_without_children():
+    def always(chunk):
+        raise ValueError(f"bad {chunk[0]}")
+
+    with pytest.raises(ValueError, match="bad 0"):
+        fanout.map_chunks(always, list(range(9)), 3)
+    assert no_children_left()
+
+
+def test_empty_strings_and_unicode_survive():
+    items = ["", "ä", "x" * 100_000, ""]
+    assert fanout.map_chunks(lambda c: list(c), items, 4) == items
+
+
+def test_workers_for_sizes():
+    assert fanout.workers_for(10, cpus=8) == 1
+    assert fanout.workers_for(1000, cpus=2) == 2
+    assert fanout.workers_for(1000, cpus=64) == fanout.MAX_WORKERS
+    assert fanout.workers_for(100, cpus=64) == 100 // fanout.MIN_CHUNK
+
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: p{i}, namespace: t}}
+spec:
+  containers:
+  - name: app
+    resources:
+      requests: {{cpu: {cpu}, memory: 64Mi}}
+"""
+
+
+def test_config_loaded_by_several_processes_equals_one_process(tmp_path: Path, monkeypatch):
+    d = tmp_path / "cfg"
+    (d / "pods").mkdir(parents=True)
+    (d / "vms").mkdir()
+    (d / "node.yaml").write_text("kubeReserved: {cpu: 500m}\n")
+    for i in range(60):
+        cpu = "12x" if i % 17 == 5 else f"{10 + i}m"  # a bad quantity now and then
+        text = POD.format(i=i, cpu=cpu) if i % 23 != 7 else "spec: [unclosed\n"  # and broken YAML
+        (d / "pods" / f"p{i:02d}.yaml").write_text(text)
+    (d / "pods" / "dup.yaml").write_text(POD.format(i=3, cpu="1"))  # a duplicate pod across files
+    (d / "vms" / "vm.yaml").write_text("apiVersion: sdqos.io/v1alpha1\nkind: VirtualMachine\nmetadata: {name: v}\n"
+                                       "spec: {resources: {limits: {cpu: 1, memory: 1Gi}}}\n")
+    for p in [d, *d.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+
+    def summary(c):
+        return (c.pods, c.vms, [str(e) for e in c.errors], c.failed_files, c.warnings, sorted(c.invalid_keys))
+
+    delivered = []
+    collect = fanout._collect
+    monkeypatch.setattr(fanout, "_collect", lambda child: delivered.append(collect(child)) or delivered[-1])
+    one = summary(load_config(d, detected=CAPACITY, workers=1))
+    assert not delivered
+    assert one[2] and one[3], "the config has errors and failed files"
+    assert len(one[0]) > 50 and one[1]
+    for workers in (2, 5):
+        assert summary(load_config(d, detected=CAPACITY, workers=workers)) == one
+    run = tmp_path / "run"
+    assert summary(load_config(d, detected=CAPACITY, workers=4, cache_dir=run)) == one
+    assert summary(load_config(d, detected=CAPACITY, workers=4, cache_dir=run)) == one  # from the cache
+    assert len(delivered) == 1 + 4 + 3 and all(r is not None for r in delivered), "the children parsed"
+    assert no_children_left()
