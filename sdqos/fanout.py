@@ -77,7 +77,7 @@ def _spawn(fn: Callable[[Sequence[T]], list[str]], chunk: Sequence[T]) -> tuple[
             while view:
                 view = view[os.write(fd, view):]
             status = 0
-        except BaseException:  # noqa: BLE001 - the parent redoes the chunk and sees the error
+        except BaseException:  # noqa: BLE001, S110 - the parent redoes the chunk, and so sees the error
             pass
         finally:
             os._exit(status)
