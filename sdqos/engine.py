@@ -425,7 +425,8 @@ def build_plan(
         tier_cpu[cls] += reqs[CPU]
         if cls != BESTEFFORT:
             tier_mem[cls] += reqs[MEMORY]
-        tier_members[cls].append(f"{pod.key} {H.cpu(reqs[CPU])}")
+        if explain:
+            tier_members[cls].append(f"{pod.key} {H.cpu(reqs[CPU])}")
 
     total_cpu = sum(tier_cpu.values()) + vm_cpu
     total_mem = sum(tier_mem.values()) + sum(v.requests[MEMORY] for v in vm_plans)
