@@ -212,3 +212,51 @@ def test_cgroupfs_write_behind_systemds_back_is_restored(clean_sandbox, tmp_path
     assert report["drift"] == [{"unit": web, "changes": {}, "kernel": {"cpu/cpu.shares": [77, 512]}}]
     assert kernel(sb, "cpu", rel, "cpu.shares") == 512
     assert "nothing to do" in sdqos_in(sb, "sync", "--config", str(config)).stdout
+
+
+MANY_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: many-{i}, namespace: load}}
+spec:
+  containers:
+  - name: app
+    resources:
+{resources}
+"""
+
+
+def test_cold_sync_of_many_files_parsed_by_several_processes(clean_sandbox, tmp_path):
+    """Enough pod files (and no parse cache for them) that sdqos.fanout forks parsers on a machine
+    with two CPUs or more: every pod slice gets exactly what a one-process load plans, and the
+    next sync, from the cache, has nothing to do."""
+    from sdqos import fanout
+    from sdqos.config import load_config
+    from sdqos.engine import build_plan
+
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    shapes = [
+        "      requests: {{cpu: {m}m, memory: {mi}Mi}}\n      limits: {{cpu: {m}m, memory: {mi}Mi}}",  # Guaranteed
+        "      requests: {{cpu: {m}m, memory: {mi}Mi}}\n      limits: {{memory: {lim}Mi}}",  # Burstable
+        "      {{}}",  # BestEffort
+    ]
+    for i in range(150):
+        res = shapes[i % 3].format(m=10 + i, mi=16 + i, lim=32 + 2 * i)
+        (config / "pods" / f"many-{i:03d}.yaml").write_text(MANY_POD.format(i=i, resources=res))
+    n_files = len(list((config / "pods").iterdir()))
+    assert fanout.workers_for(n_files, cpus=2) == 2
+
+    cfg = load_config(config, workers=1)
+    assert not cfg.errors
+    slices = {u.name: u.properties for u in build_plan(cfg.node, cfg.pods, cfg.vms, "v1").units if u.name.endswith(".slice")}
+    assert len(slices) == 3 + len(cfg.pods) >= 153
+
+    report = sync_json(sb, config)
+    assert sorted(report["created"]) == sorted(slices)
+    assert report["errors"] == [] and report["invalid"] == []
+    for name, props in slices.items():
+        assert kernel_values(sb, cgroup_rel(name)) == expected_kernel(props), name
+    again = sync_json(sb, config)
+    assert (again["created"], again["updated"], again["removed"]) == ([], [], [])
+    assert len(again["unchanged"]) == len(slices)
