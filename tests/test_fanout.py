@@ -125,3 +125,17 @@ def test_config_loaded_by_several_processes_equals_one_process(tmp_path: Path, m
     assert summary(load_config(d, detected=CAPACITY, workers=4, cache_dir=run)) == one  # from the cache
     assert len(delivered) == 1 + 4 + 3 and all(r is not None for r in delivered), "the children parsed"
     assert no_children_left()
+
+
+def test_children_reaped_by_the_kernel_still_give_the_right_answer():
+    """With SIGCHLD ignored (inherited from a careless parent), the kernel reaps the children and
+    waitpid fails: their results are not trusted, the parent parses every chunk itself."""
+    import signal
+
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        out = fanout.map_chunks(tag, list(range(12)), 3)
+    finally:
+        signal.signal(signal.SIGCHLD, old)
+    assert [int(s.split("@")[0]) for s in out] == list(range(12))
+    assert {s.split("@")[1] for s in out} == {str(PARENT)}
