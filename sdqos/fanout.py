@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -28,8 +29,13 @@ def usable_cpus() -> int:
 
 
 def workers_for(n_items: int, cpus: int | None = None) -> int:
-    """How many processes (parent included) are worth it for ``n_items``."""
+    """How many processes (parent included) are worth it for ``n_items``. One when this process
+    runs other threads: a forked child gets only the calling thread, and any lock another thread
+    held at the fork (allocator, logging, I/O) stays locked in the child forever."""
     cpus = usable_cpus() if cpus is None else cpus
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        return 1
     return max(1, min(cpus, MAX_WORKERS, n_items // MIN_CHUNK))
 
 

@@ -139,3 +139,17 @@ def test_children_reaped_by_the_kernel_still_give_the_right_answer():
         signal.signal(signal.SIGCHLD, old)
     assert [int(s.split("@")[0]) for s in out] == list(range(12))
     assert {s.split("@")[1] for s in out} == {str(PARENT)}
+
+
+def test_no_fork_while_other_threads_run():
+    import threading
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert fanout.workers_for(1000, cpus=4) == 1
+    finally:
+        stop.set()
+        t.join()
+    assert fanout.workers_for(1000, cpus=4) == 4
