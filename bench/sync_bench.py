@@ -688,6 +688,11 @@ def targets(rows: list[dict], ext: dict[int, dict] | None = None,
     return out
 
 
+def verdict(ok: bool | str | None) -> str:
+    """A target's mark: met, MISS, n/a (not run), or info (a figure that explains the one above)."""
+    return "n/a" if ok is None else "info" if ok == "info" else "met" if ok else "MISS"
+
+
 def source_state() -> str:
     """git HEAD of the sdqos checkout plus a hash of the sdqos/*.py actually on disk (others may be
     editing the work tree: a change during the run is reported in the notes)."""
@@ -792,8 +797,7 @@ def print_table(rows: list[dict], ext: dict[int, dict], mach: dict, args: argpar
           f"PeakMatchRules {e['peak_match_rules']} (since the sandbox booted)")
     p("\nTargets (same run):")
     for name, val, ok in targets(rows, ext, mach.get("stack_floor_s")):
-        mark = "n/a " if ok is None else "info" if ok == "info" else ("met " if ok else "MISS")
-        p(f"  [{mark}] {name:<38} {val}")
+        p(f"  [{verdict(ok):<4}] {name:<38} {val}")
     if notes:
         p("\nNotes:")
         for n in notes:
@@ -892,7 +896,7 @@ def main() -> int:
                 print_profile(n, prof)
         else:
             for name, val, ok in targets(rows, ext, mach.get("stack_floor_s")):
-                log(f"target {'n/a' if ok is None else ok if ok == 'info' else 'met' if ok else 'MISS'}: {name.strip()}: {val}")
+                log(f"target {verdict(ok)}: {name.strip()}: {val}")
             for n, prof in bench.profiles.items():
                 print_profile(n, prof, out=sys.stderr)
         return 1 if bench.notes else 0
