@@ -41,6 +41,8 @@ class ConfigInvalid(InvalidInput):
 
 @dataclass
 class Config:
+    """The whole config directory, validated; per-file problems are in ``errors``."""
+
     dir: Path
     node: NodeConfig
     pods: list[Pod] = field(default_factory=list)
@@ -62,12 +64,15 @@ class Config:
         return not self.errors
 
 
-def _fail(config_dir: Path, path: Path, message: str) -> InvalidInput:
+def _where(config_dir: Path, path: Path) -> str:
     try:
-        rel = str(path.relative_to(config_dir))
+        return str(path.relative_to(config_dir))
     except ValueError:
-        rel = str(path)
-    return InvalidInput(message, where=rel)
+        return str(path)
+
+
+def _fail(config_dir: Path, path: Path, message: str) -> InvalidInput:
+    return InvalidInput(message, where=_where(config_dir, path))
 
 
 def _check_mode(st: os.stat_result, what: str, insecure: bool) -> str | None:
@@ -81,18 +86,8 @@ def _check_mode(st: os.stat_result, what: str, insecure: bool) -> str | None:
     return None
 
 
-def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool,
-             real_parent: Path | None = None) -> tuple[Path, os.stat_result]:
-    """The real path and stat of a config file that passed every safety check, or InvalidInput.
-    ``real_parent``: path's directory, already resolved and inside real_dir; then a plain file
-    costs one lstat instead of a resolve() per path component."""
-    if real_parent is not None:
-        try:
-            lst = os.lstat(path)
-        except OSError:
-            lst = None  # the slow path below words the error
-        if lst is not None and stat.S_ISREG(lst.st_mode):
-            return real_parent / path.name, _checked_stat(config_dir, path, lst, insecure)
+def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> tuple[Path, os.stat_result]:
+    """The real path and stat of a config file that passed every safety check, or InvalidInput."""
     try:
         real = path.resolve(strict=True)
     except RuntimeError:
@@ -107,17 +102,34 @@ def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool,
         st = os.stat(real)
     except OSError as exc:
         raise _fail(config_dir, path, f"cannot stat: {exc.strerror or exc}") from None
-    return real, _checked_stat(config_dir, path, st, insecure)
+    return real, _checked_stat(_where(config_dir, path), st, insecure)
 
 
-def _checked_stat(config_dir: Path, path: Path, st: os.stat_result, insecure: bool) -> os.stat_result:
+def _checked_plain(config_dir: Path, sub_dir: str, real_sub: str | None, name: str, rel: str,
+                   insecure: bool) -> tuple[str, os.stat_result | None]:
+    """The fast path of :func:`_checked` for a file in an already resolved directory (``real_sub``,
+    inside the config directory): a regular file (not a symlink) costs one lstat. (real path, stat)
+    if it passed every check; (_, None) when the full check must decide; InvalidInput otherwise."""
+    if real_sub is None:
+        return "", None
+    try:
+        lst = os.lstat(f"{sub_dir}/{name}")
+    except OSError:
+        return "", None  # the full check words the error
+    if not stat.S_ISREG(lst.st_mode):
+        return "", None
+    return f"{real_sub}/{name}", _checked_stat(rel, lst, insecure)
+
+
+def _checked_stat(where: str, st: os.stat_result, insecure: bool) -> os.stat_result:
+    """``st`` if it is a regular file sdqos may trust and read, else InvalidInput about ``where``."""
     if not stat.S_ISREG(st.st_mode):
-        raise _fail(config_dir, path, "is not a regular file")
+        raise InvalidInput("is not a regular file", where=where)
     problem = _check_mode(st, "file", insecure)
     if problem:
-        raise _fail(config_dir, path, problem)
+        raise InvalidInput(problem, where=where)
     if st.st_size > MAX_FILE_BYTES:
-        raise _fail(config_dir, path, f"is {st.st_size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit")
+        raise InvalidInput(f"is {st.st_size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit", where=where)
     return st
 
 
@@ -213,7 +225,8 @@ def _node_documents(config_dir: Path, path: Path, real: Path, st: os.stat_result
     return docs
 
 
-def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str]) -> list[Path]:
+def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str]) -> list[str]:
+    """The names of the config files in ``sub``, sorted; [] (and an error) when it is unusable."""
     d = config_dir / sub
     if not d.exists() and not d.is_symlink():
         return []
@@ -238,7 +251,7 @@ def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidIn
         errors.append(_fail(config_dir, d, f"cannot be listed: {exc.strerror or exc}"))
         failed.append(sub)
         return []
-    return [d / n for n in names if n.endswith(SUFFIXES) and not n.startswith(".")]
+    return [n for n in names if n.endswith(SUFFIXES) and not n.startswith(".")]
 
 
 def load_config(
@@ -293,28 +306,33 @@ def load_config(
     slots: list[tuple[str, _FileObjects | None]] = []
     misses: list[tuple[Path, Path, str, str, str, list[int]]] = []  # (path, real, sub, rel, key, identity)
     for sub in ("pods", "vms"):
-        paths = _list_dir(config_dir, sub, insecure, errors, failed)
-        real_parent = (config_dir / sub).resolve() if paths else None
+        names = _list_dir(config_dir, sub, insecure, errors, failed)
+        sub_dir = config_dir / sub
+        real_parent = sub_dir.resolve() if names else None
         if real_parent is not None and real_parent != real_dir and real_dir not in real_parent.parents:
             real_parent = None  # a symlinked pods/ pointing outside: every file takes the checked path
-        abs_sub = str((config_dir / sub).absolute())
-        for path in paths:
-            name = path.name
+        # Paths as strings: a cache hit on a plain file costs one lstat and no Path object (two Path
+        # operations per file were ~7 µs, 1 % of a warm sync of 1000 pods).
+        sub_str, abs_sub = str(sub_dir), str(sub_dir.absolute())
+        real_sub = str(real_parent) if real_parent is not None else None
+        for name in names:
             rel = f"{sub}/{name}"
             try:
-                real, st = _checked(config_dir, real_dir, path, insecure, real_parent)
+                real, st = _checked_plain(config_dir, sub_str, real_sub, name, rel, insecure)
+                if st is None:  # a symlink, or something to word an error about: resolve it
+                    real, st = _checked(config_dir, real_dir, sub_dir / name, insecure)
             except InvalidInput as exc:
                 errors.append(exc)
                 failed.append(rel)
                 continue
-            key = f"{abs_sub}/{name}"  # = str(path.absolute()), without a Path per file
+            key = f"{abs_sub}/{name}"  # = str(path.absolute())
             identity = pc.file_identity(st)
             entry = cache.get(key, identity)
             if entry is not None and entry.get("rel") == rel:
                 slots.append((rel, _objects(entry)))
             else:
                 slots.append((rel, None))
-                misses.append((path, real, sub, rel, key, identity))
+                misses.append((sub_dir / name, Path(real), sub, rel, key, identity))
     if misses:
         fresh: dict[str, _FileObjects] = {}
         for (_, _, _, rel, key, identity), text in zip(misses, _parse_files(config_dir, misses, apply_defaults, workers)):

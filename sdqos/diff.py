@@ -61,6 +61,8 @@ class LiveUnit:
 
 @dataclass(slots=True)
 class Action:
+    """One write to systemd (create, update, stop or reset one unit), in the phase it belongs to."""
+
     kind: str  # create | update | stop | reset
     unit: str
     phase: int
@@ -73,6 +75,8 @@ class Action:
 
 @dataclass(slots=True)
 class Diff:
+    """What a sync must do: the actions in order, and what it found and leaves alone."""
+
     actions: list[Action] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     drift: list[dict] = field(default_factory=list)

@@ -57,6 +57,8 @@ class UnitPlan:
 
 @dataclass(slots=True)
 class ContainerPlan:
+    """One container of a pod: its scope's properties and the oom_score_adj of its processes."""
+
     name: str
     kind: str  # app | init | sidecar
     scope: str
@@ -68,6 +70,8 @@ class ContainerPlan:
 
 @dataclass(slots=True)
 class PodPlan:
+    """One pod: its QoS class, its slice and what kubelet sums for it (requests incl. overhead)."""
+
     pod: Pod
     qos: str
     slice: str
@@ -81,6 +85,8 @@ class PodPlan:
 
 @dataclass(slots=True)
 class VMPlan:
+    """One VM: its QoS class, its scope's properties and the oom_score_adj of its processes."""
+
     vm: VirtualMachine
     qos: str
     scope: str | None  # known scope name (spec.scope / libvirt domain) or None (pidFile only)
@@ -94,6 +100,8 @@ class VMPlan:
 
 @dataclass(slots=True)
 class Plan:
+    """The desired tree: every unit to create or tune (parents first), with the numbers behind it."""
+
     cgroup: str
     node: NodeConfig
     capacity: dict[str, int]  # cpu in millicores, memory in bytes, pid

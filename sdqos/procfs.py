@@ -20,6 +20,8 @@ SET, SAME, GONE, DENIED, ELSEWHERE = "set", "same", "gone", "denied", "elsewhere
 
 @dataclass(frozen=True)
 class OomResult:
+    """What became of one process's oom_score_adj."""
+
     pid: int
     outcome: str  # set | same | gone | denied | elsewhere
     before: int | None = None

@@ -33,6 +33,8 @@ Progress = Callable[[int, int], None]
 
 @dataclass(slots=True)
 class Report:
+    """What a sync did, as ``sdqos sync`` prints it (``as_json``: the stable JSON contract)."""
+
     created: list[str] = field(default_factory=list)
     updated: list[dict] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)

@@ -137,6 +137,8 @@ class UnitState:
 
 @dataclass(slots=True)
 class Stats:
+    """D-Bus traffic of one connection, for the report and the benchmarks."""
+
     calls: int = 0
     retries: int = 0
     disconnects: int = 0  # our connection closed, or systemd left the bus
