@@ -111,9 +111,10 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
 
     Fast path (no usage wanted, and this process sees systemd's cgroup tree): one list call, then
     a planned unit whose kernel values are exactly what its planned properties produce is taken as
-    in sync without asking systemd; only the others (and the node/tier units, whose usage the
-    qosReserved clamp needs) get a D-Bus read. A unit whose kernel values differ although systemd's
-    properties match (a cgroupfs write behind systemd's back) is marked for re-applying."""
+    in sync without asking systemd, and a slice outside the plan is known from the list alone;
+    only the others (and the node/tier units, whose usage the qosReserved clamp needs) get a D-Bus
+    read. A unit whose kernel values differ although systemd's properties match (a cgroupfs write
+    behind systemd's back) is marked for re-applying."""
     props = list(owned(plan.cgroup))
     extra = list(USAGE) if usage else ["MemoryCurrent"]  # MemoryCurrent: tier clamping
     ifaces = {SLICE: props + extra, SCOPE: props + (list(USAGE) if usage else []), SERVICE_IFACE: props,
@@ -129,6 +130,13 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
     need: list[str] = []
     for name, st in listed.items():
         u = planned.get(name)
+        if u is None and name.endswith(".slice"):
+            # Not in the plan (a pod that left the config, or someone else's slice): the diff
+            # stops it or reports it on its state and Description, both in the list. A slice is
+            # never bound to a container or VM, so its properties are not needed (removing 100
+            # of 1000 pods: 108 D-Bus calls instead of 208).
+            live[name] = LiveUnit(name, st.load_state, st.active_state, description=str(st.props.get("Description", "")))
+            continue
         if u is None or st.active_state != "active" or u.kind in ("node", "tier", "reserved"):
             need.append(name)
             continue

@@ -260,3 +260,26 @@ def test_cold_sync_of_many_files_parsed_by_several_processes(clean_sandbox, tmp_
     again = sync_json(sb, config)
     assert (again["created"], again["updated"], again["removed"]) == ([], [], [])
     assert len(again["unchanged"]) == len(slices)
+
+
+def test_removing_pods_reads_no_property_of_their_slices(clean_sandbox, tmp_path):
+    """A pod slice that left the config is stopped on what the one list call says about it (its
+    state and Description): its properties are not read. So the D-Bus calls of a sync that
+    removes pods are a warm sync's plus one per write."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    warm = sync_json(sb, config)
+    before = {n for n in planned_slices(config) if "-pod" in n}
+    for f in ("db.yaml", "web.yaml"):
+        (config / "pods" / f).unlink()
+    report = sync_json(sb, config)
+    gone = before - set(planned_slices(config))
+    assert len(gone) >= 2 and sorted(report["removed"]) == sorted(gone)
+    assert report["errors"] == []
+    writes = len(report["removed"]) + len(report["updated"]) + len(report["created"])
+    assert report["dbusCalls"] == warm["dbusCalls"] + writes
+    for name in gone:
+        assert active_state(sb, name) == "inactive"
+    again = sync_json(sb, config)
+    assert (again["created"], again["updated"], again["removed"]) == ([], [], [])
