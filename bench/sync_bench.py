@@ -143,6 +143,7 @@ def proc_cpu_s(pid: int) -> float:
 @dataclass
 class Sample:
     wall: float = 0.0
+    start: float = 0.0  # time.time() when the interval began (right before the spawn, for a sync)
     steal: float = 0.0  # % of the machine's CPU time stolen by the hypervisor during the interval
     sd_cpu: float = 0.0  # CPU seconds the sandbox's systemd (PID 1) used during the interval
     cpu: float = 0.0  # CPU seconds of the measured process (sync) — nan where not applicable
@@ -159,6 +160,7 @@ class Meter:
     def __enter__(self) -> "Meter":
         self.c0, self.s0 = cpu_counters()
         self.sd0 = proc_cpu_s(self.pid)
+        self.start = time.time()
         self.t0 = time.perf_counter()
         return self
 
@@ -169,7 +171,7 @@ class Meter:
         self.sd_cpu = proc_cpu_s(self.pid) - self.sd0
 
     def sample(self, **kw: Any) -> Sample:
-        return Sample(wall=self.wall, steal=self.steal, sd_cpu=self.sd_cpu, **kw)
+        return Sample(wall=self.wall, start=self.start, steal=self.steal, sd_cpu=self.sd_cpu, **kw)
 
 
 # --- bus evidence ----------------------------------------------------------------------------------
@@ -544,9 +546,9 @@ class Bench:
                     self.reset()
                 if kind == "one_change":
                     changed_path.write_text(variants[(i + 1) % 2])
-                t_spawn = time.time()
                 s = self.sync(cfg, argv0=argv0, extra_env={"SDQOS_BENCH_PHASES": str(phases_file)})
-                t_reaped = t_spawn + s.wall
+                # the sync's own interval (not the bench's checks around it): spawn to reaped
+                t_spawn, t_reaped = s.start, s.start + s.wall
                 ph = json.loads(phases_file.read_text())
                 phases = {"python start-up (interpreter, site, .pth)": ph["entry"] - t_spawn, **ph["phases"],
                           "interpreter exit": max(0.0, t_reaped - ph["end"])}

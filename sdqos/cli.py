@@ -542,6 +542,9 @@ def _add_subcommands() -> None:
 _add_subcommands()
 
 
+GC_THRESHOLD = (20_000, 50, 100)  # a short-lived process building ~10 objects per pod: collect seldom
+
+
 def main() -> None:
     """The console script. Exits without tearing the interpreter down: at thousands of pods,
     freeing every object one by one costs more than the work itself took on a warm sync."""
@@ -549,7 +552,7 @@ def main() -> None:
     import logging
     import os
 
-    gc.set_threshold(20_000, 50, 100)  # a short-lived process building ~10 objects per pod: collect seldom
+    gc.set_threshold(*GC_THRESHOLD)
     try:
         app()
         code = 0
