@@ -175,13 +175,16 @@ def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, ap
     }
 
 
-def _parse_files(config_dir: Path, misses: list[tuple[Path, Path, str, str, str, list[int]]], apply_defaults: bool,
-                 workers: int | None) -> list[str]:
+# A file the parse cache could not answer for: (path, real path, sub dir, rel, cache key, identity).
+_Miss = tuple[Path, Path, str, str, str, list[int]]
+
+
+def _parse_files(config_dir: Path, misses: list[_Miss], apply_defaults: bool, workers: int | None) -> list[str]:
     """Parse the files the cache could not answer for: their cache entries as JSON text. Many files
     (a just-booted host: the cache lives in /run) are spread over the CPUs (sdqos.fanout)."""
     from . import yamlsafe  # noqa: F401 - imported once here, not once per forked child
 
-    def parse(chunk: Sequence[tuple[Path, Path, str, str, str, list[int]]]) -> list[str]:
+    def parse(chunk: Sequence[_Miss]) -> list[str]:
         out = []
         for path, real, sub, rel, _, _ in chunk:
             entry = _parse_file(config_dir, path, real, sub, rel, apply_defaults)
@@ -304,7 +307,7 @@ def load_config(
     errors: list[InvalidInput] = []
     # Per file, in order: what its cache entry holds, or None until the file is parsed.
     slots: list[tuple[str, _FileObjects | None]] = []
-    misses: list[tuple[Path, Path, str, str, str, list[int]]] = []  # (path, real, sub, rel, key, identity)
+    misses: list[_Miss] = []
     for sub in ("pods", "vms"):
         names = _list_dir(config_dir, sub, insecure, errors, failed)
         sub_dir = config_dir / sub
