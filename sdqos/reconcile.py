@@ -135,7 +135,7 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
             # stops it or reports it on its state and Description, both in the list. A slice is
             # never bound to a container or VM, so its properties are not needed (removing 100
             # of 1000 pods: 108 D-Bus calls instead of 208).
-            live[name] = LiveUnit(name, st.load_state, st.active_state, description=str(st.props.get("Description", "")))
+            live[name] = _listed_unit(name, st)
             continue
         if u is None or st.active_state != "active" or u.kind in ("node", "tier", "reserved"):
             need.append(name)
@@ -145,8 +145,7 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
         want = kernelstate.expected(check, plan.cgroup, page)
         have = kernelstate.read(kernelstate.cgroup_of(name, u.slice), want) if want is not None else None
         if have is not None and have == want:
-            live[name] = LiveUnit(name, st.load_state, st.active_state, description=str(st.props.get("Description", "")),
-                                  props=dict(u.properties))
+            live[name] = _listed_unit(name, st, props=dict(u.properties))
         else:
             need.append(name)
             if have is not None and want is not None:
@@ -157,6 +156,13 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
             live[name] = _live_unit(name, st, props)
             live[name].kernel_drift = kernel_off.get(name, {})
     return live
+
+
+def _listed_unit(name: str, st, props: dict[str, int] | None = None) -> LiveUnit:
+    """A unit as the list call describes it (state, Description), with ``props`` where the kernel
+    showed them to be in place; no D-Bus read of its own."""
+    return LiveUnit(name, st.load_state, st.active_state, description=str(st.props.get("Description", "")),
+                    props=props if props is not None else {})
 
 
 def _counter(value) -> int | None:
