@@ -4,8 +4,8 @@ config and computing the plan. Run by sync_bench.py like a sync (same interprete
     SDQOS_BENCH_HANDOVER=/tmp/h.txt python bench/given_plan.py PLAN.pickle sync --config DIR -o json
 
 PLAN.pickle holds (Config, Plan) as the bench built them with sdqos' own load_config and
-build_plan. This script imports the CLI, unpickles them, makes `load_cached` and `build_plan`
-return them, and runs the console script's `main()`, so the rest of the sync (lock, D-Bus
+build_plan. This script imports the CLI, unpickles them, makes `load_planned` (older sdqos:
+`load_cached` and `build_plan`) return them, and runs the console script's `main()`, so the rest of the sync (lock, D-Bus
 connect, live read, scopes, diff, apply, applied.json, metrics, report) is the code an operator
 runs. It writes the seconds the unpickling took to $SDQOS_BENCH_HANDOVER; the bench subtracts
 them from the wall time.
@@ -28,7 +28,8 @@ def handover(path: str) -> float:
     with open(path, "rb") as fh:
         cfg, plan = pickle.load(fh)
     took = time.perf_counter() - t
-    cli.load_cached = lambda config, insecure: cfg
+    cli.load_planned = lambda config, insecure, cgroup: (cfg, plan)
+    cli.load_cached = lambda config, insecure: cfg  # older sdqos: config, then build_plan
     engine.build_plan = lambda *args, **kwargs: plan  # cli.sync imports it from sdqos.engine when called
     return took
 

@@ -90,13 +90,24 @@ def main() -> int:
     import sdqos.reconcile as R
     from sdqos.systemd import Systemd
 
-    wrap(C, "load_config", "config total")  # split below; "config: other" = the rest
+    try:  # sdqos with the incremental planner: sync loads and plans in one (sdqos.planning)
+        import sdqos.planning as P
+    except ImportError:
+        P = None
+    if P is not None:
+        wrap(P, "load_plan", "config total")  # split below; "config: other" = the rest
+        wrap(sdqos.engine, "plan_pod", "engine: plan pods (new or changed files)")
+        wrap(P.pc, "pod_plan_from_json", "engine: decode reused pod plans")
+        wrap(sdqos.engine, "assemble", "engine: assemble (tiers, units)")
+    else:
+        wrap(C, "load_config", "config total")
     wrap(C, "_checked", "config: check files (resolve, stat, mode)")
     wrap(C, "_read_text", "config: read files")
     pc = getattr(C, "pc", None)  # sdqos.parsecache, where present
     if pc is not None:
         wrap(pc.ParseCache, "_load", "config: parse cache load/lookup/save")
         wrap(pc.ParseCache, "get", "config: parse cache load/lookup/save")
+        wrap(pc.ParseCache, "lookup", "config: parse cache load/lookup/save")
         wrap(pc.ParseCache, "put", "config: parse cache load/lookup/save")
         wrap(pc.ParseCache, "save", "config: parse cache load/lookup/save")
         wrap(pc, "pod_from_json", "config: parse cache decode pods")
@@ -155,7 +166,8 @@ def main() -> int:
         rc = e.code
     total = _pc() - t
     cfg_total = phases.pop("config total", 0.0)
-    cfg_parts = sum(v for k, v in phases.items() if k.startswith("config: "))
+    inside = ("config: ", "engine: ") if P is not None else ("config: ",)  # what load_plan holds
+    cfg_parts = sum(v for k, v in phases.items() if k.startswith(inside))
     phases["config: other (listdir, stat, detect)"] = max(0.0, cfg_total - cfg_parts)
     if "config total" in hwm:  # peak RSS once the whole config is loaded
         hwm["config: other (listdir, stat, detect)"] = hwm.pop("config total")

@@ -72,6 +72,16 @@ def load_cached(config: Path, insecure: bool):
     return load_config(config, insecure=insecure, cache_dir=usable_run_dir())
 
 
+def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str):
+    """(config, plan), reusing validated files and unchanged pods' plans from /run/sdqos when this
+    process may keep a cache (sdqos.planning)."""
+    from .parsecache import usable_run_dir
+    from .planning import load_plan
+
+    mode = resolve_cgroup(cgroup) if isinstance(cgroup, CgroupMode) else cgroup
+    return load_plan(config, mode, insecure=insecure, cache_dir=usable_run_dir())
+
+
 def resolve_cgroup(mode: CgroupMode) -> str:
     from .host import detect_cgroup_mode
 
@@ -100,12 +110,10 @@ def plan(
     insecure: bool = InsecureOpt,
 ) -> None:
     """Show the unit tree with kubelet's values for every tier, pod, container and VM. No D-Bus."""
-    from .engine import build_plan
     from .render import plan_json, plan_text
 
     with cli_errors():
-        cfg = load_cached(config, insecure)
-        p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
+        cfg, p = load_planned(config, insecure, cgroup)
         errors = [str(e) for e in cfg.errors]
         if output == Output.json:
             typer.echo(json.dumps(plan_json(p, errors), indent=2))
@@ -159,7 +167,7 @@ def explain(
                 raise InvalidInput(f"no such file, and no configured pod named {pod!r}")
             wanted = matches[:1]
         p = build_plan(cfg.node, pods, cfg.vms, resolve_cgroup(cgroup), explain=True)
-        texts = [explain_pod(p, pp) for pp in p.pods if pp.pod.key in wanted]
+        texts = [explain_pod(p, pp) for pp in p.pods if pp.key in wanted]
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
             err(f"warning: {w}")
@@ -226,15 +234,13 @@ def sync(
     import asyncio
 
     from . import reconcile
-    from .engine import build_plan
     from .errors import EXIT_ERROR, EXIT_OK
     from .rundir import DEFAULT_RUN_DIR, SyncLock
     from .systemd import Systemd
 
     with cli_errors():
-        cfg = load_cached(config, insecure)
         mode = resolve_cgroup(cgroup)
-        p = build_plan(cfg.node, cfg.pods, cfg.vms, mode)
+        cfg, p = load_planned(config, insecure, mode)
 
         async def run() -> "reconcile.Report":
             async with Systemd(bus_address) as sd:
@@ -283,11 +289,9 @@ def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_addr
     import asyncio
 
     from . import rundir, status as st
-    from .engine import build_plan
     from .systemd import Systemd
 
-    cfg = load_cached(config, insecure)
-    p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
+    cfg, p = load_planned(config, insecure, cgroup)
 
     async def go():
         async with Systemd(bus_address) as sd:
@@ -386,7 +390,6 @@ def run(
     import os
 
     from . import launch
-    from .engine import build_plan
     from .systemd import Systemd
 
     with cli_errors():
@@ -399,8 +402,7 @@ def run(
             command = command[1:]
         if not command:
             raise InvalidInput("no command to run (put it after --)")
-        cfg = load_cached(config, insecure)
-        p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
+        _, p = load_planned(config, insecure, cgroup)
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
 
         async def prepare() -> None:
@@ -434,7 +436,6 @@ def adopt(
     import asyncio
 
     from . import launch, procfs
-    from .engine import build_plan
     from .systemd import Systemd
 
     with cli_errors():
@@ -445,8 +446,7 @@ def adopt(
         missing = [p for p in pids if not procfs.pid_exists(p)]
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
-        cfg = load_cached(config, insecure)
-        p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup))
+        _, p = load_planned(config, insecure, cgroup)
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
         all_pids = procfs.descendants(pids) if children else list(pids)
 

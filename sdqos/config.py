@@ -14,7 +14,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from . import fanout, host
 from . import parsecache as pc
@@ -199,10 +199,17 @@ def _parse_files(config_dir: Path, misses: list[_Miss], apply_defaults: bool, wo
 _FileObjects = tuple[list[Pod], list[VirtualMachine], list[InvalidInput], list[str], bool]
 
 
-def _objects(entry: dict) -> _FileObjects:
+def objects(text: str) -> _FileObjects:
     """A cache entry's model objects: pods, VMs, errors, invalid keys, and whether the file failed."""
+    entry = json.loads(text)
     return ([pc.pod_from_json(p) for p in entry["pods"]], [pc.vm_from_json(v) for v in entry["vms"]],
             [pc.error_from_json(e) for e in entry["errors"]], entry["invalid"], bool(entry["failed"]))
+
+
+def _entry_of(text: str, rel: str) -> bool:
+    """Whether a cached entry's text is a pods/vms entry of the file at ``rel`` (a cheap look: the
+    key is the absolute path, so only a moved config dir could make it another file's)."""
+    return text.startswith('{"pods":') and text.endswith(f',"rel":{json.dumps(rel)}}}')
 
 
 def _node_documents(config_dir: Path, path: Path, real: Path, st: os.stat_result, cache: pc.ParseCache) -> list:
@@ -257,6 +264,67 @@ def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidIn
     return [n for n in names if n.endswith(SUFFIXES) and not n.startswith(".")]
 
 
+class ScannedFile(NamedTuple):
+    """A pods/ or vms/ file that passed the checks, with its cache entry (JSON text)."""
+
+    rel: str  # relative to the config dir: pods/a.yaml
+    key: str  # its cache key: the absolute path
+    text: str
+    real: str
+    identity: list[int]
+
+
+@dataclass
+class Scan:
+    """A config directory read as far as the files: node values, and each pods/ or vms/ file's
+    cache entry as JSON text (parsed now when the cache had none), in order. What both
+    :func:`load_config` and sdqos.planning decode, each its own way."""
+
+    dir: Path
+    node: NodeConfig
+    cache: pc.ParseCache
+    files: list[ScannedFile]
+    errors: list[InvalidInput]  # files that could not be used at all
+    failed: list[str]
+    apply_defaults: bool
+
+    def objects(self, f: ScannedFile) -> _FileObjects:
+        """The file's objects from its entry; a cached entry that does not decode (damaged, or
+        from a foreign writer) is thrown away and the file parsed again."""
+        try:
+            return objects(f.text)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            miss = (self.dir / f.rel, Path(f.real), f.rel.partition("/")[0], f.rel, f.key, f.identity)
+            text = _parse_files(self.dir, [miss], self.apply_defaults, 1)[0]
+            self.cache.put_text(f.key, f.identity, text)
+            return objects(text)
+
+    def config(self, result: ParseResult) -> Config:
+        """The Config, from what the files' entries held (``result``, duplicates checked)."""
+        return Config(
+            dir=self.dir,
+            node=self.node,
+            pods=result.pods,
+            vms=result.vms,
+            errors=self.errors + result.errors,
+            warnings=list(self.node.warnings) + result.warnings,
+            invalid_keys=result.invalid_keys,
+            failed_files=self.failed,
+            vms_declared=bool(_list_dir(self.dir, "vms", True, [], [])),
+        )
+
+
+def add_entry(result: ParseResult, failed: list[str], rel: str, objs: _FileObjects) -> None:
+    """One file's objects into ``result``; a file whose content is unknown into ``failed``."""
+    pods, vms, errs, invalid, file_failed = objs
+    result.pods.extend(pods)
+    result.vms.extend(vms)
+    result.errors.extend(errs)
+    result.invalid_keys.update(invalid)
+    if file_failed:
+        failed.append(rel)
+
+
 def load_config(
     config_dir: Path | str = DEFAULT_DIR,
     *,
@@ -270,6 +338,26 @@ def load_config(
     unusable and ConfigInvalid when node.yaml is; per-file problems are collected in the result.
     ``cache_dir``: keep validated files there (sdqos.parsecache) and reuse them while unchanged.
     ``workers``: processes parsing the files the cache lacks (default: by CPUs and file count)."""
+    scan = scan_config(config_dir, detected=detected, insecure=insecure, apply_defaults=apply_defaults,
+                       cache_dir=cache_dir, workers=workers)
+    result = ParseResult()
+    for f in scan.files:
+        add_entry(result, scan.failed, f.rel, scan.objects(f))
+    scan.cache.save()
+    check_duplicates(result)
+    return scan.config(result)
+
+
+def scan_config(
+    config_dir: Path | str = DEFAULT_DIR,
+    *,
+    detected: Mapping[str, Quantity] | None = None,
+    insecure: bool = False,
+    apply_defaults: bool = True,
+    cache_dir: Path | None = None,
+    workers: int | None = None,
+) -> Scan:
+    """node.yaml validated, every other file checked and its entry found or made (see load_config)."""
     config_dir = Path(config_dir)
     try:
         st = os.stat(config_dir)
@@ -302,11 +390,9 @@ def load_config(
     if node_errors:
         raise ConfigInvalid(node_errors)
 
-    result = ParseResult()
     failed: list[str] = []
     errors: list[InvalidInput] = []
-    # Per file, in order: what its cache entry holds, or None until the file is parsed.
-    slots: list[tuple[str, _FileObjects | None]] = []
+    files: list[ScannedFile] = []  # in order; text "" until the file is parsed
     misses: list[_Miss] = []
     for sub in ("pods", "vms"):
         names = _list_dir(config_dir, sub, insecure, errors, failed)
@@ -330,37 +416,15 @@ def load_config(
                 continue
             key = f"{abs_sub}/{name}"  # = str(path.absolute())
             identity = pc.file_identity(st)
-            entry = cache.get(key, identity)
-            if entry is not None and entry.get("rel") == rel:
-                slots.append((rel, _objects(entry)))
-            else:
-                slots.append((rel, None))
+            text = cache.lookup(key, identity)
+            if text is None or not _entry_of(text, rel):
                 misses.append((sub_dir / name, Path(real), sub, rel, key, identity))
+                text = ""
+            files.append(ScannedFile(rel, key, text, str(real), identity))
     if misses:
-        fresh: dict[str, _FileObjects] = {}
+        fresh: dict[str, str] = {}
         for (_, _, _, rel, key, identity), text in zip(misses, _parse_files(config_dir, misses, apply_defaults, workers)):
             cache.put_text(key, identity, text)
-            fresh[rel] = _objects(json.loads(text))
-        slots = [(rel, objs if objs is not None else fresh[rel]) for rel, objs in slots]
-    for rel, objs in slots:
-        pods, vms, errs, invalid, file_failed = objs
-        result.pods.extend(pods)
-        result.vms.extend(vms)
-        result.errors.extend(errs)
-        result.invalid_keys.update(invalid)
-        if file_failed:
-            failed.append(rel)
-    cache.save()
-    check_duplicates(result)
-    vms_declared = bool(_list_dir(config_dir, "vms", True, [], []))
-    return Config(
-        dir=config_dir,
-        node=node,
-        pods=result.pods,
-        vms=result.vms,
-        errors=errors + result.errors,
-        warnings=list(node.warnings) + result.warnings,
-        invalid_keys=result.invalid_keys,
-        failed_files=failed,
-        vms_declared=vms_declared,
-    )
+            fresh[rel] = text
+        files = [f._replace(text=fresh[f.rel]) if not f.text else f for f in files]
+    return Scan(config_dir, node, cache, files, errors, failed, apply_defaults)

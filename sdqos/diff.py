@@ -151,7 +151,7 @@ def compute_diff(
         if protected:
             d.kept.append(name)
             continue
-        if is_container and uid is not None and any(p.pod.uid == uid for p in plan.pods):
+        if is_container and uid is not None and any(p.uid == uid for p in plan.pods):
             # A scope of a configured pod whose container left the spec: reported, not stopped.
             d.kept.append(name)
             d.warnings.append(f"{name}: container no longer in its pod's spec; left running")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from . import humanize as H
 from . import naming, qos
@@ -70,9 +70,13 @@ class ContainerPlan:
 
 @dataclass(slots=True)
 class PodPlan:
-    """One pod: its QoS class, its slice and what kubelet sums for it (requests incl. overhead)."""
+    """One pod: its QoS class, its slice and what kubelet sums for it (requests incl. overhead).
 
-    pod: Pod
+    ``manifest`` is the Pod, or a function that decodes it: a plan reused from the plan cache
+    (sdqos.planning) carries everything a sync needs, so most syncs never decode its pod."""
+
+    key: str  # namespace/name
+    uid: str
     qos: str
     slice: str
     requests: dict[str, int]  # cpu (milli), memory (bytes): PodRequests incl. overhead
@@ -81,6 +85,15 @@ class PodPlan:
     properties: dict[str, int]
     containers: list[ContainerPlan]
     why: dict[str, str] = field(default_factory=dict)
+    manifest: Pod | Callable[[], Pod] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def pod(self) -> Pod:
+        m = self.manifest
+        if not isinstance(m, Pod):
+            assert m is not None, "a PodPlan needs its pod or a way to decode it"
+            m = self.manifest = m()
+        return m
 
 
 @dataclass(slots=True)
@@ -122,7 +135,7 @@ class Plan:
 
     def pod(self, key: str) -> PodPlan | None:
         for p in self.pods:
-            if p.pod.key == key or p.pod.name == key or p.pod.uid == key:
+            if key in (p.key, p.uid, p.key.partition("/")[2]):
                 return p
         return None
 
@@ -356,27 +369,41 @@ def vm_qos(vm: VirtualMachine) -> str:
 # --- the tree -------------------------------------------------------------------------------------
 
 
-def build_plan(
-    node: NodeConfig,
-    pods: Iterable[Pod],
-    vms: Iterable[VirtualMachine] = (),
-    cgroup: str = "v1",
-    *,
-    explain: bool = False,
-) -> Plan:
-    """Compute every unit, property and OOM score kubelet would (plus machine.slice for VMs)."""
-    pods = list(pods)
-    vms = list(vms)
+@dataclass(frozen=True, slots=True)
+class PodContext:
+    """Everything one pod's plan depends on besides the pod: two pods with equal manifests get
+    equal plans under one context (what lets sdqos.planning reuse a plan while both are unchanged)."""
+
+    node: NodeConfig
+    cgroup: str
+    capacity_memory: int  # the OOM score's denominator
+    budget_memory: int  # what kubepods.slice gets: MemoryQoS's memory.high when a container has no limit
+
+
+@dataclass(slots=True)
+class PlanBasis:
+    """The node-wide part of a plan, computed before any pod: capacity, the pods' budget after
+    VMs, the VMs' plans, and the context every pod is planned in."""
+
+    node: NodeConfig
+    cgroup: str
+    capacity: dict[str, int]
+    allocatable: dict[str, int]
+    enforced: dict[str, int]
+    budget: dict[str, int]
+    vms: list[VMPlan]
+    vm_cpu: int
+    vm_mem: int
+    warnings: list[str]
+    context: PodContext
+
+
+def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
+               explain: bool = False) -> PlanBasis:
+    """Node values and VMs: VMs take their share of the node first (one node budget)."""
     warnings = list(node.warnings)
     capacity, allocatable = node_values(node)
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
-    period = node.cpu_cfs_quota_period_us
-    root = list(node.cgroup_root)
-    kubepods = naming.slice_name(root + ["kubepods"])
-    tier_slice = {t: naming.slice_name(root + ["kubepods", n]) for t, n in TIER_NAMES.items()}
-    tier_slice[GUARANTEED] = kubepods
-
-    # VMs take their share of the node first (issue: one node budget).
     vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain) for vm in vms]
     vm_cpu = sum(v.requests[CPU] for v in vm_plans)
     vm_mem = sum(v.limits[MEMORY] for v in vm_plans)
@@ -386,55 +413,86 @@ def build_plan(
             f"VMs reserve more than the node has for workloads: cpu {H.cpu(vm_cpu)} of {H.cpu(enforced[CPU])},"
             f" memory {H.size(vm_mem)} of {H.size(enforced[MEMORY])}"
         )
+    context = PodContext(node, cgroup, capacity[MEMORY], budget[MEMORY])
+    return PlanBasis(node, cgroup, capacity, allocatable, enforced, budget, vm_plans, vm_cpu, vm_mem, warnings, context)
 
-    pod_plans: list[PodPlan] = []
+
+def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
+    """One pod's class, slice, values and containers: a function of the pod and ``ctx`` alone."""
+    node, cgroup = ctx.node, ctx.cgroup
+    pod_level = node.gate("PodLevelResources")
+    cls = qos.pod_qos(pod, pod_level=pod_level, fix_empty_pod_level=node.gate("PodLevelResourcesFixKubeletQOSClass"))
+    period = node.cpu_cfs_quota_period_us
+    why: dict[str, str] | None = {} if explain else None
+    rc, reqs, lims = pod_resource_config(pod, cls, node, cgroup, why)
+    containers = []
+    for c in pod.all_containers():
+        cwhy: dict[str, str] | None = {} if explain else None
+        crc = container_resource_config(pod, c, cls, node, cgroup, ctx.budget_memory, cwhy)
+        adj = qos.container_oom_score_adj(pod, c, ctx.capacity_memory, qos=cls, pod_level=pod_level)
+        if cwhy is not None:
+            cwhy["oom_score_adj"] = _why_oom(pod, c, cls, adj, ctx.capacity_memory)
+        containers.append(
+            ContainerPlan(
+                name=c.name,
+                kind=c.kind,
+                scope=naming.container_scope(pod.uid, c.name),
+                oom_score_adj=adj,
+                resources=crc,
+                properties=to_properties(crc, cgroup, period, container=True),
+                why=cwhy or {},
+            )
+        )
+    return PodPlan(
+        key=pod.key,
+        uid=pod.uid,
+        qos=cls,
+        slice=naming.pod_slice(node.cgroup_root, TIER_NAMES.get(cls), pod.uid),
+        requests=reqs,
+        limits=lims,
+        resources=rc,
+        properties=to_properties(rc, cgroup, period),
+        containers=containers,
+        why=why or {},
+        manifest=pod,
+    )
+
+
+def build_plan(
+    node: NodeConfig,
+    pods: Iterable[Pod],
+    vms: Iterable[VirtualMachine] = (),
+    cgroup: str = "v1",
+    *,
+    explain: bool = False,
+) -> Plan:
+    """Compute every unit, property and OOM score kubelet would (plus machine.slice for VMs)."""
+    basis = plan_basis(node, vms, cgroup, explain=explain)
+    return assemble(basis, [plan_pod(pod, basis.context, explain=explain) for pod in pods], explain=explain)
+
+
+def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = False) -> Plan:
+    """The tree from the basis and every pod's plan: the tiers' sums, then the units, parents first."""
+    node, cgroup = basis.node, basis.cgroup
+    warnings = list(basis.warnings)
+    capacity, allocatable, budget = basis.capacity, basis.allocatable, basis.budget
+    vm_plans, vm_cpu, vm_mem = basis.vms, basis.vm_cpu, basis.vm_mem
+    period = node.cpu_cfs_quota_period_us
+    root = list(node.cgroup_root)
+    kubepods = naming.slice_name(root + ["kubepods"])
+    tier_slice = {t: naming.slice_name(root + ["kubepods", n]) for t, n in TIER_NAMES.items()}
+    tier_slice[GUARANTEED] = kubepods
+
     tier_cpu = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
     tier_mem = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
     tier_members: dict[str, list[str]] = {GUARANTEED: [], BURSTABLE: [], BESTEFFORT: []}
-    pod_level = node.gate("PodLevelResources")
-    fix_empty = node.gate("PodLevelResourcesFixKubeletQOSClass")
-    for pod in pods:
-        cls = qos.pod_qos(pod, pod_level=pod_level, fix_empty_pod_level=fix_empty)
-        why: dict[str, str] | None = {} if explain else None
-        rc, reqs, lims = pod_resource_config(pod, cls, node, cgroup, why)
-        tier = TIER_NAMES.get(cls)
-        slice_unit = naming.pod_slice(root, tier, pod.uid)
-        containers = []
-        for c in pod.all_containers():
-            cwhy: dict[str, str] | None = {} if explain else None
-            crc = container_resource_config(pod, c, cls, node, cgroup, budget[MEMORY], cwhy)
-            adj = qos.container_oom_score_adj(pod, c, capacity[MEMORY], qos=cls, pod_level=pod_level)
-            if cwhy is not None:
-                cwhy["oom_score_adj"] = _why_oom(pod, c, cls, adj, capacity[MEMORY])
-            containers.append(
-                ContainerPlan(
-                    name=c.name,
-                    kind=c.kind,
-                    scope=naming.container_scope(pod.uid, c.name),
-                    oom_score_adj=adj,
-                    resources=crc,
-                    properties=to_properties(crc, cgroup, period, container=True),
-                    why=cwhy or {},
-                )
-            )
-        pod_plans.append(
-            PodPlan(
-                pod=pod,
-                qos=cls,
-                slice=slice_unit,
-                requests=reqs,
-                limits=lims,
-                resources=rc,
-                properties=to_properties(rc, cgroup, period),
-                containers=containers,
-                why=why or {},
-            )
-        )
+    for pp in pod_plans:
+        cls, reqs = pp.qos, pp.requests
         tier_cpu[cls] += reqs[CPU]
         if cls != BESTEFFORT:
             tier_mem[cls] += reqs[MEMORY]
         if explain:
-            tier_members[cls].append(f"{pod.key} {H.cpu(reqs[CPU])}")
+            tier_members[cls].append(f"{pp.key} {H.cpu(reqs[CPU])}")
 
     total_cpu = sum(tier_cpu.values()) + vm_cpu
     total_mem = sum(tier_mem.values()) + sum(v.requests[MEMORY] for v in vm_plans)
@@ -445,18 +503,18 @@ def build_plan(
             f" memory {H.size(total_mem)} requested of {H.size(allocatable[MEMORY])}"
         )
 
-    units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_cpu, vm_mem, tier_cpu,
+    units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, basis.enforced, vm_cpu, vm_mem, tier_cpu,
                         tier_mem, tier_members, warnings, explain)
     units += _reserved_units(node, cgroup)
     order = {GUARANTEED: 0, BURSTABLE: 1, BESTEFFORT: 2}
-    for pp in sorted(pod_plans, key=lambda p: (order[p.qos], p.pod.key)):
-        owner = f"pod:{pp.pod.key}"
+    for pp in sorted(pod_plans, key=lambda p: (order[p.qos], p.key)):
+        owner = f"pod:{pp.key}"
         units.append(
             UnitPlan(
                 name=pp.slice,
                 slice=tier_slice[pp.qos],
                 kind="pod",
-                description=f"sdqos pod {pp.pod.key} ({pp.qos})",
+                description=f"sdqos pod {pp.key} ({pp.qos})",
                 properties=pp.properties,
                 resources=pp.resources,
                 owner=owner,
@@ -469,7 +527,7 @@ def build_plan(
                     name=cp.scope,
                     slice=pp.slice,
                     kind="container",
-                    description=f"sdqos container {pp.pod.key}/{cp.name} ({pp.qos})",
+                    description=f"sdqos container {pp.key}/{cp.name} ({pp.qos})",
                     properties=cp.properties,
                     resources=cp.resources,
                     owner=owner,

@@ -38,19 +38,19 @@ class Target:
 
 def container_target(plan: Plan, pod_ref: str, container: str) -> Target:
     """POD (namespace/name, or name when unique) and CONTAINER → its scope and ancestors."""
-    matches = [p for p in plan.pods if p.pod.key == pod_ref or ("/" not in pod_ref and p.pod.name == pod_ref)]
+    matches = [p for p in plan.pods if p.key == pod_ref or ("/" not in pod_ref and p.pod.name == pod_ref)]
     if not matches:
         raise InvalidInput(f"no pod {pod_ref!r} in the config")
     if len(matches) > 1:
-        raise InvalidInput(f"pod name {pod_ref!r} is ambiguous: " + ", ".join(p.pod.key for p in matches) + "; use namespace/name")
+        raise InvalidInput(f"pod name {pod_ref!r} is ambiguous: " + ", ".join(p.key for p in matches) + "; use namespace/name")
     pp = matches[0]
     c = next((c for c in pp.containers if c.name == container), None)
     if c is None:
         names = ", ".join(x.name for x in pp.containers)
-        raise InvalidInput(f"pod {pp.pod.key} has no container {container!r} (it has: {names})")
+        raise InvalidInput(f"pod {pp.key} has no container {container!r} (it has: {names})")
     unit = plan.unit(c.scope)
     assert unit is not None
-    return Target(unit, _ancestors(plan, unit.slice), c.oom_score_adj, f"pod {pp.pod.key} container {c.name}")
+    return Target(unit, _ancestors(plan, unit.slice), c.oom_score_adj, f"pod {pp.key} container {c.name}")
 
 
 def vm_target(plan: Plan, name: str) -> Target:

@@ -13,6 +13,7 @@ import math
 import re
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple, Sequence
 
 from .errors import InvalidInput, QuantityError
 from .model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
@@ -431,32 +432,58 @@ def parse_pod_documents(docs: list, file: str, result: ParseResult, *, apply_def
             result.pods.append(pod)
 
 
+class PodIdentity(NamedTuple):
+    """What the duplicate check reads of a pod (a Pod has these attributes too): a pod whose plan
+    came from the plan cache is checked without decoding it."""
+
+    key: str
+    uid: str
+    uid_generated: bool
+    source: Source | None
+
+
+def duplicate_pods(pods: Sequence[Pod | PodIdentity]) -> tuple[list[InvalidInput], set[int], set[str]]:
+    """Pods sharing a uid or namespace/name: (an error for each, their indices, their invalid keys)."""
+    by_key: dict[str, list[int]] = {}
+    by_uid: dict[str, list[int]] = {}
+    for i, p in enumerate(pods):
+        by_key.setdefault(p.key, []).append(i)
+        by_uid.setdefault(p.uid, []).append(i)
+    errors: list[InvalidInput] = []
+    bad: set[int] = set()
+    invalid: set[str] = set()
+    for what, groups in (("namespace/name", by_key), ("uid", by_uid)):
+        for value, idx in groups.items():
+            if len(idx) < 2:
+                continue
+            if what == "uid" and all(pods[i].uid_generated for i in idx):
+                continue  # derived from namespace/name: already reported as that duplicate
+            places = ", ".join(str(pods[i].source) for i in idx)
+            for i in idx:
+                p = pods[i]
+                field_name = "metadata.uid" if what == "uid" else "metadata.name"
+                errors.append(
+                    InvalidInput(f"Duplicate {what} {_quote(value)} (defined in {places})", where=str(p.source), field=field_name)
+                )
+                bad.add(i)
+                invalid.add(f"pod:{p.key}")
+                invalid.add(f"uid:{p.uid}")
+    return errors, bad, invalid
+
+
 def check_duplicates(result: ParseResult) -> None:
     """Two pods with the same uid or namespace/name (two VMs with one name) are all invalid: we
     cannot tell which one the operator means, so none is applied and no one's units are touched."""
-    by_key: dict[str, list[Pod]] = {}
-    by_uid: dict[str, list[Pod]] = {}
-    for p in result.pods:
-        by_key.setdefault(p.key, []).append(p)
-        by_uid.setdefault(p.uid, []).append(p)
-    bad: set[int] = set()
-    for what, groups in (("namespace/name", by_key), ("uid", by_uid)):
-        for value, pods in groups.items():
-            if len(pods) < 2:
-                continue
-            if what == "uid" and all(p.uid_generated for p in pods):
-                continue  # derived from namespace/name: already reported as that duplicate
-            places = ", ".join(str(p.source) for p in pods)
-            for p in pods:
-                field_name = "metadata.uid" if what == "uid" else "metadata.name"
-                result.errors.append(
-                    InvalidInput(f"Duplicate {what} {_quote(value)} (defined in {places})", where=str(p.source), field=field_name)
-                )
-                bad.add(id(p))
-                result.invalid_keys.add(f"pod:{p.key}")
-                result.invalid_keys.add(f"uid:{p.uid}")
+    errors, bad, invalid = duplicate_pods(result.pods)
+    result.errors.extend(errors)
+    result.invalid_keys.update(invalid)
     if bad:
-        result.pods = [p for p in result.pods if id(p) not in bad]
+        result.pods = [p for i, p in enumerate(result.pods) if i not in bad]
+    check_duplicate_vms(result)
+
+
+def check_duplicate_vms(result: ParseResult) -> None:
+    """Two VMs with one name are both invalid (see check_duplicates)."""
     by_name: dict[str, list[VirtualMachine]] = {}
     for vm in result.vms:
         by_name.setdefault(vm.name, []).append(vm)

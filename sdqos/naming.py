@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Sequence
 
 ROOT_SLICE = "-.slice"
 MACHINE_SLICE = "machine.slice"
@@ -88,7 +89,7 @@ def uid_component(uid: str) -> str:
     return "pod" + uid
 
 
-def pod_slice(root: list[str], tier: str | None, uid: str) -> str:
+def pod_slice(root: Sequence[str], tier: str | None, uid: str) -> str:
     """``kubepods-pod<uid>.slice`` (Guaranteed, tier None) or ``kubepods-<tier>-pod<uid>.slice``."""
     return _tier_prefix(tuple(root), tier) + slice_name([uid_component(uid)])
 

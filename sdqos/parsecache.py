@@ -5,6 +5,10 @@ An entry is reused only for the same file identity — device, inode, size, mtim
 only the kernel sets) — and the same sdqos version; the safety checks (ownership, mode, symlinks)
 still run on every file every time. It is JSON, not pickle, in the root-only run directory, so a
 tampered cache cannot run code; an unreadable or foreign cache is simply ignored.
+
+Next to a pod file's entry the cache keeps the file's *plan fragment*: its pods' plans
+(sdqos.planning), valid for one plan context (node values, cgroup version, the pods' memory
+budget) that the file's header names. A new context voids every fragment at once.
 """
 
 from __future__ import annotations
@@ -12,15 +16,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from . import __version__, rundir
+from .engine import ContainerPlan, PodContext, PodPlan
 from .errors import HostError, InvalidInput
-from .model import Container, Pod, PodResources, Source, VirtualMachine
+from .manifests import PodIdentity
+from .model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
+from .properties import ResourceConfig, to_properties
 from .quantity import Quantity
 
 CACHE_NAME = "parsed.json"
-FORMAT = 3  # 3: line per entry (2: entries as strings inside one JSON document)
+FORMAT = 4  # 4: a plan fragment line after each entry (3: line per entry; 2: one JSON document)
 NANO = 10**9
 
 
@@ -110,23 +117,84 @@ def error_from_json(v: list) -> InvalidInput:
     return InvalidInput(v[0], where=v[1], field=v[2])
 
 
+_RESOURCE_CONFIGS: dict[tuple, ResourceConfig] = {}  # decoded, shared: immutable, and pods repeat them
+
+
+def _rc(rc: ResourceConfig) -> list:
+    return [rc.cpu_shares, rc.cpu_quota, rc.cpu_period, rc.memory, rc.pids, rc.memory_min, rc.memory_low, rc.memory_high]
+
+
+def _unrc(v: list) -> ResourceConfig:
+    key = tuple(v)
+    rc = _RESOURCE_CONFIGS.get(key)
+    if rc is None:
+        rc = _RESOURCE_CONFIGS[key] = ResourceConfig(*key)
+    return rc
+
+
+def pod_plan_to_json(pp: PodPlan) -> list:
+    """A pod's plan, compact: without its explanations (never cached), without the pod itself but
+    with what the duplicate check reads of it, and without the properties, which follow from the
+    resources (sdqos.planning)."""
+    pod = pp.pod
+    return [pp.key, pp.uid, pod.uid_generated, [pod.source.file, pod.source.index] if pod.source else None,
+            pp.qos, pp.slice, [pp.requests[CPU], pp.requests[MEMORY]], [pp.limits[CPU], pp.limits[MEMORY]],
+            _rc(pp.resources), [[c.name, c.kind, c.scope, c.oom_score_adj, _rc(c.resources)] for c in pp.containers]]
+
+
+_UNITS: dict[tuple, tuple[ResourceConfig, dict[str, int]]] = {}  # decoded (resources, properties), shared
+
+
+def _unit(v: list, cgroup: str, period: int, container: bool) -> tuple[ResourceConfig, dict[str, int]]:
+    """Encoded resources → (ResourceConfig, its properties): the properties follow from the
+    resources in a plan context, so they are not stored. Each caller gets its own dict."""
+    key = (*v, cgroup, period, container)
+    hit = _UNITS.get(key)
+    if hit is None:
+        rc = _unrc(v)
+        hit = _UNITS[key] = (rc, to_properties(rc, cgroup, period, container=container))
+    return hit[0], dict(hit[1])
+
+
+def pod_plan_from_json(v: list, ctx: PodContext, manifest: Callable[[], Pod]) -> PodPlan:
+    """The PodPlan that ``pod_plan_to_json`` encoded, for a pod planned in ``ctx``."""
+    key, uid, _, _, cls, slice_name, req, lim, rc, containers = v
+    cgroup, period = ctx.cgroup, ctx.node.cpu_cfs_quota_period_us
+    cplans = []
+    for name, kind, scope, adj, crc in containers:
+        cres, cprops = _unit(crc, cgroup, period, True)
+        cplans.append(ContainerPlan(name, kind, scope, adj, cres, cprops))
+    res, props = _unit(rc, cgroup, period, False)
+    return PodPlan(key, uid, cls, slice_name, {CPU: req[0], MEMORY: req[1]}, {CPU: lim[0], MEMORY: lim[1]}, res,
+                   props, cplans, {}, manifest)
+
+
+def pod_identity(v: list) -> PodIdentity:
+    """What the duplicate check reads of a pod, from its encoded plan."""
+    return PodIdentity(v[0], v[1], v[2], Source(*v[3]) if v[3] else None)
+
+
 # --- the cache file --------------------------------------------------------------------------------
 
 
-def encode_file(tag: str, entries: dict[str, list]) -> Iterator[str]:
-    """The cache file, piece by piece: a header line, one line with every key ([path, identity]
-    pairs, in order), then each entry's JSON text on a line of its own, in the same order. JSON
-    text never holds a raw newline, so lines split it exactly. Written as a stream: at 5000 pods,
-    one big string (entries escaped inside a JSON document) added ~13 MB to a sync's peak RSS."""
-    yield json.dumps({"tag": tag, "format": FORMAT}) + "\n"
+def encode_file(tag: str, entries: dict[str, list], context: str | None = None) -> Iterator[str]:
+    """The cache file, piece by piece: a header line (tag, format, the plan context), one line
+    with every key ([path, identity] pairs, in order), then for each entry, in the same order, its
+    JSON text on a line and its plan fragment's on the next ("" for none). JSON text never holds a
+    raw newline, so lines split it exactly. Written as a stream: at 5000 pods, one big string
+    (entries escaped inside a JSON document) added ~13 MB to a sync's peak RSS."""
+    yield json.dumps({"tag": tag, "format": FORMAT, "context": context}) + "\n"
     yield json.dumps([[k, e[0]] for k, e in entries.items()], separators=(",", ":")) + "\n"
     for e in entries.values():
         yield e[1]
         yield "\n"
+        yield e[2] if len(e) > 2 else ""
+        yield "\n"
 
 
-def decode_file(text: str) -> tuple[str, dict[str, list]] | None:
-    """(tag, entries) from a cache file's text, or None if it is not one, or is cut short."""
+def decode_file(text: str) -> tuple[str, dict[str, list], str | None] | None:
+    """(tag, entries, plan context) from a cache file's text, or None if it is not one, or is
+    cut short. An entry is [identity, JSON text, plan fragment text or ""]."""
     lines = text.split("\n")
     if len(lines) < 3 or lines[-1] != "":
         return None
@@ -136,14 +204,15 @@ def decode_file(text: str) -> tuple[str, dict[str, list]] | None:
         return None
     texts = lines[2:-1]
     if not (isinstance(head, dict) and head.get("format") == FORMAT and isinstance(head.get("tag"), str)
-            and isinstance(keys, list) and len(keys) == len(texts)):
+            and isinstance(head.get("context"), (str, type(None)))
+            and isinstance(keys, list) and 2 * len(keys) == len(texts)):
         return None
     entries: dict[str, list] = {}
-    for k, t in zip(keys, texts):
+    for i, k in enumerate(keys):
         if not (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str) and isinstance(k[1], list)):
             return None
-        entries[k[0]] = [k[1], t]
-    return head["tag"], entries
+        entries[k[0]] = [k[1], texts[2 * i], texts[2 * i + 1]]
+    return head["tag"], entries, head["context"]
 
 
 class ParseCache:
@@ -154,7 +223,8 @@ class ParseCache:
     def __init__(self, run_dir: Path | None, options: str):
         self.path = run_dir / CACHE_NAME if run_dir is not None else None
         self.tag = f"{__version__}/{FORMAT}/{options}"
-        self.entries: dict[str, list] = {}  # path -> [identity, entry as JSON text]
+        self.entries: dict[str, list] = {}  # path -> [identity, entry as JSON text, plan fragment or ""]
+        self.context: str | None = None  # the plan context the fragments were computed in
         self.used: set[str] = set()
         self.dirty = False
         if self.path is not None:
@@ -174,17 +244,24 @@ class ParseCache:
             except (OSError, UnicodeDecodeError):
                 return
         if decoded is not None and decoded[0] == self.tag:
-            self.entries = decoded[1]
+            _, self.entries, self.context = decoded
 
-    def get(self, path: Path | str, identity: list[int]) -> dict | None:
+    def lookup(self, path: Path | str, identity: list[int]) -> str | None:
+        """The entry's JSON text while the file has this identity, undecoded; else None."""
         e = self.entries.get(str(path))
         if e is not None and e[0] == identity:
+            self.used.add(str(path))
+            return e[1]
+        return None
+
+    def get(self, path: Path | str, identity: list[int]) -> dict | None:
+        text = self.lookup(path, identity)
+        if text is not None:
             try:
-                entry = json.loads(e[1])
+                entry = json.loads(text)
             except ValueError:
                 return None
             if isinstance(entry, dict):
-                self.used.add(str(path))
                 return entry
         return None
 
@@ -192,9 +269,26 @@ class ParseCache:
         self.put_text(path, identity, json.dumps(entry, separators=(",", ":")))
 
     def put_text(self, path: Path | str, identity: list[int], text: str) -> None:
-        """Store an entry already encoded as compact JSON (as a parsing child hands it over)."""
-        self.entries[str(path)] = [identity, text]
+        """Store an entry already encoded as compact JSON (as a parsing child hands it over); a
+        fragment of the file's earlier content goes with it."""
+        self.entries[str(path)] = [identity, text, ""]
         self.used.add(str(path))
+        self.dirty = True
+
+    def fragment(self, path: Path | str, context: str) -> str | None:
+        """The plan fragment stored with an entry (looked up first), if computed in ``context``."""
+        e = self.entries.get(str(path))
+        if e is None or context != self.context or not e[2]:
+            return None
+        return e[2]
+
+    def put_fragment(self, path: Path | str, context: str, text: str) -> None:
+        """Keep a plan fragment with the file's entry; a new context voids every other fragment."""
+        if context != self.context:
+            for e in self.entries.values():
+                e[2] = ""
+            self.context = context
+        self.entries[str(path)][2] = text
         self.dirty = True
 
     def save(self) -> None:
@@ -211,7 +305,7 @@ class ParseCache:
             tmp = self.path.with_name(f".{CACHE_NAME}.{os.getpid()}")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             with os.fdopen(fd, "w", encoding="ascii") as fh:
-                fh.writelines(encode_file(self.tag, self.entries))
+                fh.writelines(encode_file(self.tag, self.entries, self.context))
             os.replace(tmp, self.path)
         except (OSError, HostError):
             pass  # a cache that cannot be written is only slower
@@ -226,4 +320,4 @@ def usable_run_dir() -> Path | None:
 
 
 __all__ = ["ParseCache", "encode_file", "decode_file", "file_identity", "pod_to_json", "pod_from_json", "vm_to_json", "vm_from_json",
-           "error_to_json", "error_from_json", "usable_run_dir"]
+           "error_to_json", "error_from_json", "pod_plan_to_json", "pod_plan_from_json", "pod_identity", "usable_run_dir"]

@@ -343,7 +343,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str]) -
             props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
             plan.units.append(UnitPlan(name, pp.slice, "container", base.description, props, base.resources,
                                        owner=base.owner, create=False, why=base.why))
-        bindings[name] = Binding(f"pod {pp.pod.key} container {c.name}", c.oom_score_adj)
+        bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj)
     machine = {n: s for n, s in scopes.items() if s.slice == MACHINE_SLICE}
     claimed = set()
     for vp in plan.vms:

@@ -46,7 +46,7 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
             {
                 "name": pp.pod.name,
                 "namespace": pp.pod.namespace,
-                "uid": pp.pod.uid,
+                "uid": pp.uid,
                 "qos": pp.qos,
                 "slice": pp.slice,
                 "source": str(pp.pod.source) if pp.pod.source else None,

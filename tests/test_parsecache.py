@@ -12,6 +12,7 @@ import pytest
 from sdqos import parsecache as pc
 from sdqos.config import load_config
 from sdqos.engine import build_plan
+from sdqos.planning import load_plan
 from sdqos.quantity import Quantity
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -47,8 +48,12 @@ def load(cfg: Path, cache: Path | None):
     return c, build_plan(c.node, c.pods, c.vms, "v1")
 
 
+def load_planned(cfg: Path, cache: Path | None):
+    return load_plan(cfg, "v1", detected=CAPACITY, cache_dir=cache)
+
+
 def summary(c, plan) -> tuple:
-    return (c.pods, [str(e) for e in c.errors], c.failed_files, c.warnings,
+    return (list(c.pods), [str(e) for e in c.errors], c.failed_files, c.warnings,
             [(u.name, u.properties) for u in plan.units])
 
 
@@ -73,7 +78,7 @@ def test_changed_file_is_parsed_again_and_removed_file_dropped(tmp_path):
     assert [p.name for p in c.pods] == ["a"]
     assert c.pods[0].containers[0].requests["cpu"] == Quantity.parse("750m")
     assert summary(c, plan) == summary(*load(cfg, None))
-    _, entries = pc.decode_file((run / pc.CACHE_NAME).read_text())
+    _, entries, _ = pc.decode_file((run / pc.CACHE_NAME).read_text())
     assert sorted(Path(k).name for k in entries) == ["a.yaml", "bad.yaml", "node.yaml"]
 
 
@@ -87,17 +92,20 @@ def test_invalid_file_stays_invalid_when_cached(tmp_path):
 
 
 def rewrite(path: Path, tag: str, entries: dict) -> None:
-    path.write_text("".join(pc.encode_file(tag, entries)))
+    path.write_text("".join(pc.encode_file(tag, entries, pc.decode_file(path.read_text())[2])))
 
 
-@pytest.mark.parametrize("damage", ["garbage", "group-writable", "wrong-tag", "entry-not-json", "forged-identity",
-                                    "cut-short", "line-added"])
-def test_untrusted_or_damaged_cache_is_ignored(tmp_path, damage):
+@pytest.mark.parametrize("damage", ["garbage", "group-writable", "wrong-tag", "entry-not-json", "entry-wrong-shape",
+                                    "forged-identity", "cut-short", "line-added"])
+@pytest.mark.parametrize("loader", ["config", "plan"])
+def test_untrusted_or_damaged_cache_is_ignored(tmp_path, damage, loader):
+    """For load_config, and for load_plan (what sync uses) with the plan fragments left in."""
     cfg, run = config(tmp_path), tmp_path / "run"
     want = summary(*load(cfg, None))
-    load(cfg, run)
+    load_it = load if loader == "config" else load_planned
+    load_it(cfg, run)
     path = run / pc.CACHE_NAME
-    tag, entries = pc.decode_file(path.read_text())
+    tag, entries, _ = pc.decode_file(path.read_text())
     a = str((cfg / "pods" / "a.yaml").absolute())
     forged = entries[a][1].replace("250000000", "999000000000")
     assert forged != entries[a][1]
@@ -114,6 +122,9 @@ def test_untrusted_or_damaged_cache_is_ignored(tmp_path, damage):
     elif damage == "entry-not-json":
         entries[a][1] = "{"
         rewrite(path, tag, entries)
+    elif damage == "entry-wrong-shape":  # looks like an entry of that file, but its pod does not decode
+        entries[a][1] = '{"pods":[{"name":"a"}],"vms":[],"errors":[],"invalid":[],"failed":false,"rel":"pods/a.yaml"}'
+        rewrite(path, tag, entries)
     elif damage == "forged-identity":  # an entry for another version of the file (other identity) is not used
         entries[a][0] = [0, 0, 0, 0, 0]
         entries[a][1] = forged
@@ -126,21 +137,23 @@ def test_untrusted_or_damaged_cache_is_ignored(tmp_path, damage):
         entries[a][1] = forged
         text = "".join(pc.encode_file(tag, entries))
         path.write_text(text + forged + "\n")
-    assert summary(*load(cfg, run)) == want
+    assert summary(*load_it(cfg, run)) == want
 
 
 def test_cache_file_round_trip():
-    entries = {"/c/pods/a.yaml": [[1, 2, 3, 4, 5], '{"x":"a\\nb"}'], "/c/p\u00e4th\nnew.yaml": [[6, 7, 8, 9, 10], "{}"]}
-    text = "".join(pc.encode_file("t", entries))
+    entries = {"/c/pods/a.yaml": [[1, 2, 3, 4, 5], '{"x":"a\\nb"}', '[{"y":1}]'],
+               "/c/p\u00e4th\nnew.yaml": [[6, 7, 8, 9, 10], "{}", ""]}
+    text = "".join(pc.encode_file("t", entries, "ctx"))
     assert text.isascii()
-    assert pc.decode_file(text) == ("t", entries)
+    assert pc.decode_file(text) == ("t", entries, "ctx")
     assert pc.decode_file(text[:-1]) is None  # no final newline: cut short
+    assert pc.decode_file(text.rsplit("\n", 2)[0] + "\n") is None  # an entry without its fragment line
 
 
 def test_node_yaml_is_cached_and_reread_when_changed(tmp_path):
     cfg, run = config(tmp_path), tmp_path / "run"
     c1, _ = load(cfg, run)
-    _, entries = pc.decode_file((run / pc.CACHE_NAME).read_text())
+    _, entries, _ = pc.decode_file((run / pc.CACHE_NAME).read_text())
     node_key = str((cfg / "node.yaml").absolute())
     assert json.loads(entries[node_key][1]) == {"rel": "node.yaml", "docs": [{"kubeReserved": {"cpu": "500m", "memory": "1Gi"}}]}
     (cfg / "node.yaml").write_text("kubeReserved: {cpu: '1', memory: 1Gi}\n")

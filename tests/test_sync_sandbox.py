@@ -283,3 +283,22 @@ def test_removing_pods_reads_no_property_of_their_slices(clean_sandbox, tmp_path
         assert active_state(sb, name) == "inactive"
     again = sync_json(sb, config)
     assert (again["created"], again["updated"], again["removed"]) == ([], [], [])
+
+
+def test_node_change_replans_pods_whose_files_did_not_change(clean_sandbox, tmp_path):
+    """The pods' plans are reused from the run dir while their files are unchanged: a node.yaml
+    edit must still reach every pod (a new plan context)."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    assert sync_json(sb, config)["updated"] == []  # warm: every pod's plan reused
+    node = config / "node.yaml"
+    node.write_text(node.read_text().replace("podPidsLimit: 4096", "podPidsLimit: 2048"))
+    report = sync_json(sb, config)
+    pods = [n for n, u in planned_slices(config).items() if u["kind"] == "pod"]
+    assert len(pods) >= 3
+    assert sorted(u["unit"] for u in report["updated"] if "TasksMax" in u["changes"]) == sorted(pods)
+    for name in pods:
+        assert kernel_values(sb, cgroup_rel(name))["pids.max"] == 2048, name
+    again = sync_json(sb, config)
+    assert (again["created"], again["updated"], again["removed"], again["drift"]) == ([], [], [], [])

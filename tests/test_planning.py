@@ -1,0 +1,220 @@
+"""The incremental planner (sdqos.planning): whatever the cache holds, ``load_plan`` gives exactly
+what ``build_plan(load_config(...))`` gives, and a pod file that did not change is neither decoded
+nor planned again."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sdqos import engine
+from sdqos import parsecache as pc
+from sdqos.config import load_config
+from sdqos.engine import build_plan
+from sdqos.planning import context_key, load_plan
+from sdqos.quantity import Quantity
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+CAPACITY = {"cpu": Quantity.parse("8"), "memory": Quantity.parse("16Gi"), "pid": Quantity.parse("4194304")}
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: t{uid}}}
+spec:
+  initContainers:
+  - name: side
+    restartPolicy: Always
+    resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
+  containers:
+  - name: app
+    resources:
+      requests: {{cpu: {cpu}, memory: 64Mi}}
+      limits: {{memory: {mem}}}
+"""
+VM = ("apiVersion: sdqos.io/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: v}}\n"
+      "spec: {{resources: {{limits: {{cpu: 1, memory: {mem}}}}}}}\n")
+NODE = "kubeReserved: {cpu: 500m, memory: 1Gi}\nfeatureGates: {MemoryQoS: true}\npodPidsLimit: 1024\n"
+
+
+def write(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o644)
+
+
+def config(tmp_path: Path) -> Path:
+    """Pods in two classes, a sidecar, a file with an error, and a VM (it moves the pods' budget)."""
+    d = tmp_path / "cfg"
+    for sub in ("pods", "vms"):
+        (d / sub).mkdir(parents=True)
+    for p in (d, d / "pods", d / "vms"):
+        p.chmod(0o755)
+    write(d / "node.yaml", NODE)
+    write(d / "pods" / "a.yaml", POD.format(name="a", uid="", cpu="250m", mem="128Mi"))
+    write(d / "pods" / "b.yaml", POD.format(name="b", uid="", cpu="1", mem="1Gi"))
+    write(d / "pods" / "two.yaml", POD.format(name="c", uid="", cpu="2", mem="256Mi") + "---\n"
+          + POD.format(name="d", uid="", cpu="100m", mem="64Mi"))
+    write(d / "pods" / "bad.yaml", POD.format(name="bad", uid="", cpu="12x", mem="64Mi"))
+    write(d / "vms" / "vm.yaml", VM.format(mem="2Gi"))
+    return d
+
+
+def expected(cfg: Path, cgroup: str):
+    c = load_config(cfg, detected=CAPACITY)
+    return c, build_plan(c.node, c.pods, c.vms, cgroup)
+
+
+def check_same(cfg: Path, run: Path | None, cgroup: str) -> tuple:
+    """load_plan against the two steps it replaces: plan, pods, errors, everything."""
+    want_cfg, want = expected(cfg, cgroup)
+    got_cfg, got = load_plan(cfg, cgroup, detected=CAPACITY, cache_dir=run)
+    assert got == want  # every unit, property, pod plan, VM plan, warning
+    assert [u.properties for u in got.units] == [u.properties for u in want.units]
+    assert list(got_cfg.pods) == want_cfg.pods
+    assert [pp.pod for pp in got.pods] == [pp.pod for pp in want.pods]
+    assert got_cfg.vms == want_cfg.vms
+    assert [str(e) for e in got_cfg.errors] == [str(e) for e in want_cfg.errors]
+    assert (got_cfg.failed_files, got_cfg.warnings, got_cfg.invalid_keys, got_cfg.vms_declared) == (
+        want_cfg.failed_files, want_cfg.warnings, want_cfg.invalid_keys, want_cfg.vms_declared)
+    return got_cfg, got
+
+
+def fragments(run: Path) -> tuple[str | None, dict[str, str]]:
+    _, entries, context = pc.decode_file((run / pc.CACHE_NAME).read_text())
+    return context, {Path(k).name: e[2] for k, e in entries.items() if e[2]}
+
+
+@pytest.mark.parametrize("cgroup", ["v1", "v2"])
+@pytest.mark.parametrize("src", ["tmp", "examples"])
+def test_cold_warm_and_uncached_plans_equal_build_plan(tmp_path, src, cgroup):
+    cfg = config(tmp_path) if src == "tmp" else EXAMPLES
+    run = tmp_path / "run"
+    check_same(cfg, None, cgroup)
+    check_same(cfg, run, cgroup)  # cold: every file parsed and planned, fragments written
+    context, frags = fragments(run)
+    assert context is not None
+    assert frags and "bad.yaml" not in frags and "vm.yaml" not in frags and "node.yaml" not in frags
+    check_same(cfg, run, cgroup)  # warm: every pod's plan from its fragment
+
+
+def count_calls(monkeypatch, module, name: str) -> list:
+    calls: list = []
+    fn = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(a) or fn(*a, **k))
+    return calls
+
+
+def test_unchanged_files_are_neither_decoded_nor_planned(tmp_path, monkeypatch):
+    cfg, run = config(tmp_path), tmp_path / "run"
+    load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
+    decoded = count_calls(monkeypatch, pc, "pod_from_json")
+    planned = count_calls(monkeypatch, engine, "plan_pod")
+    c, plan = load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
+    assert (len(decoded), len(planned)) == (0, 0)
+    write(cfg / "pods" / "two.yaml", POD.format(name="c", uid="", cpu="3", mem="256Mi") + "---\n"
+          + POD.format(name="d", uid="", cpu="100m", mem="64Mi"))
+    c, plan = check_same(cfg, run, "v2")
+    monkeypatch.undo()
+    decoded = count_calls(monkeypatch, pc, "pod_from_json")
+    planned = count_calls(monkeypatch, engine, "plan_pod")
+    c, plan = load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
+    assert (len(decoded), len(planned)) == (0, 0)
+    write(cfg / "pods" / "a.yaml", POD.format(name="a", uid="", cpu="300m", mem="128Mi"))
+    c, plan = load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
+    assert [a[0].name for a in planned] == ["a"]  # only the changed file's pod
+    assert plan.pod("t/a").containers[1].properties["CPUWeight"] != 0
+    assert len(decoded) == 1  # ... and only it was decoded; a reused plan decodes its pod when asked:
+    assert plan.pod("t/b").pod.containers[0].name == "app"
+    assert len(decoded) == 2
+
+
+@pytest.mark.parametrize("change", ["node", "vm", "cgroup", "removed-vm"])
+def test_a_new_context_replans_every_pod(tmp_path, monkeypatch, change):
+    cfg, run = config(tmp_path), tmp_path / "run"
+    check_same(cfg, run, "v2")
+    before, _ = fragments(run)
+    cgroup = "v2"
+    if change == "node":
+        write(cfg / "node.yaml", NODE.replace("1024", "2048"))
+    elif change == "vm":  # the pods' memory budget moves: MemoryQoS' memory.high of a limitless container
+        write(cfg / "vms" / "vm.yaml", VM.format(mem="3Gi"))
+    elif change == "removed-vm":
+        (cfg / "vms" / "vm.yaml").unlink()
+    else:
+        cgroup = "v1"
+    planned = count_calls(monkeypatch, engine, "plan_pod")
+    load_plan(cfg, cgroup, detected=CAPACITY, cache_dir=run)
+    assert sorted(a[0].name for a in planned) == ["a", "b", "c", "d"]  # every valid pod, in every file
+    after, frags = fragments(run)
+    assert after != before and sorted(frags) == ["a.yaml", "b.yaml", "two.yaml"]
+    planned.clear()
+    load_plan(cfg, cgroup, detected=CAPACITY, cache_dir=run)
+    assert planned == []
+    monkeypatch.undo()
+    check_same(cfg, run, cgroup)
+
+
+def test_context_key_is_the_same_in_every_process(tmp_path):
+    """Sets and dicts enter it in a fixed order: a fresh interpreter (another hash seed) agrees."""
+    import subprocess
+    import sys
+
+    cfg = config(tmp_path)
+    write(cfg / "node.yaml", NODE + "enforceNodeAllocatable: [pods, system-reserved, kube-reserved]\n"
+          "systemReservedCgroup: /system.slice\nkubeReservedCgroup: /kube.slice\n")
+    code = ("import sys, json; from pathlib import Path; from sdqos.config import load_config; "
+            "from sdqos.engine import plan_basis; from sdqos.planning import context_key; "
+            "from tests.test_planning import CAPACITY; "
+            "c = load_config(sys.argv[1], detected=CAPACITY); print(context_key(plan_basis(c.node, c.vms, 'v2').context))")
+    keys = {subprocess.run([sys.executable, "-c", code, str(cfg)], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                           cwd=Path(__file__).resolve().parent.parent).stdout
+            for seed in (1, 2, 3)}
+    assert len(keys) == 1
+    c = load_config(cfg, detected=CAPACITY)
+    assert keys == {context_key(engine.plan_basis(c.node, c.vms, "v2").context) + "\n"}
+
+
+def test_duplicates_are_found_among_reused_plans(tmp_path):
+    cfg, run = config(tmp_path), tmp_path / "run"
+    check_same(cfg, run, "v1")
+    # a new file repeats pod t/a, whose plan is reused: both are invalid, neither is planned
+    write(cfg / "pods" / "z.yaml", POD.format(name="a", uid="", cpu="1", mem="64Mi"))
+    c, plan = check_same(cfg, run, "v1")
+    assert "t/a" not in [pp.key for pp in plan.pods]
+    assert sum("Duplicate namespace/name" in str(e) for e in c.errors) == 2
+    assert "pod:t/a" in c.invalid_keys
+    # one uid in two files, both reused
+    write(cfg / "pods" / "z.yaml", POD.format(name="z", uid=", uid: 0b5c8c32-0001-4000-8000-000000000001",
+                                              cpu="1", mem="64Mi"))
+    write(cfg / "pods" / "b.yaml", POD.format(name="b", uid=", uid: 0b5c8c32-0001-4000-8000-000000000001",
+                                              cpu="1", mem="1Gi"))
+    check_same(cfg, run, "v1")
+    c, plan = check_same(cfg, run, "v1")
+    assert sum("Duplicate uid" in str(e) for e in c.errors) == 2
+
+
+@pytest.mark.parametrize("damage", ["not-json", "wrong-shape", "truncated-list", "foreign-context"])
+def test_a_damaged_fragment_is_planned_again(tmp_path, damage):
+    cfg, run = config(tmp_path), tmp_path / "run"
+    check_same(cfg, run, "v1")
+    path = run / pc.CACHE_NAME
+    tag, entries, context = pc.decode_file(path.read_text())
+    a = str((cfg / "pods" / "a.yaml").absolute())
+    good = json.loads(entries[a][2])
+    if damage == "not-json":
+        entries[a][2] = "[{"
+    elif damage == "wrong-shape":
+        entries[a][2] = json.dumps([{"key": "t/a"}])
+    elif damage == "truncated-list":
+        entries[a][2] = json.dumps([good[0][:5]])
+    else:  # fragments computed under another node config are not used at all
+        good[0][6] = [999999, 1]
+        entries[a][2] = json.dumps(good)
+        context = context.replace("1024", "2048")
+    path.write_text("".join(pc.encode_file(tag, entries, context)))
+    check_same(cfg, run, "v1")
+    check_same(cfg, run, "v1")
