@@ -40,11 +40,15 @@ def _hwm_mb() -> float:
     return float("nan")
 
 
+PER_ITEM: set[str] = set()  # phases timed once per pod, file or unit (besides "config: " and SUB ones)
+
+
 def _add(name: str, dt: float) -> None:
     phases[name] = phases.get(name, 0.0) + dt
     # not for per-file or per-unit phases: reading /proc/self/status ~1000-3000 times would cost
-    # 0.05-0.2 s, charged to the phase around them (the per-unit kernel reads inflated the live read)
-    if not name.startswith(("config: ", SUB)):
+    # 0.05-0.2 s, charged to the phase around them (it once inflated the live read by the per-unit
+    # kernel reads, and "config: other" by the per-pod plan decoding)
+    if not name.startswith(("config: ", SUB)) and name not in PER_ITEM:
         hwm[name] = _hwm_mb()
 
 
@@ -96,6 +100,7 @@ def main() -> int:
         P = None
     if P is not None:
         wrap(P, "load_plan", "config total")  # split below; "config: other" = the rest
+        PER_ITEM.update(("engine: plan pods (new or changed files)", "engine: decode reused pod plans"))
         wrap(sdqos.engine, "plan_pod", "engine: plan pods (new or changed files)")
         wrap(P.pc, "pod_plan_from_json", "engine: decode reused pod plans")
         wrap(sdqos.engine, "assemble", "engine: assemble (tiers, units)")
