@@ -29,7 +29,7 @@ from .quantity import Quantity
 
 def _canonical(v: object) -> object:
     if isinstance(v, Quantity):
-        return pc._q(v)
+        return pc.quantity_json(v)
     if isinstance(v, (frozenset, set)):
         return sorted(v)
     if isinstance(v, Mapping):
@@ -97,19 +97,19 @@ def load_plan(
     fragments from ``cache_dir`` (none without one: then it only does what the two do)."""
     scan = scan_config(config_dir, detected=detected, insecure=insecure, cache_dir=cache_dir, workers=workers)
     cache = scan.cache
-    # VMs first: they take their share of the node before any pod is planned.
-    vm_result = ParseResult()
-    vm_failed: list[str] = []
+    # VMs first: they take their share of the node before any pod is planned. Their files' errors
+    # and their duplicates are reported after the pods' files', as load_config orders them.
+    vm_files, vm_failed = ParseResult(), []
     for f in scan.files:
         if f.rel.startswith("vms/"):
-            add_entry(vm_result, vm_failed, f.rel, scan.objects(f))
-    check = ParseResult(vms=vm_result.vms)
-    check_duplicate_vms(check)
-    basis = engine.plan_basis(scan.node, check.vms, cgroup)
+            add_entry(vm_files, vm_failed, f.rel, scan.objects(f))
+    vms = ParseResult(vms=vm_files.vms)
+    check_duplicate_vms(vms)
+    basis = engine.plan_basis(scan.node, vms.vms, cgroup)
     ctx = basis.context
     key = context_key(ctx) if cache.path is not None else ""
 
-    result = ParseResult()
+    pod_files = ParseResult()
     plans: list[engine.PodPlan] = []
     idents: list[Pod | PodIdentity] = []
     for f in scan.files:
@@ -120,25 +120,23 @@ def load_plan(
             plans += reused[0]
             idents += reused[1]
             continue
-        objects = scan.objects(f)
-        pods, vms, errs, invalid, file_failed = objects
-        add_entry(result, scan.failed, f.rel, objects)
+        objs = scan.objects(f)
+        pods, file_vms, errs, invalid, file_failed = objs
+        add_entry(pod_files, scan.failed, f.rel, objs)
         fresh = [engine.plan_pod(p, ctx) for p in pods]
         plans += fresh
         idents += pods
-        if key and not (vms or errs or invalid or file_failed):
+        if key and not (file_vms or errs or invalid or file_failed):
             cache.put_fragment(f.key, key, json.dumps([pc.pod_plan_to_json(pp) for pp in fresh], separators=(",", ":")))
     cache.save()
-    scan.failed += vm_failed
-    result.errors += vm_result.errors
-    result.invalid_keys |= vm_result.invalid_keys
+
     dup_errors, bad, dup_invalid = duplicate_pods(idents)
-    result.errors += dup_errors + check.errors
-    result.invalid_keys |= dup_invalid | check.invalid_keys
     if bad:
         plans = [pp for i, pp in enumerate(plans) if i not in bad]
-    result.vms = check.vms
     plan = engine.assemble(basis, plans)
+    scan.failed += vm_failed
+    result = ParseResult(vms=vms.vms, errors=pod_files.errors + vm_files.errors + dup_errors + vms.errors,
+                         invalid_keys=pod_files.invalid_keys | vm_files.invalid_keys | dup_invalid | vms.invalid_keys)
     cfg = scan.config(result)
     cfg.pods = PlannedPods(plan.pods)  # type: ignore[assignment]
     return cfg, plan
