@@ -38,8 +38,7 @@ def file_identity(st: os.stat_result) -> list[int]:
 # --- (de)serialising model objects ----------------------------------------------------------------
 
 
-def quantity_json(q: Quantity) -> list:
-    """[value in nano units, format]: exact, and equal for equal quantities."""
+def _q(q: Quantity) -> list:
     f = q.as_fraction() * NANO  # quantities have nano precision: this is an integer
     return [int(f), q.format.value]
 
@@ -56,7 +55,7 @@ def _unq(v: list) -> Quantity:
 
 
 def _rl(res) -> dict:
-    return {k: quantity_json(v) for k, v in res.items()}
+    return {k: _q(v) for k, v in res.items()}
 
 
 def _unrl(d: dict) -> dict:
@@ -321,4 +320,4 @@ def usable_run_dir() -> Path | None:
 
 
 __all__ = ["ParseCache", "encode_file", "decode_file", "file_identity", "pod_to_json", "pod_from_json", "vm_to_json", "vm_from_json",
-           "error_to_json", "error_from_json", "pod_plan_to_json", "pod_plan_from_json", "pod_identity", "quantity_json", "usable_run_dir"]
+           "error_to_json", "error_from_json", "pod_plan_to_json", "pod_plan_from_json", "pod_identity", "usable_run_dir"]

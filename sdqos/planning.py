@@ -29,7 +29,7 @@ from .quantity import Quantity
 
 def _canonical(v: object) -> object:
     if isinstance(v, Quantity):
-        return pc.quantity_json(v)
+        return [str(v), v.format.value]  # the canonical form is exact (no fractions import)
     if isinstance(v, (frozenset, set)):
         return sorted(v)
     if isinstance(v, Mapping):
