@@ -15,6 +15,7 @@ everything node-wide (VMs, tiers, sums, units, duplicates) is computed afresh ev
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
@@ -68,6 +69,10 @@ def _decoder(scan: Scan, f: ScannedFile, index: int) -> Callable[[], Pod]:
     """The ``index``-th pod of a file, decoded from its entry when asked (a damaged entry: the
     file is parsed again)."""
     return lambda: scan.objects(f)[0][index]
+
+
+def _encode(plans: list[engine.PodPlan]) -> str:
+    return json.dumps([pc.pod_plan_to_json(pp) for pp in plans], separators=(",", ":"))
 
 
 def _reuse(fragment: str | None, scan: Scan, f: ScannedFile,
@@ -127,8 +132,9 @@ def load_plan(
         plans += fresh
         idents += pods
         if key and not (file_vms or errs or invalid or file_failed):
-            cache.put_fragment(f.key, key, json.dumps([pc.pod_plan_to_json(pp) for pp in fresh], separators=(",", ":")))
+            cache.put_fragment(f.key, key, functools.partial(_encode, fresh))
     cache.save()
+    cache.release()
 
     dup_errors, bad, dup_invalid = duplicate_pods(idents)
     if bad:
