@@ -199,7 +199,7 @@ def _parse_files(config_dir: Path, misses: list[_Miss], apply_defaults: bool, wo
 _FileObjects = tuple[list[Pod], list[VirtualMachine], list[InvalidInput], list[str], bool]
 
 
-def objects(text: str) -> _FileObjects:
+def _entry_objects(text: str) -> _FileObjects:
     """A cache entry's model objects: pods, VMs, errors, invalid keys, and whether the file failed."""
     entry = json.loads(text)
     return ([pc.pod_from_json(p) for p in entry["pods"]], [pc.vm_from_json(v) for v in entry["vms"]],
@@ -292,12 +292,12 @@ class Scan:
         """The file's objects from its entry; a cached entry that does not decode (damaged, or
         from a foreign writer) is thrown away and the file parsed again."""
         try:
-            return objects(f.text)
+            return _entry_objects(f.text)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
             miss = (self.dir / f.rel, Path(f.real), f.rel.partition("/")[0], f.rel, f.key, f.identity)
             text = _parse_files(self.dir, [miss], self.apply_defaults, 1)[0]
             self.cache.put_text(f.key, f.identity, text)
-            return objects(text)
+            return _entry_objects(text)
 
     def config(self, result: ParseResult) -> Config:
         """The Config, from what the files' entries held (``result``, duplicates checked)."""

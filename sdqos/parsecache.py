@@ -181,9 +181,9 @@ def encode_file(tag: str, entries: dict[str, list], context: str | None = None) 
     """The cache file, piece by piece: a header line (tag, format, the plan context), one line
     with every key ([path, identity] pairs, in order), then for each entry, in the same order, its
     JSON text on a line and its plan fragment's on the next ("" for none; a function is called
-    for it). JSON text never holds a
-    raw newline, so lines split it exactly. Written as a stream: at 5000 pods, one big string
-    (entries escaped inside a JSON document) added ~13 MB to a sync's peak RSS."""
+    for it). JSON text never holds a raw newline, so lines split it exactly. Written as a stream:
+    at 5000 pods, one big string (entries escaped inside a JSON document) added ~13 MB to a
+    sync's peak RSS."""
     yield json.dumps({"tag": tag, "format": FORMAT, "context": context}) + "\n"
     yield json.dumps([[k, e[0]] for k, e in entries.items()], separators=(",", ":")) + "\n"
     for e in entries.values():
@@ -271,8 +271,8 @@ class ParseCache:
         self.put_text(path, identity, json.dumps(entry, separators=(",", ":")))
 
     def put_text(self, path: Path | str, identity: list[int], text: str) -> None:
-        """Store an entry already encoded as compact JSON (as a parsing child hands it over); a
-        fragment of the file's earlier content goes with it."""
+        """Store an entry already encoded as compact JSON (as a parsing child hands it over); the
+        plan fragment of the file's earlier content is dropped."""
         self.entries[str(path)] = [identity, text, ""]
         self.used.add(str(path))
         self.dirty = True
