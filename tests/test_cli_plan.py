@@ -128,3 +128,26 @@ def test_help_lists_commands():
     for cmd in ("plan", "explain"):
         assert cmd in r.stdout
     assert "Exit codes: 0 ok, 1 error, 2 invalid input" in r.stdout
+
+
+def test_sandbox_command_is_loaded_only_when_named(config):
+    """`sandbox` is listed and works, but a plan (as any other command) does not import it."""
+    code = (
+        "import sys; from sdqos.cli import app\n"
+        f"app(['plan', '--config', {str(config)!r}], standalone_mode=False)\n"
+        "print('sdqos.sandbox' in sys.modules)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "False"
+
+    top = sdqos("--help").stdout
+    assert "sandbox        A private throwaway systemd" in top
+    sub = sdqos("sandbox", "--help")
+    assert sub.returncode == 0
+    assert sub.stdout.startswith("Usage: ") and " sandbox [OPTIONS] COMMAND [ARGS]..." in sub.stdout.splitlines()[0]
+    for cmd in ("up", "exec", "status", "list", "down"):
+        assert f"\n  {cmd} " in sub.stdout
+    assert "╭" not in sub.stdout  # plain help, as every other command's
+    bad = sdqos("sandbox", "status", "no/such")
+    assert bad.returncode != 0 and "sdqos sandbox:" in bad.stderr
