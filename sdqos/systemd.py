@@ -449,6 +449,15 @@ class Systemd:
                 raise InvalidProperty(f"{name}={value!r} is not a D-Bus '{sig}': {e}", unit=unit) from None
         return out
 
+    def _checked(self, items: Iterable[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, Mapping[str, Any]]]:
+        """The items of a bulk call, every unit's properties checked before the first call goes out.
+        Each unit's D-Bus values are built again as its call is sent, not kept from the check: held
+        all at once they were ~1.4 KB per unit, +7 MB of peak RSS in a cold sync of 5000 pods."""
+        todo = list(items)
+        for n, p in todo:
+            self._props(p, n)
+        return todo
+
     def _check_addref(self, n: int, unit: str | None = None) -> int:
         """n more AddRef=true units on this connection: refused past MAX_ADDREF."""
         if n and self._addref + n > MAX_ADDREF:
@@ -528,14 +537,13 @@ class Systemd:
         """Create many units with at most `window` jobs in flight (module doc). One result per item,
         in order: None, or the error (UnitExists, JobFailed...). Calls go out in list order on one
         connection and systemd handles them in that order, so list parent slices before children."""
-        built, addref = [], []  # all checked before the first call; the dicts are not kept
-        for n, p in items:
-            built.append((n, self._props(p, n)))
-            addref.append(int(bool(p.get("AddRef"))))
+        todo = self._checked(items)
+        addref = [int(bool(p.get("AddRef"))) for _, p in todo]
         self._check_addref(sum(addref))
         results = await self._bounded(
-            built, window or self.window, lambda n, b: self._job(n, "StartTransientUnit", _STU, [n, mode, b, []]),
-            lambda n, b: self._retrying(self._job, n, "StartTransientUnit", _STU, [n, mode, b, []]))
+            todo, window or self.window,
+            lambda n, p: self._job(n, "StartTransientUnit", _STU, [n, mode, self._props(p, n), []]),
+            lambda n, p: self._retrying(self._job, n, "StartTransientUnit", _STU, [n, mode, self._props(p, n), []]))
         self._addref += sum(a for a, r in zip(addref, results) if r is None)
         return results
 
@@ -549,10 +557,10 @@ class Systemd:
                                    window: int | None = None) -> list[SystemdError | None]:
         """SetUnitProperties for many units, pipelined (no jobs, so no match rules); results as
         start_transient_units."""
-        built, call = [(n, self._props(p, n)) for n, p in items], (MANAGER_PATH, MANAGER, "SetUnitProperties", "sba(sv)")
-        return await self._bounded(built, window or self.read_window,
-                                   lambda n, b: self._call(*call, [n, runtime, b], unit=n),
-                                   lambda n, b: self._retrying(self._call, *call, [n, runtime, b], unit=n))
+        todo, call = self._checked(items), (MANAGER_PATH, MANAGER, "SetUnitProperties", "sba(sv)")
+        return await self._bounded(todo, window or self.read_window,
+                                   lambda n, p: self._call(*call, [n, runtime, self._props(p, n)], unit=n),
+                                   lambda n, p: self._retrying(self._call, *call, [n, runtime, self._props(p, n)], unit=n))
 
     async def start_unit(self, name: str, mode: str = "replace") -> None:
         """Start a (loaded or loadable) unit and wait for the job (JobFailed unless 'done')."""
