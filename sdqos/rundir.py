@@ -22,6 +22,7 @@ from .errors import HostError, LockTimeout
 DEFAULT_RUN_DIR = Path(os.environ.get("SDQOS_RUN_DIR", "/run/sdqos"))
 LOCK_NAME = "sync.lock"
 APPLIED_NAME = "applied.json"
+APPLIED_BATCH = 256  # units encoded per string when applied.json is written
 
 
 def ensure_dir(run_dir: Path = DEFAULT_RUN_DIR) -> Path:
@@ -112,12 +113,21 @@ def load_applied(run_dir: Path = DEFAULT_RUN_DIR) -> dict[str, dict[str, int]]:
 
 
 def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN_DIR) -> None:
-    """Atomic replace (write a temp file 0600, fsync, rename)."""
+    """Atomic replace (write a temp file 0600, fsync, rename). The text is what ``json.dumps(applied,
+    sort_keys=True)`` gives, compact, encoded APPLIED_BATCH units at a time: as one string, 5000
+    units held ~2 MB more at the sync's peak. Batches keep the C encoder (json.dump would use the
+    pure-Python one, and one call per unit cost ~3 ms more at 1000 units)."""
     ensure_dir(run_dir)
     tmp = run_dir / f".{APPLIED_NAME}.{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    encode = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+    units = sorted(applied)
     with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(applied, separators=(",", ":"), sort_keys=True))  # C encoder, unlike json.dump
+        fh.write("{")
+        for i in range(0, len(units), APPLIED_BATCH):
+            text = encode({u: applied[u] for u in units[i:i + APPLIED_BATCH]})
+            fh.write(f"{',' if i else ''}{text[1:-1]}")
+        fh.write("}")
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, run_dir / APPLIED_NAME)
