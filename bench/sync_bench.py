@@ -33,7 +33,8 @@ time's figure for the sync (see bench/README.md); D-Bus calls and disconnects co
 report.
 Systemd-side evidence of disconnects: the unique bus name of org.freedesktop.systemd1 before and
 after each sync (systemd gets a new one when dbus-daemon throws it off) and its PeakMatchRules
-(org.freedesktop.DBus.Debug.Stats). Times are medians of --repeat runs (shell: one run).
+(org.freedesktop.DBus.Debug.Stats). Times are medians of --repeat runs R (warm, one change,
+recheck and given: 2R+1 runs; shell: one run).
 
 Every measurement also records the CPU steal of the (virtual) machine over its interval and the
 CPU seconds of the sync process and of the sandbox's systemd, because on a shared VM wall times
@@ -472,33 +473,38 @@ class Bench:
         if active != n_units:
             self.note(f"after cold sync: {active} of {n_units} units active")
 
-        log(f"N={n}: sync warm x{R}")
-        samples["warm"] = []
-        for _ in range(R):
+        # Sub-second syncs are noisier than the guest's drift is slow: 2R+1 of each. The recheck
+        # floor (the yardstick of warm and one change: stat the files, list the units, read their
+        # kernel values) alternates with warm, as floor with cold. From the host, sdqos has no
+        # kernel view either (D-Bus only): no recheck floor there.
+        recheck = a.where == "inside"
+        log(f"N={n}: sync warm{' and recheck floor (bench/recheck_floor.py), alternating,' if recheck else ''} x{2 * R + 1}")
+        samples["warm"], rechecks = [], []
+        for _ in range(2 * R + 1):
+            if recheck:
+                rechecks.append(self.median_wall(
+                    [sys.executable, str(HERE / "recheck_floor.py"), str(cfg), plan.cgroup], 1))
             s = self.sync(cfg)
             self.check("warm", s, created=0, updated=0, removed=0)
             samples["warm"].append(s)
-        if a.where == "inside":  # (from the host, sdqos has no kernel view either: D-Bus only)
-            # the yardstick of warm and one change: stat the files, list the units, read their kernel values
-            log(f"N={n}: recheck floor (bench/recheck_floor.py) x{2 * R + 1}")
-            row["recheck_floor_s"] = self.median_wall(
-                [sys.executable, str(HERE / "recheck_floor.py"), str(cfg), plan.cgroup], 2 * R + 1)
+        if rechecks:
+            row["recheck_floor_s"] = statistics.median(rechecks)
+            row["warm_recheck_pairs"] = [w.wall - r for r, w in zip(rechecks, samples["warm"])]
 
         # the same one change with config and plan handed over (bench/given_plan.py): what a perfect
         # incremental sync (parsing and planning for free) would still cost
         log(f"N={n}: one change with the plan handed over (bench/given_plan.py) x{2 * R + 1}")
         row["given_plan_s"] = self.given_plan(n, cfg, [(conf2, plan2), (conf, plan)], 2 * R + 1)
 
-        log(f"N={n}: sync one change x{R}")
+        log(f"N={n}: sync one change x{2 * R + 1}")
         samples["one_change"] = []
-        for i in range(R):
+        for i in range(2 * R + 1):
             changed_path.write_text(variants[(i + 1) % 2])
             s = self.sync(cfg)
             self.check("one_change", s, created=0, updated=1, removed=0)
             samples["one_change"].append(s)
         changed_path.write_text(variants[0])
-        if R % 2:
-            self.sync(cfg)  # back to the original limit (not measured)
+        self.sync(cfg)  # back to the original limit (2R+1 is odd; not measured)
 
         if a.profile and n == a.profile_n:
             self.profiles[n] = self.profile(cfg, changed_path, variants)
@@ -618,6 +624,8 @@ def extras(row: dict) -> dict:
     return {
         "units": row["units"],
         "recheck_floor": row.get("recheck_floor_s"),
+        # warm minus the recheck floor run just before it: what sdqos adds, less exposed to drift
+        "warm_recheck_pairs": row.get("warm_recheck_pairs"),
         "given_plan": row.get("given_plan_s"),
         # cold / floor of each repeat (they alternate): how much of the median ratio is drift
         "cold_floor_pairs": [c.wall / f.wall for f, c in zip(S["floor"], S["cold"])],
@@ -647,9 +655,13 @@ def targets(rows: list[dict], ext: dict[int, dict] | None = None,
     by_n = {r["n"]: r for r in rows}
     recheck = (ext or {}).get(1000, {}).get("recheck_floor")
     given = (ext or {}).get(1000, {}).get("given_plan")
+    warm_pairs = (ext or {}).get(1000, {}).get("warm_recheck_pairs")
 
-    def over(s: float) -> str:  # what sdqos adds to what any drift-repairing sync must do
-        return f"  (recheck floor {recheck:.3f} s: sdqos adds {s - recheck:.3f} s)" if recheck else ""
+    def over(s: float, paired: bool = False) -> str:  # what sdqos adds to what any drift-repairing sync must do
+        if not recheck:
+            return ""
+        each = f"; {statistics.median(warm_pairs):.3f} s by the median of alternating pairs" if paired and warm_pairs else ""
+        return f"  (recheck floor {recheck:.3f} s: sdqos adds {s - recheck:.3f} s{each})"
     out: list[tuple[str, str, bool | str | None]] = []
     for r in rows:
         ratio = r["cold_s"] / r["floor_s"]
@@ -662,7 +674,7 @@ def targets(rows: list[dict], ext: dict[int, dict] | None = None,
                         f" (start-up, then creating at the floor's pace: {1 + startup / r['floor_s']:.2f} x)", "info"))
     if 1000 in by_n:
         r = by_n[1000]
-        out.append(("warm no-op at 1000 <= 0.5 s", f"{r['warm_s']:.3f} s{over(r['warm_s'])}",
+        out.append(("warm no-op at 1000 <= 0.5 s", f"{r['warm_s']:.3f} s{over(r['warm_s'], paired=True)}",
                     r["warm_s"] <= TARGETS["warm_1000_s"]))
         out.append(("one change among 1000 <= 0.3 s", f"{r['one_change_s']:.3f} s{over(r['one_change_s'])}",
                     r["one_change_s"] <= TARGETS["one_change_1000_s"]))
@@ -756,7 +768,7 @@ def print_table(rows: list[dict], ext: dict[int, dict], mach: dict, args: argpar
     p = functools.partial(print, file=out or sys.stdout)
     where = (f"inside the sandbox via nsenter (nsenter + exec of /bin/true alone: {mach.get('nsenter_s', 0) * 1000:.0f} ms, "
              f"included)" if args.where == "inside" else "on the host with --bus-address")
-    p(f"\nsdqos sync benchmark — backend {args.backend}, median of {args.repeat} (shell: 1 run), seed {args.seed}; "
+    p(f"\nsdqos sync benchmark — backend {args.backend}, median of {args.repeat} (warm, one change, their yardsticks: {2 * args.repeat + 1}; shell: 1 run), seed {args.seed}; "
       f"sync run {where}")
     p(f"machine: {mach['cpu']}, {mach['cores']} cores, {mach['ram_gib']} GiB, kernel {mach['kernel']}, "
       f"{mach['systemd']}, {mach['dbus']}, Python {mach['python']}, virt {mach['virt']}")
