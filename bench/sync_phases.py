@@ -78,8 +78,8 @@ def wrap(obj, attr: str, name: str) -> None:
 
 def main() -> int:
     t = _pc()
-    import sdqos.cli  # what `sdqos` imports before it parses its arguments (typer, click, sandbox ...)
-    _add("imports: sdqos.cli (typer, click, sandbox)", _pc() - t)
+    import sdqos.cli  # what `sdqos` imports before it parses its arguments (typer and its click)
+    _add("imports: sdqos.cli (typer, click)", _pc() - t)
     t = _pc()
     # what `sync` imports lazily: config, engine, reconcile, systemd (asyncio, the D-Bus lib)
     import sdqos.config
