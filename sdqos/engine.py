@@ -88,6 +88,12 @@ class PodPlan:
     manifest: Pod | Callable[[], Pod] | None = field(default=None, repr=False, compare=False)
 
     @property
+    def name(self) -> str:
+        """The pod's name, from ``key`` (a Kubernetes namespace or name holds no "/"): looking a
+        pod up by name decodes no manifest."""
+        return self.key.partition("/")[2]
+
+    @property
     def pod(self) -> Pod:
         m = self.manifest
         if not isinstance(m, Pod):
@@ -135,7 +141,7 @@ class Plan:
 
     def pod(self, key: str) -> PodPlan | None:
         for p in self.pods:
-            if key in (p.key, p.uid, p.key.partition("/")[2]):
+            if key in (p.key, p.uid, p.name):
                 return p
         return None
 

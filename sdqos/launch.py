@@ -38,7 +38,7 @@ class Target:
 
 def container_target(plan: Plan, pod_ref: str, container: str) -> Target:
     """POD (namespace/name, or name when unique) and CONTAINER → its scope and ancestors."""
-    matches = [p for p in plan.pods if p.key == pod_ref or ("/" not in pod_ref and p.pod.name == pod_ref)]
+    matches = [p for p in plan.pods if p.key == pod_ref or ("/" not in pod_ref and p.name == pod_ref)]
     if not matches:
         raise InvalidInput(f"no pod {pod_ref!r} in the config")
     if len(matches) > 1:

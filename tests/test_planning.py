@@ -218,3 +218,23 @@ def test_a_damaged_fragment_is_planned_again(tmp_path, damage):
     path.write_text("".join(pc.encode_file(tag, entries, context)))
     check_same(cfg, run, "v1")
     check_same(cfg, run, "v1")
+
+
+def test_pods_are_found_by_name_without_decoding_them(tmp_path):
+    """`sdqos run POD CONTAINER` and Plan.pod look a pod up by its name from the plan alone: a plan
+    reused from the cache does not decode a thousand manifests for it."""
+    from sdqos import launch
+    from sdqos.errors import InvalidInput
+
+    d = config(tmp_path)
+    write(d / "pods" / "other.yaml", POD.format(name="a", uid="2", cpu="100m", mem="64Mi"))  # t2/a
+    _, plan = load_plan(d, "v1", detected=CAPACITY, insecure=True)
+    decoded = []
+    for pp in plan.pods:
+        pp.manifest = lambda pp=pp: decoded.append(pp.key)
+    b = next(p for p in plan.pods if p.key == "t/b")
+    assert launch.container_target(plan, "b", "app").unit.name == next(c.scope for c in b.containers if c.name == "app")
+    assert plan.pod("b").key == "t/b" and plan.pod("t2/a").key == "t2/a"
+    with pytest.raises(InvalidInput, match="pod name 'a' is ambiguous: t/a, t2/a"):
+        launch.container_target(plan, "a", "app")
+    assert decoded == []
