@@ -88,21 +88,23 @@ def cli_errors() -> Iterator[None]:
 
 
 def load_cached(config: Path, insecure: bool):
-    """The config, reusing validated files from /run/sdqos when this process may keep a cache."""
+    """The config, reusing validated files from /run/sdqos when this process may keep a cache.
+    Read-only: the cache is the timer's, kept for the config it syncs; never rewritten from here."""
     from .config import load_config
     from .parsecache import usable_run_dir
 
-    return load_config(config, insecure=insecure, cache_dir=usable_run_dir())
+    return load_config(config, insecure=insecure, cache_dir=usable_run_dir(create=False), cache_write=False)
 
 
-def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str):
+def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writes: bool = False):
     """(config, plan), reusing validated files and unchanged pods' plans from /run/sdqos when this
-    process may keep a cache (sdqos.planning)."""
+    process may keep a cache (sdqos.planning). Only a command that ``writes`` (sync, run, adopt)
+    updates the cache; plan, explain, status and a dry run leave it, and the host, as they are."""
     from .parsecache import usable_run_dir
     from .planning import load_plan
 
     mode = resolve_cgroup(cgroup) if isinstance(cgroup, CgroupMode) else cgroup
-    return load_plan(config, mode, insecure=insecure, cache_dir=usable_run_dir())
+    return load_plan(config, mode, insecure=insecure, cache_dir=usable_run_dir(create=writes), cache_write=writes)
 
 
 def resolve_cgroup(mode: CgroupMode) -> str:
@@ -263,7 +265,7 @@ def sync(
 
     with cli_errors():
         mode = resolve_cgroup(cgroup)
-        cfg, p = load_planned(config, insecure, mode)
+        cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
 
         async def run() -> "reconcile.Report":
             async with Systemd(bus_address) as sd:
@@ -425,7 +427,7 @@ def run(
             command = command[1:]
         if not command:
             raise InvalidInput("no command to run (put it after --)")
-        _, p = load_planned(config, insecure, cgroup)
+        _, p = load_planned(config, insecure, cgroup, writes=True)
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
 
         async def prepare() -> None:
@@ -469,7 +471,7 @@ def adopt(
         missing = [p for p in pids if not procfs.pid_exists(p)]
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
-        _, p = load_planned(config, insecure, cgroup)
+        _, p = load_planned(config, insecure, cgroup, writes=True)
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
         all_pids = procfs.descendants(pids) if children else list(pids)
 

@@ -332,14 +332,16 @@ def load_config(
     insecure: bool = False,
     apply_defaults: bool = True,
     cache_dir: Path | None = None,
+    cache_write: bool = True,
     workers: int | None = None,
 ) -> Config:
     """Read and validate the whole config directory. Raises ConfigDirError when the directory is
     unusable and ConfigInvalid when node.yaml is; per-file problems are collected in the result.
-    ``cache_dir``: keep validated files there (sdqos.parsecache) and reuse them while unchanged.
+    ``cache_dir``: keep validated files there (sdqos.parsecache) and reuse them while unchanged;
+    with ``cache_write`` False only reuse them.
     ``workers``: processes parsing the files the cache lacks (default: by CPUs and file count)."""
     scan = scan_config(config_dir, detected=detected, insecure=insecure, apply_defaults=apply_defaults,
-                       cache_dir=cache_dir, workers=workers)
+                       cache_dir=cache_dir, cache_write=cache_write, workers=workers)
     result = ParseResult()
     for f in scan.files:
         add_entry(result, scan.failed, f.rel, scan.objects(f))
@@ -355,6 +357,7 @@ def scan_config(
     insecure: bool = False,
     apply_defaults: bool = True,
     cache_dir: Path | None = None,
+    cache_write: bool = True,
     workers: int | None = None,
 ) -> Scan:
     """node.yaml validated, every other file checked and its entry found or made (see load_config)."""
@@ -372,7 +375,7 @@ def scan_config(
         raise ConfigDirError(f"{config_dir}: {problem}")
     real_dir = config_dir.resolve()
 
-    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}")
+    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}", writable=cache_write)
     node_path = config_dir / "node.yaml"
     node_raw = None
     if node_path.exists() or node_path.is_symlink():

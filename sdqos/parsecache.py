@@ -222,8 +222,9 @@ class ParseCache:
     Each entry stays a JSON string until it is asked for, and the caller drops it once it has
     built its objects: at 5000 pods, decoding the whole file up front cost ~15 MB of peak RSS."""
 
-    def __init__(self, run_dir: Path | None, options: str):
+    def __init__(self, run_dir: Path | None, options: str, *, writable: bool = True):
         self.path = run_dir / CACHE_NAME if run_dir is not None else None
+        self.writable = writable  # read-only commands reuse the cache but never rewrite the timer's
         self.tag = f"{__version__}/{FORMAT}/{options}"
         self.entries: dict[str, list] = {}  # path -> [identity, entry as JSON text, plan fragment or ""]
         self.context: str | None = None  # the plan context the fragments were computed in
@@ -305,7 +306,7 @@ class ParseCache:
 
     def save(self) -> None:
         """Write back (dropping files that are gone) when anything changed; best effort."""
-        if self.path is None:
+        if self.path is None or not self.writable:
             return
         stale = set(self.entries) - self.used
         if not self.dirty and not stale:
@@ -323,8 +324,11 @@ class ParseCache:
             pass  # a cache that cannot be written is only slower
 
 
-def usable_run_dir() -> Path | None:
-    """The run dir when this process may keep a cache there (root-owned, ours), else None."""
+def usable_run_dir(create: bool = True) -> Path | None:
+    """The run dir when this process may keep a cache there (root-owned, ours), else None. Without
+    ``create`` a missing run dir is not made (read-only commands leave the host as they found it)."""
+    if not create and not os.path.lexists(rundir.DEFAULT_RUN_DIR):
+        return None
     try:
         return rundir.ensure_dir(rundir.DEFAULT_RUN_DIR)
     except (OSError, HostError):

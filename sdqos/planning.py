@@ -96,11 +96,13 @@ def load_plan(
     detected: Mapping[str, Quantity] | None = None,
     insecure: bool = False,
     cache_dir: Path | None = None,
+    cache_write: bool = True,
     workers: int | None = None,
 ) -> tuple[Config, engine.Plan]:
     """``load_config`` and ``build_plan`` in one, with the same results and errors, reusing
     fragments from ``cache_dir`` (none without one: then it only does what the two do)."""
-    scan = scan_config(config_dir, detected=detected, insecure=insecure, cache_dir=cache_dir, workers=workers)
+    scan = scan_config(config_dir, detected=detected, insecure=insecure, cache_dir=cache_dir,
+                       cache_write=cache_write, workers=workers)
     cache = scan.cache
     # VMs first: they take their share of the node before any pod is planned. Their files' errors
     # and their duplicates are reported after the pods' files', as load_config orders them.

@@ -8,10 +8,12 @@ system bus and only the handful of units it needs, so that:
 
 - everything sdqos does lands in cgroups named for the sandbox, readable from the host
   (`Sandbox.cgroup_path`), and disappears with `down()`;
-- the host's init, units and services are never touched: the instance gets a private ``/run``,
-  its unit path holds only our unit dir and its own runtime dirs (never ``/etc/systemd/system`` or
-  ``/lib/systemd/system``), ``/proc/sys`` is read-only inside (systemd would otherwise raise the
-  host's ``fs.nr_open`` at boot), and its console is a pty whose output lands in a log file.
+- the host's init, units and services are never touched: the instance gets a private ``/run``
+  and a copy-on-write ``/etc`` (an overlay whose upper dir is in the state dir, with an empty
+  ``/etc/systemd/system``, so ``systemctl enable`` and ``sdqos install-units`` work inside and
+  write nothing to the host), its unit path holds only its own dirs (never ``/lib/systemd/system``),
+  ``/proc/sys`` is read-only inside (systemd would otherwise raise the host's ``fs.nr_open`` at
+  boot), and its console is a pty whose output lands in a log file.
 
 Cgroups: on a cgroup v1/hybrid host (the layout DESIGN §5 was measured on) the instance gets
 ``sdqos-sandbox-<name>`` in every hierarchy mounted under /sys/fs/cgroup, memory below the
@@ -29,6 +31,7 @@ PIDs and cgroups that no longer exist)::
         supervisor.pid  the supervisor's
         console.log     systemd's console output (a pty is its /dev/console), capped at 4 MiB
         machine-id      the instance's own, bound over /etc/machine-id
+        etc/upper       what the instance wrote to its /etc (etc/work: the overlay's work dir)
         exited          why PID 1 exited, if it did while the supervisor watched
         run/            the instance's private /run (bus socket: run/dbus/system_bus_socket;
                         run/systemd/system is on its unit path: tests may install units there)
@@ -38,8 +41,9 @@ PIDs and cgroups that no longer exist)::
 Process tree: supervisor (python, holds the console pty, logs it, reaps; nobody's child) →
 ``unshare --pid --fork --mount --uts --propagation private`` → PID 1 = ``python -m
 sdqos.sandbox _init``, which joins the instance cgroups, unshares its cgroup namespace, mounts
-(/proc with a read-only /proc/sys, /run, /sys/fs/cgroup, /dev/console, /etc/machine-id) and execs
-systemd. PID 1 unsharing the cgroup namespace itself (rather than ``unshare --cgroup``) keeps the
+(/proc with a read-only /proc/sys, /etc, /run, /sys/fs/cgroup, /dev/console, /etc/machine-id) and
+execs systemd. Where the host's /run is a mount of its own (every systemd host) the instance's /run
+(a dir under it) is cloned as a detached mount before the host's /run is detached, then attached. PID 1 unsharing the cgroup namespace itself (rather than ``unshare --cgroup``) keeps the
 unshare process out of the instance cgroups: only PID 1 and its descendants ever live there.
 
 The CLI (``sdqos sandbox up|exec|status|down``) is the typer sub-app `app` (built lazily, so
@@ -75,7 +79,10 @@ INNER_UNIT_DIR = "/run/sdqos/units"
 # run at every boot and daemon-reload (~120 ms of a ~175 ms boot here) for output that is not on
 # the unit path anyway.
 INNER_GENERATOR_DIR = "/run/sdqos/generators"
-UNIT_PATH = f"/run/systemd/system.control:/run/systemd/transient:/run/systemd/system:{INNER_UNIT_DIR}"
+# systemd's own order, less the vendor dirs: the instance's /etc is private (copy-on-write, see
+# _init), so `systemctl enable` and `sdqos install-units` work inside as on a host.
+UNIT_PATH = ("/etc/systemd/system.control:/run/systemd/system.control:/run/systemd/transient:"
+             f"/etc/systemd/system:/run/systemd/system:{INNER_UNIT_DIR}")
 SYSTEMD_CANDIDATES = ("/lib/systemd/systemd", "/usr/lib/systemd/systemd")
 BOOT_TIMEOUT = 30.0
 DOWN_TIMEOUT = 15.0
@@ -392,6 +399,7 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: boo
             (unit_dir / unit).write_text(text)
         _write_vm_units(st, services)
         (sdir / "machine-id").write_text(st["machine_id"] + "\n")
+        _make_private_etc(sdir / "etc")
         _make_cgroups(name, hierarchies)
         _start_supervisor(sdir)
         st = _wait_pid(name, sdir, t0 + timeout)
@@ -1017,6 +1025,17 @@ def _mounts_under(d: Path) -> list[str]:
 # --- internals: boot -----------------------------------------------------------------------------
 
 
+def _make_private_etc(etc: Path) -> None:
+    """The upper and work dirs of the instance's copy-on-write /etc. Its systemd/system is opaque:
+    the instance sees an empty /etc/systemd/system, not the host's enabled units."""
+    if any(c in str(etc) for c in ",:\\"):
+        raise SandboxError(f"{etc}: the sandbox state dir must not contain ',', ':' or '\\' (overlay options)")
+    (etc / "work").mkdir(parents=True)
+    opaque = etc / "upper" / "systemd" / "system"
+    opaque.mkdir(parents=True)
+    os.setxattr(opaque, "trusted.overlay.opaque", b"y")
+
+
 def _systemd_binary() -> str | None:
     return next((p for p in SYSTEMD_CANDIDATES if os.access(p, os.X_OK)), None)
 
@@ -1206,10 +1225,17 @@ def _init(sdir: Path, console: str) -> NoReturn:
     sh("mount", "-t", "proc", "-o", "nosuid,nodev,noexec", "proc", "/proc")
     sh("mount", "--bind", "/proc/sys", "/proc/sys")  # sysctls are the host's: read-only
     sh("mount", "-o", "remount,bind,ro,nosuid,nodev,noexec", "/proc/sys")
-    sh("mount", "--bind", str(sdir / "machine-id"), "/etc/machine-id")  # sdir vanishes under /run
+    # /etc copy-on-write: systemctl enable, set-property (persistent) and friends write to the
+    # instance's upper dir, never to the host's /etc; its /etc/systemd/system starts empty.
+    etc = sdir / "etc"
+    sh("mount", "-t", "overlay", "-o", f"lowerdir=/etc,upperdir={etc}/upper,workdir={etc}/work", "overlay", "/etc")
+    sh("mount", "--bind", str(sdir / "machine-id"), "/etc/machine-id")
+    # The instance's /run lives under the host's /run (sdir). Where /run is a mount point (every
+    # systemd host) detaching it takes sdir along, so the new /run is cloned first and attached after.
+    new_run = _open_tree(st["run_dir"])
     if os.path.ismount("/run"):
-        subprocess.run(["umount", "-l", "/run"], capture_output=True)
-    sh("mount", "--bind", st["run_dir"], "/run")
+        sh("umount", "-l", "/run")  # drops the host's /run with its submounts
+    _move_mount(new_run, "/run")
     sh("umount", "-l", str(CGROUP_ROOT))
     hs = st["hierarchies"]
     if _cgroup_mode(hs) == "unified":  # cgroup2-only host
@@ -1241,16 +1267,42 @@ def _init(sdir: Path, console: str) -> NoReturn:
     os.execve(argv[0], argv, env)
 
 
+def _libc_call(name: str, *args: Any) -> int:
+    import ctypes  # here, not at the top: only PID 1 of a sandbox needs it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if name == "syscall":  # variadic: every argument a full register
+        args = tuple(ctypes.c_long(a) if isinstance(a, int) else a for a in args)
+    rc = getattr(libc, name)(*args)
+    if rc < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"{name}{args[:2]}: {os.strerror(e)}")
+    return rc
+
+
 def _unshare(flags: int) -> None:
     if hasattr(os, "unshare"):  # Python >= 3.12
         os.unshare(flags)
         return
-    import ctypes  # here, not at the top: only PID 1 of a sandbox needs it
+    _libc_call("unshare", flags)
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(flags) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
+
+# The new mount API (Linux 5.2; the syscall numbers are the same on every architecture but alpha):
+# a clone of a directory as a mount that belongs to no path yet, attached somewhere later. A plain
+# `mount --bind` cannot take its source from a mount that has been detached meanwhile.
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT = 428, 429
+_OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC, _AT_FDCWD, _MOVE_MOUNT_F_EMPTY_PATH = 1, os.O_CLOEXEC, -100, 4
+
+
+def _open_tree(path: str) -> int:
+    return _libc_call("syscall", _SYS_OPEN_TREE, _AT_FDCWD, path.encode(), _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC)
+
+
+def _move_mount(fd: int, target: str) -> None:
+    try:
+        _libc_call("syscall", _SYS_MOVE_MOUNT, fd, b"", _AT_FDCWD, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH)
+    finally:
+        os.close(fd)
 
 
 def _main(argv: list[str]) -> None:

@@ -9,6 +9,31 @@ import pytest
 
 from sdqos import sandbox as sbx
 
+from . import hostguard
+
+# --- the host is never touched ------------------------------------------------------------------
+#
+# The whole session is checked: /etc/systemd, /run/sdqos and sdqos's entries in /run/systemd on the
+# host must be as they were when it started (tests/hostguard.py). A change fails the session.
+
+_HOST_BEFORE: dict = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _HOST_BEFORE.update(hostguard.snapshot())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    changed = hostguard.changes(_HOST_BEFORE, hostguard.snapshot())
+    if changed:
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        text = "the test session changed the host:\n  " + "\n  ".join(changed[:50])
+        if tr is not None:
+            tr.write_line(text, red=True)
+        else:
+            print(text)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 # --- sandbox: a private systemd (sdqos.sandbox) ------------------------------------------------
 #
 # `sandbox` boots one sandbox per test session, `clean_sandbox` hands each test that instance with

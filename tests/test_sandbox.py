@@ -105,10 +105,11 @@ def test_pid1_environment(sandbox: sbx.Sandbox):
     env = Path(f"/proc/{sandbox.pid}/environ").read_bytes().split(b"\0")
     assert f"container={sandbox.name}".encode() in env
     assert f"SYSTEMD_UNIT_PATH={sbx.UNIT_PATH}".encode() in env
-    # the instance sees only its own unit dirs, never the host's
+    # the instance sees only its own unit dirs, never the host's: no vendor dirs, and its /etc is
+    # its own (test_private_etc)
     unit_path = sandbox.systemctl("show", "-p", "UnitPath", "--value", check=True).stdout.split()
     assert unit_path == sbx.UNIT_PATH.split(":")
-    assert not any(p.startswith(("/etc/systemd", "/lib/systemd", "/usr/lib/systemd")) for p in unit_path)
+    assert not any(p.startswith(("/lib/systemd", "/usr/lib/systemd", "/usr/local/lib")) for p in unit_path)
     assert sandbox.systemctl("start", "systemd-journald.service").returncode != 0  # a host unit: not found
     # the host's generators (fstab, sysv, postgresql, ...) do not run in the instance
     gen = sandbox.run_dir / "systemd"
@@ -125,6 +126,50 @@ def test_private_run_and_proc_sys(sandbox: sbx.Sandbox):
     assert sandbox.run(["test", "-e", str(sandbox.state_dir)]).returncode != 0  # host /run is hidden
     # sysctls are the host's: read-only inside (systemd would raise fs.nr_open at boot)
     assert sandbox.run(["sh", "-c", "echo 1048576 > /proc/sys/fs/nr_open"]).returncode != 0
+
+
+def test_private_etc(sandbox: sbx.Sandbox):
+    """The instance's /etc is the host's, copy-on-write: what is written inside stays inside, and its
+    /etc/systemd/system starts empty (the host's enabled units are not the instance's)."""
+    sb = sandbox
+    assert sb.run(["cat", "/etc/os-release"], check=True).stdout == Path("/etc/os-release").read_text()
+    assert sb.run(["ls", "-A", "/etc/systemd/system"], check=True).stdout == ""
+    probe = "/etc/systemd/system/sdqos-test-private.service"
+    sb.run(["sh", "-c", f"echo '[Service]' > {probe} && mkdir -p /etc/sdqos-test-private"], check=True)
+    try:
+        assert sb.run(["cat", probe], check=True).stdout == "[Service]\n"
+        assert not os.path.lexists(probe) and not os.path.lexists("/etc/sdqos-test-private")
+        assert (sb.state_dir / "etc" / "upper" / probe.removeprefix("/etc/")).exists()  # where it went
+    finally:
+        sb.run(["rm", "-rf", probe, "/etc/sdqos-test-private"])
+
+
+def test_up_where_run_is_a_mount(sandbox: sbx.Sandbox, sandbox_name: str, tmp_path: Path):
+    """On a systemd host /run is a tmpfs of its own (and the sandbox's state dir lives on it):
+    README's first command, in a mount namespace where /run is such a tmpfs with a submount."""
+    name = f"{sandbox_name}-runmnt"
+    sdqos = f"{sys.executable} -m sdqos"
+    script = f"""
+        set -e
+        mount -t tmpfs -o mode=755 tmpfs /run
+        mkdir /run/user && mount -t tmpfs tmpfs /run/user
+        trap '{sdqos} sandbox down {name} >/dev/null' EXIT
+        {sdqos} sandbox up {name} >/dev/null
+        {sdqos} sandbox exec -n {name} -- {sdqos} sync --config {sbx_examples()}
+        {sdqos} sandbox exec -n {name} -- systemctl is-active kubepods.slice
+        {sdqos} sandbox exec -n {name} -- findmnt -n -o TARGET /run/user || echo "no /run/user inside"
+    """
+    cp = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    lines = cp.stdout.splitlines()
+    assert lines[0].startswith("8 created"), cp.stdout
+    assert "active" in lines and "no /run/user inside" in lines, cp.stdout  # the host's /run is gone inside
+    assert not sbx.state_dir(name).exists()  # it lived in the namespace's /run, never the host's
+
+
+def sbx_examples() -> Path:
+    return Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_exec_argv_status_env(sandbox: sbx.Sandbox):

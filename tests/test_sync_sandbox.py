@@ -4,6 +4,8 @@ systemd's own view of the units."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -175,6 +177,34 @@ def test_dry_run_writes_nothing(clean_sandbox, tmp_path):
     report = sync_json(sb, config, "--dry-run")
     assert report["dryRun"] and len(report["created"]) == 8
     assert active_state(sb, "kubepods.slice") == "inactive"
+
+
+def test_install_units_stays_in_the_sandbox(clean_sandbox, tmp_path):
+    """`sdqos install-units --now` with its default dir works inside the sandbox as README says, and
+    the host's /etc/systemd, /run/systemd and /run/sdqos are as they were; so are they after a sync
+    and after `plan` of another config as root on the host (read-only: the timer's cache is kept)."""
+    from . import hostguard
+
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    before = hostguard.snapshot()
+    r = sdqos_in(sb, "install-units", "--config", str(config), "--now")
+    try:
+        assert r.returncode == 0, r.stderr
+        assert "wrote /etc/systemd/system/sdqos-sync.timer" in r.stdout
+        assert show(sb, "sdqos-sync.timer", "ActiveState", "UnitFileState") == {
+            "ActiveState": "active", "UnitFileState": "enabled"}
+        assert sdqos_in(sb, "sync", "--config", str(config)).returncode == 0
+        other = copy_config(tmp_path / "other")
+        (other / "pods" / "web.yaml").unlink()
+        p = subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(other)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert hostguard.changes(before, hostguard.snapshot()) == []
+    finally:
+        sbx.run(sb, ["systemctl", "disable", "--now", "sdqos-sync.timer"])
+        sbx.run(sb, ["rm", "-f", "/etc/systemd/system/sdqos-sync.timer", "/etc/systemd/system/sdqos-sync.service"])
+        sbx.run(sb, ["systemctl", "daemon-reload"])
 
 
 def test_timer_runs_sync_by_itself(clean_sandbox, tmp_path):
