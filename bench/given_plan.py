@@ -20,7 +20,8 @@ import pickle
 import sys
 import time
 
-from sdqos import cli, engine  # the console script imports sdqos.cli too
+from sdqos.cli import app as cli
+from sdqos.plan import engine  # the console script imports sdqos.cli too
 
 
 def handover(path: str) -> float:
@@ -28,9 +29,9 @@ def handover(path: str) -> float:
     with open(path, "rb") as fh:
         cfg, plan = pickle.load(fh)
     took = time.perf_counter() - t
-    cli.load_planned = lambda config, insecure, cgroup: (cfg, plan)
-    cli.load_cached = lambda config, insecure: cfg  # older sdqos: config, then build_plan
-    engine.build_plan = lambda *args, **kwargs: plan  # cli.sync imports it from sdqos.engine when called
+    cli.load_planned = lambda config, insecure, cgroup, **kw: (cfg, plan)
+    cli.load_cached = lambda config, insecure, **kw: cfg
+    engine.build_plan = lambda *args, **kwargs: plan  # cli.sync imports it from sdqos.plan.engine when called
     return took
 
 

@@ -51,9 +51,9 @@ def show(name: str, r: tuple[float, float], base: float | None = None) -> None:
 def cmd_config(args: argparse.Namespace) -> None:
     import yaml
 
-    from sdqos import config as C
-    from sdqos.manifests import ParseResult, parse_pod_documents
-    from sdqos.yamlsafe import load_documents
+    from sdqos.loading import configdir as C
+    from sdqos.kube.manifests import ParseResult, parse_pod_documents
+    from sdqos.kube.yamlsafe import load_documents
     from workload import generate
 
     tmp = Path(tempfile.mkdtemp(prefix="sdqos-micro-"))
@@ -86,7 +86,7 @@ def cmd_config(args: argparse.Namespace) -> None:
             os.close(dfd)
 
     base = timed(read_sdqos, args.repeat)
-    show("read: sdqos.config._read_text per file", base)
+    show("read: sdqos.loading.configdir._read_text per file", base)
     show("read: openat(dir fd, O_NOFOLLOW) + fstat + read", timed(read_openat, args.repeat), base[0])
 
     def y_sdqos():
@@ -113,7 +113,7 @@ def cmd_config(args: argparse.Namespace) -> None:
         json.loads(cache)
 
     base = timed(y_sdqos, args.repeat)
-    show("YAML: sdqos.yamlsafe.load_documents (compose, _measure, construct)", base)
+    show("YAML: sdqos.kube.yamlsafe.load_documents (compose, _measure, construct)", base)
     show("YAML: same with gc disabled", timed(y_sdqos_nogc, args.repeat), base[0])
     show("YAML: yaml.load_all(CSafeLoader), no _measure walk", timed(y_plain, args.repeat), base[0])
     show("YAML: cache hit: sha256 of every file + json.loads of all docs", timed(y_cache, args.repeat), base[0])
@@ -146,10 +146,10 @@ def cmd_config(args: argparse.Namespace) -> None:
         cache = tmp / "run"
         cache.mkdir(mode=0o755)
         C.load_config(tmp, cache_dir=cache)  # fill it
-        show("load_config with a warm parse cache (sdqos.parsecache)",
+        show("load_config with a warm parse cache (sdqos.loading.cache)",
              timed(lambda: C.load_config(tmp, cache_dir=cache), args.repeat), base[0])
     cfg = C.load_config(tmp)
-    from sdqos.engine import build_plan
+    from sdqos.plan.engine import build_plan
 
     show("engine: build_plan", timed(lambda: build_plan(cfg.node, cfg.pods, cfg.vms, "v1"), args.repeat))
     import shutil
@@ -174,10 +174,10 @@ def cmd_imports(args: argparse.Namespace) -> None:
         "import pydantic (typer >= 0.2x builds TypeAdapters at parse time)": "import pydantic; pydantic.TypeAdapter(int)",
         "import typer": "import typer",
         "import sdqos.sandbox": "import sdqos.sandbox",
-        "import sdqos.cli": "import sdqos.cli",
-        "import sdqos.cli + sync modules": "import sdqos.cli, sdqos.config, sdqos.engine, sdqos.reconcile, sdqos.systemd, dbus_fast.aio",
-        "sdqos --version (typer start-up, no work)": "import sys; sys.argv=['sdqos','--version']; import sdqos.cli; sdqos.cli.main()",
-        "sdqos sync --help": "import sys; sys.argv=['sdqos','sync','--help']; import sdqos.cli; sdqos.cli.main()",
+        "import sdqos.cli.app": "import sdqos.cli.app",
+        "import sdqos.cli.app + sync modules": "import sdqos.cli.app, sdqos.loading.incremental, sdqos.plan.engine, sdqos.reconcile.sync, sdqos.host.systemd, dbus_fast.aio",
+        "sdqos --version (typer start-up, no work)": "import sys; sys.argv=['sdqos','--version']; import sdqos.cli.app; sdqos.cli.app.main()",
+        "sdqos sync --help": "import sys; sys.argv=['sdqos','sync','--help']; import sdqos.cli.app; sdqos.cli.app.main()",
     }
     for name, stmt in stmts.items():
         cmd = [py, "-S", "-c", "pass"] if stmt is None else [py, "-c", stmt]
@@ -194,7 +194,7 @@ async def _reads(address: str, names: list[str], props: list[str], window: int, 
     from dbus_fast import BusType, Message
     from dbus_fast.aio import MessageBus
 
-    from sdqos.systemd import MANAGER, MANAGER_PATH, SLICE, SYSTEMD, unit_path
+    from sdqos.host.systemd import MANAGER, MANAGER_PATH, SLICE, SYSTEMD, unit_path
 
     bus = await MessageBus(bus_address=address, bus_type=BusType.SYSTEM).connect()
 
@@ -256,9 +256,9 @@ def _sandbox_with(wl):
 
 
 def cmd_read(args: argparse.Namespace) -> None:
-    from sdqos.config import load_config
-    from sdqos.engine import build_plan
-    from sdqos.properties import owned
+    from sdqos.loading.configdir import load_config
+    from sdqos.plan.engine import build_plan
+    from sdqos.plan.properties import owned
     from workload import generate
 
     with _sandbox_with(generate(args.n, args.seed)) as (sb, tmp):

@@ -28,7 +28,7 @@ except ImportError:  # the other supported backend
     from dbus_next.aio import MessageBus
 
 ROOT = "/sys/fs/cgroup"
-# what sdqos reads for a pod slice (sdqos.kernelstate.expected with CPU, quota, memory and tasks set;
+# what sdqos reads for a pod slice (sdqos.host.cgroupfs.expected with CPU, quota, memory and tasks set;
 # listed here, not imported, for the same reason)
 FILES = {
     "v1": ("cpu/cpu.shares", "cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us", "memory/memory.limit_in_bytes",
@@ -39,7 +39,7 @@ FILES = {
 
 def cgroup_path(slice_name: str) -> str:
     """a-b.slice -> a.slice/a-b.slice (systemd nests slices by their dashes). The rule of
-    sdqos.kernelstate.cgroup_of, written again on purpose: the floor imports nothing of sdqos."""
+    sdqos.host.cgroupfs.cgroup_of, written again on purpose: the floor imports nothing of sdqos."""
     parts = slice_name[: -len(".slice")].split("-")
     return "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
 

@@ -8,7 +8,7 @@ Boots its own `sdqos sandbox` (named sdqbench-<pid>; torn down at the end, on er
 Ctrl-C/SIGTERM unless --keep) and, per N, in that one sandbox:
 
   floor       the exact units `sync` creates (kubepods.slice, 2 tiers, N pod slices; names and
-              properties from sdqos.engine.build_plan + sdqos.reconcile.create_properties, same
+              properties from sdqos.plan.engine.build_plan + sdqos.reconcile.create_properties, same
               order) created by a minimal loop on raw dbus-fast: one StartTransientUnit, wait for
               its reply, wait for its JobRemoved, next. Messages are built before the clock
               starts; the clock covers the loop only (no connect, no Python start-up): this is what
@@ -100,10 +100,10 @@ SNAPSHOT = _snapshot_source()
 from workload import Workload, dump, generate, with_changed_limit  # noqa: E402
 
 from sdqos import sandbox as sbx  # noqa: E402
-from sdqos.config import load_config  # noqa: E402
-from sdqos.engine import build_plan  # noqa: E402
-from sdqos.reconcile import create_properties  # noqa: E402
-from sdqos.systemd import JOB_REMOVED_RULE, MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD  # noqa: E402
+from sdqos.loading.configdir import load_config  # noqa: E402
+from sdqos.plan.engine import build_plan  # noqa: E402
+from sdqos.reconcile.apply import create_properties  # noqa: E402
+from sdqos.host.systemd import JOB_REMOVED_RULE, MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD  # noqa: E402
 
 TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None  # GNU time (Debian package time)
 KEYS = ["n", "floor_s", "shell_s", "cold_s", "warm_s", "one_change_s", "remove10_s", "peak_rss_mb",
@@ -569,7 +569,7 @@ class Bench:
         # cProfile would write its file; this runs the same app, imports included)
         prof = self.tmp / "warm.prof"
         code = ("import cProfile, os\np = cProfile.Profile()\np.enable()\ntry:\n"
-                "    from sdqos.cli import app\n    app(prog_name='sdqos')\nexcept SystemExit:\n    pass\n"
+                "    from sdqos.cli.app import app\n    app(prog_name='sdqos')\nexcept SystemExit:\n    pass\n"
                 "p.disable()\np.dump_stats(os.environ['SDQOS_BENCH_PROF'])\n")
         s = self.sync(cfg, argv0=[sys.executable, "-c", code], extra_env={"SDQOS_BENCH_PROF": str(prof)})
         import pstats

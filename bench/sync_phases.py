@@ -78,89 +78,83 @@ def wrap(obj, attr: str, name: str) -> None:
 
 def main() -> int:
     t = _pc()
-    import sdqos.cli  # what `sdqos` imports before it parses its arguments (typer and its click)
+    import sdqos.cli.app  # what `sdqos` imports before it parses its arguments (typer and its click)
     _add("imports: sdqos.cli (typer, click)", _pc() - t)
     t = _pc()
-    # what `sync` imports lazily: config, engine, reconcile, systemd (asyncio, the D-Bus lib)
-    import sdqos.config
-    import sdqos.engine
-    import sdqos.reconcile
-    import sdqos.rundir
-    import sdqos.systemd
-    sdqos.systemd._lib(sdqos.systemd.backend_name())
+    # what `sync` imports lazily: loading, planning, reconciling, D-Bus (asyncio, the D-Bus lib)
+    import sdqos.host.rundir
+    import sdqos.host.systemd
+    import sdqos.loading.configdir
+    import sdqos.loading.incremental
+    import sdqos.plan.engine
+    import sdqos.reconcile.sync
+    sdqos.host.systemd._lib(sdqos.host.systemd.backend_name())
     _add("imports: sync modules (asyncio, D-Bus lib)", _pc() - t)
 
-    import sdqos.config as C
-    import sdqos.reconcile as R
-    from sdqos.systemd import Systemd
+    import sdqos.loading.configdir as C
+    import sdqos.loading.incremental as P
+    import sdqos.reconcile.live as L
+    import sdqos.reconcile.sync as S
+    from sdqos.host import cgroupfs, rundir
+    from sdqos.host.systemd import Systemd
+    from sdqos.plan import engine
 
-    try:  # sdqos with the incremental planner: sync loads and plans in one (sdqos.planning)
-        import sdqos.planning as P
-    except ImportError:
-        P = None
-    if P is not None:
-        wrap(P, "load_plan", "config total")  # split below; "config: other" = the rest
-        PER_ITEM.update(("engine: plan pods (new or changed files)", "engine: decode reused pod plans"))
-        wrap(sdqos.engine, "plan_pod", "engine: plan pods (new or changed files)")
-        wrap(P.pc, "pod_plan_from_json", "engine: decode reused pod plans")
-        wrap(sdqos.engine, "assemble", "engine: assemble (tiers, units)")
-    else:
-        wrap(C, "load_config", "config total")
+    wrap(P, "load_plan", "config total")  # split below; "config: other" = the rest
+    PER_ITEM.update(("engine: plan pods (new or changed files)", "engine: decode reused pod plans"))
+    wrap(engine, "plan_pod", "engine: plan pods (new or changed files)")
+    wrap(P.pc, "pod_plan_from_json", "engine: decode reused pod plans")
+    wrap(engine, "assemble", "engine: assemble (tiers, units)")
     wrap(C, "_checked", "config: check files (resolve, stat, mode)")
     wrap(C, "_read_text", "config: read files")
-    pc = getattr(C, "pc", None)  # sdqos.parsecache, where present
-    if pc is not None:
-        wrap(pc.ParseCache, "_load", "config: parse cache load/lookup/save")
-        wrap(pc.ParseCache, "get", "config: parse cache load/lookup/save")
-        wrap(pc.ParseCache, "lookup", "config: parse cache load/lookup/save")
-        wrap(pc.ParseCache, "put", "config: parse cache load/lookup/save")
-        wrap(pc.ParseCache, "save", "config: parse cache load/lookup/save")
-        wrap(pc, "pod_from_json", "config: parse cache decode pods")
-        wrap(pc, "pod_to_json", "config: parse cache encode pods")
-    if hasattr(C, "load_documents"):  # older sdqos: PyYAML imported with the config module
-        wrap(C, "load_documents", "config: YAML parse")
-    else:  # PyYAML is imported only when a file must be parsed (a parse-cache miss): time that import
-        class TimeYamlImport(importlib.abc.MetaPathFinder):
-            """Times the import of sdqos.yamlsafe (and PyYAML with it) wherever it happens, and
-            only when it happens: a warm sync must not pay it."""
+    pc = C.pc  # sdqos.loading.cache
+    wrap(pc.ParseCache, "_load", "config: parse cache load/lookup/save")
+    wrap(pc.ParseCache, "get", "config: parse cache load/lookup/save")
+    wrap(pc.ParseCache, "lookup", "config: parse cache load/lookup/save")
+    wrap(pc.ParseCache, "put", "config: parse cache load/lookup/save")
+    wrap(pc.ParseCache, "save", "config: parse cache load/lookup/save")
+    wrap(pc, "pod_from_json", "config: parse cache decode pods")
+    wrap(pc, "pod_to_json", "config: parse cache encode pods")
 
-            def find_spec(self, name, path=None, target=None):
-                if name != "sdqos.yamlsafe":
-                    return None
-                sys.meta_path.remove(self)
-                spec = importlib.util.find_spec(name)
-                run = spec.loader.exec_module
+    class TimeYamlImport(importlib.abc.MetaPathFinder):
+        """Times the import of sdqos.kube.yamlsafe (and PyYAML with it) wherever it happens, and
+        only when it happens: a warm sync must not pay it (PyYAML is imported on parse-cache misses only)."""
 
-                def exec_module(module):
-                    t = _pc()
-                    run(module)
-                    _add("config: import PyYAML (parse-cache misses only)", _pc() - t)
-                    wrap(module, "load_documents", "config: YAML parse")
-                spec.loader.exec_module = exec_module
-                return spec
-        if "sdqos.yamlsafe" not in sys.modules:
-            sys.meta_path.insert(0, TimeYamlImport())
+        def find_spec(self, name, path=None, target=None):
+            if name != "sdqos.kube.yamlsafe":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                t = _pc()
+                run(module)
+                _add("config: import PyYAML (parse-cache misses only)", _pc() - t)
+                wrap(module, "load_documents", "config: YAML parse")
+            spec.loader.exec_module = exec_module
+            return spec
+    if "sdqos.kube.yamlsafe" not in sys.modules:
+        sys.meta_path.insert(0, TimeYamlImport())
     wrap(C, "parse_pod_documents", "config: validate manifests")
     wrap(C, "parse_node_config", "config: validate manifests")
     wrap(C, "check_duplicates", "config: validate manifests")
-    wrap(sdqos.engine, "build_plan", "engine: build_plan")
-    wrap(sdqos.rundir.SyncLock, "__enter__", "lock")
+    wrap(engine, "build_plan", "engine: build_plan")
+    wrap(rundir.SyncLock, "__enter__", "lock")
     wrap(Systemd, "connect", "D-Bus: connect+subscribe")
     wrap(Systemd, "version", "D-Bus: Manager.Version")
-    wrap(R, "read_live", "read live state (D-Bus and/or kernel)")
-    wrap(R, "_read_named", "read live state (D-Bus and/or kernel)")
-    ks = getattr(R, "kernelstate", None)
-    if ks is not None:  # sub-phases of the read ("  of which" lines, not added to the sum)
-        wrap(ks, "read", SUB + "kernel cgroupfs reads")
-        wrap(Systemd, "read_units", SUB + "D-Bus ListUnitsByPatterns + property reads")
-    wrap(R, "discover_scopes", "D-Bus read: scopes (GetUnitProcesses)")
-    wrap(R, "bind_scopes", "diff")
-    wrap(R, "clamp_to_usage", "diff")
-    wrap(R, "compute_diff", "diff")
-    wrap(R.rundir, "load_applied", "diff")
-    wrap(R, "apply", "apply: D-Bus writes")
-    wrap(R.rundir, "save_applied", "save applied.json")
-    wrap(R, "apply_oom_scores", "apply: OOM scores (/proc)")
+    wrap(L, "read_live", "read live state (D-Bus and/or kernel)")
+    wrap(L, "_read_named", "read live state (D-Bus and/or kernel)")
+    # sub-phases of the read ("  of which" lines, not added to the sum)
+    wrap(cgroupfs, "read", SUB + "kernel cgroupfs reads")
+    wrap(Systemd, "read_units", SUB + "D-Bus ListUnitsByPatterns + property reads")
+    wrap(L, "discover_scopes", "D-Bus read: scopes (GetUnitProcesses)")
+    wrap(L, "bind_scopes", "diff")
+    wrap(S, "clamp_to_usage", "diff")
+    wrap(S, "compute_diff", "diff")
+    wrap(rundir, "load_applied", "diff")
+    wrap(S, "apply", "apply: D-Bus writes")
+    wrap(rundir, "save_applied", "save applied.json")
+    wrap(S, "apply_oom_scores", "apply: OOM scores (/proc)")
 
     # as the console script's main() runs it: its GC thresholds (older sdqos: the default ones)
     gc.set_threshold(*getattr(sdqos.cli, "GC_THRESHOLD", gc.get_threshold()))
@@ -171,7 +165,7 @@ def main() -> int:
         rc = e.code
     total = _pc() - t
     cfg_total = phases.pop("config total", 0.0)
-    inside = ("config: ", "engine: ") if P is not None else ("config: ",)  # what load_plan holds
+    inside = ("config: ", "engine: ")  # what load_plan holds
     cfg_parts = sum(v for k, v in phases.items() if k.startswith(inside))
     phases["config: other (listdir, stat, detect)"] = max(0.0, cfg_total - cfg_parts)
     if "config total" in hwm:  # peak RSS once the whole config is loaded

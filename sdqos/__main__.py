@@ -1,5 +1,5 @@
 """``python -m sdqos``."""
 
-from .cli import main
+from sdqos.cli.app import main
 
 main()

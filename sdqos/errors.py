@@ -48,7 +48,7 @@ class InvalidInput(SdqosError):
 
 
 class QuantityError(ValueError):
-    """A string is not a Kubernetes resource quantity. Raised by `sdqos.quantity`; the config
+    """A string is not a Kubernetes resource quantity. Raised by `sdqos.kube.quantity`; the config
     loader wraps it into InvalidInput with the file and field."""
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from sdqos.errors import InvalidInput
-from sdqos.manifests import ParseResult, parse_pod
-from sdqos.model import CPU, MEMORY, PID, NodeConfig, Pod, Source
-from sdqos.nodeconfig import GATE_DEFAULTS
-from sdqos.quantity import parse_quantity
+from sdqos.kube.manifests import ParseResult, parse_pod
+from sdqos.kube.model import CPU, MEMORY, PID, NodeConfig, Pod, Source
+from sdqos.kube.nodeconfig import GATE_DEFAULTS
+from sdqos.kube.quantity import parse_quantity
 
 
 def pod_from(manifest: dict, *, defaults: bool = True) -> Pod:

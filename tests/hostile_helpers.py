@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from sdqos import sandbox as sbx
-from sdqos.manifests import stable_uid
+from sdqos.kube.manifests import stable_uid
 
 from .sbhelpers import INFINITY, expected_kernel, sdqos_in, wait_for
 from .sbhelpers import kernel_values as kernel_of
@@ -185,7 +185,7 @@ def plan_in_process(config: Path | str, *extra: str) -> tuple[int, str]:
     interpreter start-up per case): (exit code, stderr)."""
     from typer.testing import CliRunner
 
-    from sdqos.cli import app
+    from sdqos.cli.app import app
 
     r = CliRunner().invoke(app, ["plan", "--config", str(config), "-o", "json", *extra])
     if r.exception is not None and not isinstance(r.exception, SystemExit):
@@ -371,7 +371,7 @@ def plan_json_in_process(config: Path | str) -> dict:
     """`sdqos plan -o json` in this process, parsed (exit 0 or 2)."""
     from typer.testing import CliRunner
 
-    from sdqos.cli import app
+    from sdqos.cli.app import app
 
     r = CliRunner().invoke(app, ["plan", "--config", str(config), "-o", "json"])
     if r.exception is not None and not isinstance(r.exception, SystemExit):

@@ -106,7 +106,7 @@ def show(sb: sbx.Sandbox, unit: str, *props: str) -> dict[str, str]:
 
 def dbus_props(sb: sbx.Sandbox, unit: str, *props: str) -> dict[str, int]:
     """Exact numbers as systemd holds them (busctl get-property; systemctl show pretty-prints)."""
-    from sdqos.systemd import unit_path
+    from sdqos.host.systemd import unit_path
 
     iface = "org.freedesktop.systemd1." + unit.rsplit(".", 1)[1].capitalize()
     r = sbx.run(sb, ["busctl", "get-property", "org.freedesktop.systemd1", unit_path(unit), iface, *props], check=True)

@@ -133,7 +133,7 @@ def test_help_lists_commands():
 def test_sandbox_command_is_loaded_only_when_named(config):
     """`sandbox` is listed and works, but a plan (as any other command) does not import it."""
     code = (
-        "import sys; from sdqos.cli import app\n"
+        "import sys; from sdqos.cli.app import app\n"
         f"app(['plan', '--config', {str(config)!r}], standalone_mode=False)\n"
         "print('sdqos.sandbox' in sys.modules)"
     )

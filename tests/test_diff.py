@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sdqos.diff import PHASE_GROW, PHASE_SHRINK, LiveUnit, clamp_to_usage, compute_diff
-from sdqos.engine import build_plan
-from sdqos.model import MEMORY
+from sdqos.kube.model import MEMORY
+from sdqos.plan.engine import build_plan
+from sdqos.reconcile.diff import PHASE_GROW, PHASE_SHRINK, LiveUnit, clamp_to_usage, compute_diff
 
 from .helpers import node, pod_from
 

@@ -7,14 +7,13 @@ import subprocess
 
 import pytest
 
-from sdqos import naming, qos
-from sdqos.engine import build_plan
-from sdqos.model import CPU, MEMORY
-from sdqos.properties import INFINITY, ResourceConfig, kernel_quota_us, owned, quota_per_sec_usec, to_properties
-from sdqos.quantity import parse_quantity
+from sdqos.kube import naming, qos
+from sdqos.kube.model import CPU, MEMORY, VirtualMachine
+from sdqos.kube.quantity import parse_quantity
+from sdqos.plan.engine import build_plan
+from sdqos.plan.properties import INFINITY, ResourceConfig, kernel_quota_us, owned, quota_per_sec_usec, to_properties
 
 from .helpers import node, pod_from
-from sdqos.model import VirtualMachine
 
 
 def pod(name, requests=None, limits=None, ns="default", **spec):

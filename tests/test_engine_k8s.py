@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from sdqos import qos
-from sdqos.engine import build_plan, pod_resource_config
-from sdqos.model import CPU, MEMORY
+from sdqos.kube import qos
+from sdqos.kube.model import CPU, MEMORY
+from sdqos.kube.quantity import parse_quantity
+from sdqos.plan.engine import build_plan, pod_resource_config
 
 from .helpers import node, pod_from
 from .k8s_cases import memory_reserve_cases, oom_cases, pod_requests_cases, qos_cases, resource_config_cases
-from sdqos.quantity import parse_quantity
 
 
 def _ids(cases):

@@ -1,4 +1,4 @@
-"""Parsing spread over forked children (sdqos.fanout): the same results in the same order as one
+"""Parsing spread over forked children (sdqos.loading.fanout): the same results in the same order as one
 process, a failing child costs only time, and nothing is left running."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sdqos import fanout
-from sdqos.config import load_config
-from sdqos.quantity import Quantity
+from sdqos.kube.quantity import Quantity
+from sdqos.loading import fanout
+from sdqos.loading.configdir import load_config
 
 CAPACITY = {"cpu": Quantity.parse("64"), "memory": Quantity.parse("256Gi"), "pid": Quantity.parse("4194304")}
 PARENT = os.getpid()

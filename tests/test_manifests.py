@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from sdqos.manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents, stable_uid
-from sdqos.model import CPU, MEMORY
-from sdqos.quantity import parse_quantity
+from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents, stable_uid
+from sdqos.kube.model import CPU, MEMORY
+from sdqos.kube.quantity import parse_quantity
 
 from .helpers import pod_from
 

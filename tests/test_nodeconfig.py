@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sdqos.model import CPU, MEMORY, PID
-from sdqos.nodeconfig import parse_go_duration, parse_node_config, parse_percentage
-from sdqos.quantity import parse_quantity
+from sdqos.kube.model import CPU, MEMORY, PID
+from sdqos.kube.nodeconfig import parse_go_duration, parse_node_config, parse_percentage
+from sdqos.kube.quantity import parse_quantity
 
 DETECTED = {CPU: parse_quantity("4"), MEMORY: parse_quantity("8Gi"), PID: parse_quantity("32768")}
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sdqos import parsecache as pc
-from sdqos.config import load_config
-from sdqos.engine import build_plan
-from sdqos.planning import load_plan
-from sdqos.quantity import Quantity
+from sdqos.kube.quantity import Quantity
+from sdqos.loading import cache as pc
+from sdqos.loading.configdir import load_config
+from sdqos.loading.incremental import load_plan
+from sdqos.plan.engine import build_plan
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CAPACITY = {"cpu": Quantity.parse("8"), "memory": Quantity.parse("16Gi"), "pid": Quantity.parse("4194304")}
@@ -167,7 +167,7 @@ def test_node_yaml_is_cached_and_reread_when_changed(tmp_path):
                                           ("x: .nan\n", False),  # NaN != NaN
                                           ("x: 2001-12-14\n", False)])  # a date: not JSON at all
 def test_node_yaml_is_cached_only_when_json_holds_it_exactly(tmp_path, text, cached):
-    from sdqos.config import _node_documents
+    from sdqos.loading.configdir import _node_documents
 
     node = tmp_path / "node.yaml"
     node.write_text(text)

@@ -1,4 +1,4 @@
-"""The incremental planner (sdqos.planning): whatever the cache holds, ``load_plan`` gives exactly
+"""The incremental planner (sdqos.loading.incremental): whatever the cache holds, ``load_plan`` gives exactly
 what ``build_plan(load_config(...))`` gives, and a pod file that did not change is neither decoded
 nor planned again."""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from sdqos import engine
-from sdqos import parsecache as pc
-from sdqos.config import load_config
-from sdqos.engine import build_plan
-from sdqos.planning import context_key, load_plan
-from sdqos.quantity import Quantity
+from sdqos.kube.quantity import Quantity
+from sdqos.loading import cache as pc
+from sdqos.loading.configdir import load_config
+from sdqos.loading.incremental import context_key, load_plan
+from sdqos.plan import engine
+from sdqos.plan.engine import build_plan
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CAPACITY = {"cpu": Quantity.parse("8"), "memory": Quantity.parse("16Gi"), "pid": Quantity.parse("4194304")}
@@ -165,8 +165,8 @@ def test_context_key_is_the_same_in_every_process(tmp_path):
     cfg = config(tmp_path)
     write(cfg / "node.yaml", NODE + "enforceNodeAllocatable: [pods, system-reserved, kube-reserved]\n"
           "systemReservedCgroup: /system.slice\nkubeReservedCgroup: /kube.slice\n")
-    code = ("import sys, json; from pathlib import Path; from sdqos.config import load_config; "
-            "from sdqos.engine import plan_basis; from sdqos.planning import context_key; "
+    code = ("import sys, json; from pathlib import Path; from sdqos.loading.configdir import load_config; "
+            "from sdqos.plan.engine import plan_basis; from sdqos.loading.incremental import context_key; "
             "from tests.test_planning import CAPACITY; "
             "c = load_config(sys.argv[1], detected=CAPACITY); print(context_key(plan_basis(c.node, c.vms, 'v2').context))")
     keys = {subprocess.run([sys.executable, "-c", code, str(cfg)], capture_output=True, text=True, check=True,
@@ -223,8 +223,8 @@ def test_a_damaged_fragment_is_planned_again(tmp_path, damage):
 def test_pods_are_found_by_name_without_decoding_them(tmp_path):
     """`sdqos run POD CONTAINER` and Plan.pod look a pod up by its name from the plan alone: a plan
     reused from the cache does not decode a thousand manifests for it."""
-    from sdqos import launch
     from sdqos.errors import InvalidInput
+    from sdqos.reconcile import launch
 
     d = config(tmp_path)
     write(d / "pods" / "other.yaml", POD.format(name="a", uid="2", cpu="100m", mem="64Mi"))  # t2/a

@@ -1,4 +1,4 @@
-"""Tests for sdqos.quantity.
+"""Tests for sdqos.kube.quantity.
 
 Most tables below are transcribed from k8s.io/apimachinery pkg/api/resource/quantity_test.go
 at commit eed236ceee2c19c2753a3d93ac0631dc20750454. That file last changed in 02f7088a48902f.
@@ -17,7 +17,7 @@ from fractions import Fraction
 import pytest
 
 from sdqos.errors import QuantityError
-from sdqos.quantity import MAX_INT64, Format, Quantity, parse_quantity
+from sdqos.kube.quantity import MAX_INT64, Format, Quantity, parse_quantity
 
 D = Format.DECIMAL_SI
 B = Format.BINARY_SI

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sdqos import unitfiles
+from sdqos.host import unitfiles
 
 ROOT = Path(__file__).resolve().parent.parent
 

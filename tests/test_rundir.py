@@ -1,4 +1,4 @@
-"""sdqos.rundir's record of what the last sync applied (pure file I/O, no systemd)."""
+"""sdqos.host.rundir's record of what the last sync applied (pure file I/O, no systemd)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from sdqos import rundir
+from sdqos.host import rundir
 
 
 @pytest.mark.parametrize("applied", [

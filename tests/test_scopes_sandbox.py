@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sdqos import sandbox as sbx
-from sdqos.manifests import stable_uid
-from sdqos.naming import container_scope
+from sdqos.kube.manifests import stable_uid
+from sdqos.kube.naming import container_scope
 
 from .sbhelpers import active_state, cgroup_rel, kernel, pids_below, sdqos_in, sync_json, wait_for
 

@@ -257,12 +257,12 @@ spec:
 
 
 def test_cold_sync_of_many_files_parsed_by_several_processes(clean_sandbox, tmp_path):
-    """Enough pod files (and no parse cache for them) that sdqos.fanout forks parsers on a machine
+    """Enough pod files (and no parse cache for them) that sdqos.loading.fanout forks parsers on a machine
     with two CPUs or more: every pod slice gets exactly what a one-process load plans, and the
     next sync, from the cache, has nothing to do."""
-    from sdqos import fanout
-    from sdqos.config import load_config
-    from sdqos.engine import build_plan
+    from sdqos.loading import fanout
+    from sdqos.loading.configdir import load_config
+    from sdqos.plan.engine import build_plan
 
     sb = clean_sandbox
     config = copy_config(tmp_path)

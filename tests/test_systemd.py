@@ -1,4 +1,4 @@
-"""sdqos.systemd against the real thing: a private systemd (the `sandbox` fixture), never a mock.
+"""sdqos.host.systemd against the real thing: a private systemd (the `sandbox` fixture), never a mock.
 
 Every test runs once per D-Bus backend (SDQOS_DBUS_BACKEND=dbus-fast / dbus-next)."""
 
@@ -14,7 +14,6 @@ import uuid
 import pytest
 
 from sdqos import sandbox as sbx
-from sdqos import systemd as sdm
 from sdqos.errors import (
     BusUnavailable,
     CallTimeout,
@@ -24,7 +23,8 @@ from sdqos.errors import (
     NoSuchUnit,
     UnitExists,
 )
-from sdqos.systemd import SCOPE, SLICE, UNIT, Systemd
+from sdqos.host import systemd as sdm
+from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
 
 BACKENDS = ["dbus-fast", "dbus-next"]
 
@@ -207,7 +207,7 @@ def test_scope_processes_and_oom_score_refused(sb):
 
 ATTACH_INSIDE = """
 import asyncio, subprocess, sys
-from sdqos.systemd import Systemd
+from sdqos.host.systemd import Systemd
 async def main():
     a, b = subprocess.Popen(["sleep", "100"]), subprocess.Popen(["sleep", "100"])
     async with Systemd() as sd:  # inside: the sandbox's own /run/dbus/system_bus_socket

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sdqos import sandbox as sbx
-from sdqos.naming import machine_scope
-from sdqos.systemd import Systemd
+from sdqos.host.systemd import Systemd
+from sdqos.kube.naming import machine_scope
 
 from . import vmtools as vm
 from .sbhelpers import pids_below

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from sdqos.yamlsafe import YamlError, load_documents
+from sdqos.kube.yamlsafe import YamlError, load_documents
 
 SAME_AS_SAFELOADER = [
     "a: 1\nb: true\nc: null\nd: 1.5\ne: '1'\nf: 2024-01-01\ng: [1, {x: y}]\n",
@@ -66,7 +66,7 @@ def test_remembered_scalars_give_what_safeloader_gives():
 
 
 def test_scalar_memo_stays_bounded():
-    from sdqos import yamlsafe
+    from sdqos.kube import yamlsafe
 
     text = "".join(f"k{i}: {i}\n" for i in range(yamlsafe._MEMO_MAX + 10))
     doc = load_documents(text)[0]

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from sdqos import sandbox as sbx
-from sdqos.naming import MACHINE_SLICE, machine_scope
-from sdqos.systemd import Systemd
+from sdqos.host.systemd import Systemd
+from sdqos.kube.naming import MACHINE_SLICE, machine_scope
 
 QEMU = "qemu-system-x86_64"
 INNER_DIR = "/run/sdqos/vm"  # inside the sandbox; host: sb.run_dir / "sdqos" / "vm"

@@ -19,9 +19,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from . import humanize as H
-from . import naming, qos
-from .model import (
+from sdqos import humanize as H
+from sdqos.kube import naming, qos
+from sdqos.kube.model import (
     BESTEFFORT,
     BURSTABLE,
     CPU,
@@ -33,7 +33,7 @@ from .model import (
     Pod,
     VirtualMachine,
 )
-from .properties import ResourceConfig, to_properties
+from sdqos.plan.properties import ResourceConfig, to_properties
 
 TIER_NAMES = {BURSTABLE: "burstable", BESTEFFORT: "besteffort"}
 TIERED = "TieredReservation"
@@ -73,7 +73,7 @@ class PodPlan:
     """One pod: its QoS class, its slice and what kubelet sums for it (requests incl. overhead).
 
     ``manifest`` is the Pod, or a function that decodes it: a plan reused from the plan cache
-    (sdqos.planning) carries everything a sync needs, so most syncs never decode its pod."""
+    (sdqos.loading.incremental) carries everything a sync needs, so most syncs never decode its pod."""
 
     key: str  # namespace/name
     uid: str
@@ -378,7 +378,7 @@ def vm_qos(vm: VirtualMachine) -> str:
 @dataclass(frozen=True, slots=True)
 class PodContext:
     """Everything one pod's plan depends on besides the pod: two pods with equal manifests get
-    equal plans under one context (what lets sdqos.planning reuse a plan while both are unchanged)."""
+    equal plans under one context (what lets sdqos.loading.incremental reuse a plan while both are unchanged)."""
 
     node: NodeConfig
     cgroup: str

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .model import CPU, MEMORY, PID
-from .quantity import Quantity, parse_quantity
+from sdqos.kube.model import CPU, MEMORY, PID
+from sdqos.kube.quantity import Quantity, parse_quantity
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 

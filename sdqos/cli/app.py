@@ -16,8 +16,8 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
-from . import __version__
-from .errors import EXIT_INVALID, InvalidInput, SdqosError
+from sdqos import __version__
+from sdqos.errors import EXIT_INVALID, InvalidInput, SdqosError
 
 SANDBOX_HELP = "A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in."
 
@@ -32,7 +32,7 @@ class _Commands(TyperGroup):
     def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
         if cmd_name != "sandbox":
             return super().get_command(ctx, cmd_name)
-        from . import sandbox
+        from sdqos import sandbox
 
         group = typer.main.get_group(sandbox.app)
         group.name, group.help, group.short_help = "sandbox", SANDBOX_HELP, None
@@ -90,25 +90,25 @@ def cli_errors() -> Iterator[None]:
 def load_cached(config: Path, insecure: bool):
     """The config, reusing validated files from /run/sdqos when this process may keep a cache.
     Read-only: the cache is the timer's, kept for the config it syncs; never rewritten from here."""
-    from .config import load_config
-    from .parsecache import usable_run_dir
+    from sdqos.loading.cache import usable_run_dir
+    from sdqos.loading.configdir import load_config
 
     return load_config(config, insecure=insecure, cache_dir=usable_run_dir(create=False), cache_write=False)
 
 
 def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writes: bool = False):
     """(config, plan), reusing validated files and unchanged pods' plans from /run/sdqos when this
-    process may keep a cache (sdqos.planning). Only a command that ``writes`` (sync, run, adopt)
+    process may keep a cache (sdqos.loading.incremental). Only a command that ``writes`` (sync, run, adopt)
     updates the cache; plan, explain, status and a dry run leave it, and the host, as they are."""
-    from .parsecache import usable_run_dir
-    from .planning import load_plan
+    from sdqos.loading.cache import usable_run_dir
+    from sdqos.loading.incremental import load_plan
 
     mode = resolve_cgroup(cgroup) if isinstance(cgroup, CgroupMode) else cgroup
     return load_plan(config, mode, insecure=insecure, cache_dir=usable_run_dir(create=writes), cache_write=writes)
 
 
 def resolve_cgroup(mode: CgroupMode) -> str:
-    from .host import detect_cgroup_mode
+    from sdqos.host.facts import detect_cgroup_mode
 
     return detect_cgroup_mode() if mode == CgroupMode.auto else mode.value
 
@@ -135,7 +135,7 @@ def plan(
     insecure: bool = InsecureOpt,
 ) -> None:
     """Show the unit tree with kubelet's values for every tier, pod, container and VM. No D-Bus."""
-    from .render import plan_json, plan_text
+    from sdqos.cli.render import plan_json, plan_text
 
     with cli_errors():
         cfg, p = load_planned(config, insecure, cgroup)
@@ -157,10 +157,10 @@ def explain(
     insecure: bool = InsecureOpt,
 ) -> None:
     """Every value of one pod with the formula and inputs that produced it."""
-    from .engine import build_plan
-    from .explain import explain_pod
-    from .manifests import ParseResult, check_duplicates, parse_pod_documents
-    from .yamlsafe import YamlError, load_documents
+    from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents
+    from sdqos.kube.yamlsafe import YamlError, load_documents
+    from sdqos.plan.engine import build_plan
+    from sdqos.plan.explain import explain_pod
 
     with cli_errors():
         cfg = load_cached(config, insecure)
@@ -204,7 +204,7 @@ BusOpt = typer.Option(None, "--bus-address", envvar="DBUS_SYSTEM_BUS_ADDRESS",
 
 def report_text(report, verbose: bool = False) -> str:
     """A sync report for people: a summary line, then what changed, drift, warnings, errors."""
-    from . import humanize as H
+    from sdqos import humanize as H
 
     lines = []
     verb = "would be " if report.dry_run else ""
@@ -258,10 +258,10 @@ def sync(
     invalid (everything else was still synced), 3 when another sync held the lock."""
     import asyncio
 
-    from . import reconcile
-    from .errors import EXIT_ERROR, EXIT_OK
-    from .rundir import DEFAULT_RUN_DIR, SyncLock
-    from .systemd import Systemd
+    from sdqos.errors import EXIT_ERROR, EXIT_OK
+    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
+    from sdqos.host.systemd import Systemd
+    from sdqos.reconcile import sync as reconcile
 
     with cli_errors():
         mode = resolve_cgroup(cgroup)
@@ -282,7 +282,8 @@ def sync(
             report = await run()
             if metrics_textfile is None:
                 return report, None
-            from . import rundir, status as st
+            from sdqos.cli import status as st
+            from sdqos.host import rundir
 
             async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
                 return report, await st.collect(sd, p, rundir.load_applied(DEFAULT_RUN_DIR), interval=0)
@@ -293,7 +294,7 @@ def sync(
         report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
         report.invalid = [str(e) for e in cfg.errors]
         if not dry_run:
-            from . import metrics as m
+            from sdqos.cli import metrics as m
 
             rec = m.record_sync(report, DEFAULT_RUN_DIR)
             if metrics_textfile is not None:
@@ -313,8 +314,9 @@ def sync(
 def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_address, interval: float):
     import asyncio
 
-    from . import rundir, status as st
-    from .systemd import Systemd
+    from sdqos.cli import status as st
+    from sdqos.host import rundir
+    from sdqos.host.systemd import Systemd
 
     cfg, p = load_planned(config, insecure, cgroup)
 
@@ -341,7 +343,7 @@ def status(
     (drift, over-commit, clamped limits, foreign units, VMs not running, usage near a limit)."""
     import time
 
-    from . import status as st
+    from sdqos.cli import status as st
 
     with cli_errors():
         tty = sys.stdout.isatty() and output == Output.text
@@ -381,8 +383,8 @@ def metrics(
     insecure: bool = InsecureOpt,
 ) -> None:
     """Prometheus metrics: per unit (entitlement, usage, drift, class) and of the last sync."""
-    from . import metrics as m
-    from . import rundir
+    from sdqos.cli import metrics as m
+    from sdqos.host import rundir
 
     with cli_errors():
         result = _collect_status(config, insecure, cgroup, bus_address, interval)
@@ -414,8 +416,8 @@ def run(
     import asyncio
     import os
 
-    from . import launch
-    from .systemd import Systemd
+    from sdqos.host.systemd import Systemd
+    from sdqos.reconcile import launch
 
     with cli_errors():
         command = list(command or [])
@@ -460,8 +462,9 @@ def adopt(
     """Move running processes (started by anything) into a container's or VM's scope."""
     import asyncio
 
-    from . import launch, procfs
-    from .systemd import Systemd
+    from sdqos.host import procfs
+    from sdqos.host.systemd import Systemd
+    from sdqos.reconcile import launch
 
     with cli_errors():
         if vm is not None:
@@ -497,8 +500,8 @@ def install_units(
     import asyncio
     import os
 
-    from . import unitfiles
-    from .errors import HostError
+    from sdqos.errors import HostError
+    from sdqos.host import unitfiles
 
     with cli_errors():
         command = [str(binary)] if binary else unitfiles.default_command()
@@ -522,7 +525,7 @@ def install_units(
             return
 
         async def activate() -> None:
-            from .systemd import Systemd
+            from sdqos.host.systemd import Systemd
 
             async with Systemd(bus_address) as sd:
                 await sd.reload()

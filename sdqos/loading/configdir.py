@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, NamedTuple, Sequence
 
-from . import fanout, host
-from . import parsecache as pc
-from .errors import ConfigDirError, InvalidInput
-from .manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
-from .model import NodeConfig, Pod, VirtualMachine
-from .nodeconfig import parse_node_config
-from .quantity import Quantity
+from sdqos.errors import ConfigDirError, InvalidInput
+from sdqos.host import facts
+from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
+from sdqos.kube.model import NodeConfig, Pod, VirtualMachine
+from sdqos.kube.nodeconfig import parse_node_config
+from sdqos.kube.quantity import Quantity
+from sdqos.loading import cache as pc
+from sdqos.loading import fanout
 
 DEFAULT_DIR = Path("/etc/sdqos")
 MAX_FILE_BYTES = 8 * 2**20
@@ -151,7 +152,7 @@ def _read_text(config_dir: Path, path: Path, real: Path) -> str:
 def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, apply_defaults: bool) -> dict:
     """One pods/ or vms/ file → a cache entry: its objects, errors, and whether its content is
     unknown (unreadable, not YAML, or a document whose identity could not be read)."""
-    from .yamlsafe import YamlError, load_documents  # only on a cache miss: importing PyYAML is ~25 ms
+    from sdqos.kube.yamlsafe import YamlError, load_documents  # only on a cache miss: importing PyYAML is ~25 ms
 
     part = ParseResult()
     try:
@@ -181,8 +182,8 @@ _Miss = tuple[Path, Path, str, str, str, list[int]]
 
 def _parse_files(config_dir: Path, misses: list[_Miss], apply_defaults: bool, workers: int | None) -> list[str]:
     """Parse the files the cache could not answer for: their cache entries as JSON text. Many files
-    (a just-booted host: the cache lives in /run) are spread over the CPUs (sdqos.fanout)."""
-    from . import yamlsafe  # noqa: F401 - imported once here, not once per forked child
+    (a just-booted host: the cache lives in /run) are spread over the CPUs (sdqos.loading.fanout)."""
+    from sdqos.kube import yamlsafe  # noqa: F401 - imported once here, not once per forked child
 
     def parse(chunk: Sequence[_Miss]) -> list[str]:
         out = []
@@ -220,7 +221,7 @@ def _node_documents(config_dir: Path, path: Path, real: Path, st: os.stat_result
     entry = cache.get(key, identity)
     if entry is not None and entry.get("rel") == "node.yaml" and isinstance(entry.get("docs"), list):
         return entry["docs"]
-    from .yamlsafe import YamlError, load_documents
+    from sdqos.kube.yamlsafe import YamlError, load_documents
 
     try:
         docs = load_documents(_read_text(config_dir, path, real))
@@ -278,7 +279,7 @@ class ScannedFile(NamedTuple):
 class Scan:
     """A config directory read as far as the files: node values, and each pods/ or vms/ file's
     cache entry as JSON text (parsed now when the cache had none), in order. What both
-    :func:`load_config` and sdqos.planning decode, each its own way."""
+    :func:`load_config` and sdqos.loading.incremental decode, each its own way."""
 
     dir: Path
     node: NodeConfig
@@ -337,7 +338,7 @@ def load_config(
 ) -> Config:
     """Read and validate the whole config directory. Raises ConfigDirError when the directory is
     unusable and ConfigInvalid when node.yaml is; per-file problems are collected in the result.
-    ``cache_dir``: keep validated files there (sdqos.parsecache) and reuse them while unchanged;
+    ``cache_dir``: keep validated files there (sdqos.loading.cache) and reuse them while unchanged;
     with ``cache_write`` False only reuse them.
     ``workers``: processes parsing the files the cache lacks (default: by CPUs and file count)."""
     scan = scan_config(config_dir, detected=detected, insecure=insecure, apply_defaults=apply_defaults,
@@ -388,7 +389,7 @@ def scan_config(
             raise ConfigInvalid([InvalidInput("must hold exactly one document", where="node.yaml")])
         node_raw = docs[0] if docs else None
     node, node_errors = parse_node_config(
-        node_raw, detected if detected is not None else host.detect_capacity(), page_size=host.page_size()
+        node_raw, detected if detected is not None else facts.detect_capacity(), page_size=facts.page_size()
     )
     if node_errors:
         raise ConfigInvalid(node_errors)

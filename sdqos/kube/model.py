@@ -1,7 +1,7 @@
 """Plain dataclasses for what the config says: node, pods, containers, VMs.
 
 The loaders build these from YAML; the QoS engine reads them and never does I/O. Resource lists
-map a resource name (``cpu``, ``memory``, ``pid``, …) to a :class:`~sdqos.quantity.Quantity`.
+map a resource name (``cpu``, ``memory``, ``pid``, …) to a :class:`~sdqos.kube.quantity.Quantity`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .quantity import Quantity
+from sdqos.kube.quantity import Quantity
 
 CPU = "cpu"
 MEMORY = "memory"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterable, Mapping
 
-from .model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Container, Pod, ResourceList
-from .quantity import Quantity, parse_quantity
+from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Container, Pod, ResourceList
+from sdqos.kube.quantity import Quantity, parse_quantity
 
 MIN_SHARES = 2
 MAX_SHARES = 262144

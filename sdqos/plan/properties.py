@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import qos
+from sdqos.kube import qos
 
 INFINITY = 2**64 - 1
 DEFAULT_PERIOD_US = qos.QUOTA_PERIOD_US

@@ -8,9 +8,9 @@ Property names and values are exactly what goes over D-Bus.
 
 from __future__ import annotations
 
-from . import humanize as H
-from .engine import Plan, UnitPlan
-from .model import CPU, MEMORY, PID
+from sdqos import humanize as H
+from sdqos.kube.model import CPU, MEMORY, PID
+from sdqos.plan.engine import Plan, UnitPlan
 
 _SHOWN = ("CPUShares", "CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "MemoryMax",
           "MemoryHigh", "MemoryLow", "MemoryMin", "TasksMax")

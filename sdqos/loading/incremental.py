@@ -2,7 +2,7 @@
 
 A sync every 30 s would otherwise decode and plan a thousand unchanged pods each time (~0.1 s at
 1000 pods, as much as the rest of sdqos' own work). A pod's plan is a function of the pod and of
-an :class:`~sdqos.engine.PodContext` alone, so the plans of one file's pods (its *fragment*) are
+an :class:`~sdqos.plan.engine.PodContext` alone, so the plans of one file's pods (its *fragment*) are
 kept with the file's parse-cache entry and reused while both hold: the file has the same identity
 (so the same entry) and the context is the same (node values, cgroup version, the memory figures a
 pod's plan reads). A reused plan's pod is decoded only if something asks for ``PodPlan.pod``,
@@ -20,12 +20,12 @@ import json
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-from . import engine
-from . import parsecache as pc
-from .config import DEFAULT_DIR, Config, Scan, ScannedFile, add_entry, scan_config
-from .manifests import ParseResult, PodIdentity, check_duplicate_vms, duplicate_pods
-from .model import Pod
-from .quantity import Quantity
+from sdqos.kube.manifests import ParseResult, PodIdentity, check_duplicate_vms, duplicate_pods
+from sdqos.kube.model import Pod
+from sdqos.kube.quantity import Quantity
+from sdqos.loading import cache as pc
+from sdqos.loading.configdir import DEFAULT_DIR, Config, Scan, ScannedFile, add_entry, scan_config
+from sdqos.plan import engine
 
 
 def _canonical(v: object) -> object:

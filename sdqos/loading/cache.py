@@ -7,7 +7,7 @@ still run on every file every time. It is JSON, not pickle, in the root-only run
 tampered cache cannot run code; an unreadable or foreign cache is simply ignored.
 
 Next to a pod file's entry the cache keeps the file's *plan fragment*: its pods' plans
-(sdqos.planning), valid for one plan context (node values, cgroup version, the pods' memory
+(sdqos.loading.incremental), valid for one plan context (node values, cgroup version, the pods' memory
 budget) that the file's header names. A new context voids every fragment at once.
 """
 
@@ -18,13 +18,14 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import __version__, rundir
-from .engine import ContainerPlan, PodContext, PodPlan
-from .errors import HostError, InvalidInput
-from .manifests import PodIdentity
-from .model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
-from .properties import ResourceConfig, to_properties
-from .quantity import Quantity
+from sdqos import __version__
+from sdqos.errors import HostError, InvalidInput
+from sdqos.host import rundir
+from sdqos.kube.manifests import PodIdentity
+from sdqos.kube.model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
+from sdqos.kube.quantity import Quantity
+from sdqos.plan.engine import ContainerPlan, PodContext, PodPlan
+from sdqos.plan.properties import ResourceConfig, to_properties
 
 CACHE_NAME = "parsed.json"
 FORMAT = 4  # 4: a plan fragment line after each entry (3: line per entry; 2: one JSON document)
@@ -135,7 +136,7 @@ def _unrc(v: list) -> ResourceConfig:
 def pod_plan_to_json(pp: PodPlan) -> list:
     """A pod's plan, compact: without its explanations (never cached), without the pod itself but
     with what the duplicate check reads of it, and without the properties, which follow from the
-    resources (sdqos.planning)."""
+    resources (sdqos.loading.incremental)."""
     pod = pp.pod
     return [pp.key, pp.uid, pod.uid_generated, [pod.source.file, pod.source.index] if pod.source else None,
             pp.qos, pp.slice, [pp.requests[CPU], pp.requests[MEMORY]], [pp.limits[CPU], pp.limits[MEMORY]],

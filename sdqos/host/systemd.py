@@ -28,8 +28,18 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from sdqos.errors import (AccessDenied, BusDisconnected, BusUnavailable, CallTimeout, InvalidInput, InvalidProperty,
-                          JobFailed, NoSuchUnit, SystemdError, UnitExists)
+from sdqos.errors import (
+    AccessDenied,
+    BusDisconnected,
+    BusUnavailable,
+    CallTimeout,
+    InvalidInput,
+    InvalidProperty,
+    JobFailed,
+    NoSuchUnit,
+    SystemdError,
+    UnitExists,
+)
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -442,7 +452,7 @@ class Systemd:
         for name, value in properties.items():
             sig = PROPERTY_SIGNATURES.get(name)
             if sig is None:
-                raise InvalidProperty(f"unknown property {name!r} (not in sdqos.systemd.PROPERTY_SIGNATURES)", unit=unit)
+                raise InvalidProperty(f"unknown property {name!r} (not in sdqos.host.systemd.PROPERTY_SIGNATURES)", unit=unit)
             try:
                 out.append([name, self._d.Variant(sig, bytes(value) if sig == "ay" else _lists(value))])
             except Exception as e:

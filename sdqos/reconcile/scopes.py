@@ -26,9 +26,9 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from .engine import Plan, PodPlan, VMPlan
-from .manifests import SCOPES_ANNOTATION, parse_scopes_annotation
-from .naming import machine_scope, systemd_unescape
+from sdqos.kube.manifests import SCOPES_ANNOTATION, parse_scopes_annotation
+from sdqos.kube.naming import machine_scope, systemd_unescape
+from sdqos.plan.engine import Plan, PodPlan, VMPlan
 
 
 @dataclass(slots=True)

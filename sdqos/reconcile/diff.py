@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .engine import Plan, UnitPlan
-from .properties import INFINITY, PERIOD_PROPERTY, planned_value
+from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
 
 LIMIT_PROPERTIES = frozenset({"MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuotaPerSecUSec", "TasksMax"})
 DEPENDS_ON_ALL_INPUTS = frozenset({"node", "tier", "machine"})

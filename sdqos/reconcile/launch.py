@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import procfs
-from .engine import Plan, UnitPlan
-from .errors import InvalidInput, SdqosError, SystemdError, UnitExists
-from .naming import MACHINE_SLICE, machine_scope
-from .reconcile import create_properties
-from .systemd import UNIT, Systemd
+from sdqos.errors import InvalidInput, SdqosError, SystemdError, UnitExists
+from sdqos.host import procfs
+from sdqos.host.systemd import UNIT, Systemd
+from sdqos.kube.naming import MACHINE_SLICE, machine_scope
+from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.reconcile.apply import create_properties
 
 
 class ScopeBusy(SdqosError):

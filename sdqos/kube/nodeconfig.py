@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from .errors import InvalidInput, QuantityError
-from .kubelet_fields import KUBELET_CONFIG_FIELDS
-from .model import CPU, MEMORY, PID, NodeConfig
-from .naming import cgroup_root_components, valid_unit_name
-from .quantity import Quantity, parse_quantity
+from sdqos.errors import InvalidInput, QuantityError
+from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
+from sdqos.kube.model import CPU, MEMORY, PID, NodeConfig
+from sdqos.kube.naming import cgroup_root_components, valid_unit_name
+from sdqos.kube.quantity import Quantity, parse_quantity
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
@@ -324,6 +324,6 @@ def _check_reservation(capacity, kube, system, eviction, errors) -> None:
 
 
 def _fmt(resource: str, v: int) -> str:
-    from . import humanize
+    from sdqos import humanize
 
     return humanize.cpu(v) if resource == CPU else humanize.size(v) if resource == MEMORY else str(v)

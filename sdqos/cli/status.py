@@ -11,12 +11,12 @@ import asyncio
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import host, procfs
-from .diff import LiveUnit, unit_changes
-from .engine import Plan, UnitPlan
-from .properties import INFINITY, memory_limit
-from .reconcile import Observation, observe
-from .systemd import SCOPE, SLICE, Systemd
+from sdqos.host import facts, procfs
+from sdqos.host.systemd import SCOPE, SLICE, Systemd
+from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.plan.properties import INFINITY, memory_limit
+from sdqos.reconcile.diff import LiveUnit, unit_changes
+from sdqos.reconcile.live import Observation, observe
 
 NEAR_LIMIT = 0.9  # usage at or above 90 % of a limit is flagged
 
@@ -106,10 +106,10 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     warnings = list(plan.warnings)
     obs: Observation = await observe(sd, plan, applied, warnings, usage=True)
     t0 = time.monotonic()
-    # systemd's counter where it has one, else the kernel's own (see host.cpu_usage_ns).
+    # systemd's counter where it has one, else the kernel's own (see facts.cpu_usage_ns).
     from_kernel = {n for n, lu in obs.live.items() if lu.cpu_usage_ns is None and lu.exists}
     for n in from_kernel:
-        obs.live[n].cpu_usage_ns = host.cpu_usage_ns(obs.live[n].control_group)
+        obs.live[n].cpu_usage_ns = facts.cpu_usage_ns(obs.live[n].control_group)
     before = {n: lu.cpu_usage_ns for n, lu in obs.live.items() if lu.cpu_usage_ns is not None}
     rates: dict[str, float | None] = {}
     if interval > 0 and before:
@@ -119,7 +119,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         dt = time.monotonic() - t0
         for n, v0 in before.items():
             if n in from_kernel:
-                v = host.cpu_usage_ns(obs.live[n].control_group)
+                v = facts.cpu_usage_ns(obs.live[n].control_group)
             else:
                 after = again.get(n)
                 v = after.props.get("CPUUsageNSec") if after else None
@@ -185,7 +185,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
 
 
 def _cpu_text(e: dict) -> str:
-    from . import humanize as H
+    from sdqos import humanize as H
 
     share = f"{e['cpuShares']} sh" if e.get("cpuShares") is not None else (
         f"w {e['cpuWeight']}" if e.get("cpuWeight") is not None else "-")
@@ -194,7 +194,7 @@ def _cpu_text(e: dict) -> str:
 
 
 def _usage_text(r: Row) -> str:
-    from . import humanize as H
+    from sdqos import humanize as H
 
     if not r.running:
         return "no process" if r.kind == "container" else "-"
@@ -207,7 +207,7 @@ def _usage_text(r: Row) -> str:
 
 def table(status: Status) -> list[list[str]]:
     """Rows of (UNIT, CLASS, CPU, MEMORY, USAGE, OOM, FLAGS), the unit indented by tree depth."""
-    from . import humanize as H
+    from sdqos import humanize as H
 
     depth: dict[str, int] = {}
     out = []

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import rundir
+from sdqos.host import rundir
 
 if TYPE_CHECKING:  # a sync records its metrics without importing the status machinery
-    from .status import Status
+    from sdqos.cli.status import Status
 
 LAST_SYNC = "last-sync.json"
 

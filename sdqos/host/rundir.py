@@ -17,7 +17,7 @@ import stat
 import time
 from pathlib import Path
 
-from .errors import HostError, LockTimeout
+from sdqos.errors import HostError, LockTimeout
 
 DEFAULT_RUN_DIR = Path(os.environ.get("SDQOS_RUN_DIR", "/run/sdqos"))
 LOCK_NAME = "sync.lock"

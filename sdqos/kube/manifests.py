@@ -15,9 +15,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
-from .errors import InvalidInput, QuantityError
-from .model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
-from .quantity import Quantity, parse_quantity
+from sdqos.errors import InvalidInput, QuantityError
+from sdqos.kube.model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
+from sdqos.kube.quantity import Quantity, parse_quantity
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -59,7 +59,7 @@ RESOURCES_FIELDS = frozenset({"requests", "limits", "claims"})
 VM_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec"})
 VM_SPEC_FIELDS = frozenset({"resources", "overhead", "libvirt", "scope", "pidFile"})
 VM_API_VERSION = "sdqos.io/v1alpha1"
-SCOPES_ANNOTATION = "sdqos.io/scopes"  # "<container>=<scope glob>,…": see sdqos.scopes
+SCOPES_ANNOTATION = "sdqos.io/scopes"  # "<container>=<scope glob>,…": see sdqos.reconcile.scopes
 
 # Hypervisor overhead when a VM does not say (documented in README): QEMU's own process needs
 # roughly 100m CPU and 64 MiB + 1/64 of guest RAM for page tables, device emulation and I/O.
@@ -582,7 +582,7 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
 
 
 def _unit_name_ok(name: str) -> bool:
-    from .naming import valid_unit_name
+    from sdqos.kube.naming import valid_unit_name
 
     return valid_unit_name(name) and ".." not in name
 

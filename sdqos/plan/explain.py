@@ -6,11 +6,11 @@ computes), so an explanation can never disagree with what ``plan`` and ``sync`` 
 
 from __future__ import annotations
 
-from . import humanize as H
-from . import qos
-from .engine import Plan, PodPlan
-from .model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
-from .properties import INFINITY, kernel_quota_us
+from sdqos import humanize as H
+from sdqos.kube import qos
+from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
+from sdqos.plan.engine import Plan, PodPlan
+from sdqos.plan.properties import INFINITY, kernel_quota_us
 
 # Which engine reasoning explains which systemd property.
 _WHY_KEY = {

@@ -1,0 +1,14 @@
+"""The host side: one small adapter per thing sdqos talks to or reads on the machine.
+
+``systemd`` is the only D-Bus client (every StartTransientUnit, SetUnitProperties, StopUnit and
+read goes through it); ``cgroupfs`` reads what the kernel holds for a unit's cgroup (reads only:
+sdqos never writes cgroupfs); ``procfs`` reads processes and writes the one file systemd cannot
+set, ``/proc/PID/oom_score_adj``; ``facts`` detects capacity, the cgroup layout and the page size;
+``rundir`` keeps /run/sdqos (sync lock, what the last sync applied); ``unitfiles`` renders the
+timer and service that ``install-units`` writes. New adapters (machined, libvirt, podman) go here,
+one module each.
+
+May import: the standard library, the D-Bus library, ``sdqos.errors``, ``sdqos.humanize``,
+``sdqos.kube``, ``sdqos.plan`` (the vocabulary of unit properties). Never ``loading``,
+``reconcile``, ``cli`` or ``sandbox``.
+"""

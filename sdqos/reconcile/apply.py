@@ -1,0 +1,124 @@
+"""Carrying out a diff, in its order: removals, then growing limits top-down, creations top-down,
+shrinking limits bottom-up (the phases are :mod:`sdqos.reconcile.diff`'s), through StartTransientUnit,
+SetUnitProperties and StopUnit only. A failure on one unit does not stop the others; a child of a
+unit that failed to be created is skipped."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from sdqos.errors import SystemdError, UnitExists
+from sdqos.host.systemd import UNIT, Systemd
+from sdqos.plan.engine import UnitPlan
+from sdqos.reconcile.diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, Diff
+from sdqos.reconcile.report import Report
+
+CREATE_EXTRAS = {"DefaultDependencies": False, "CPUAccounting": True, "MemoryAccounting": True, "TasksAccounting": True}
+
+Progress = Callable[[int, int], None]
+
+
+def create_properties(u: UnitPlan) -> dict:
+    """Everything a new unit is created with: its owned properties, a Description that says what
+    it is (so `systemctl status` reads well), and what runc's systemd driver adds."""
+    props = dict(u.properties)
+    props["Description"] = u.description
+    props.update(CREATE_EXTRAS)
+    if u.name.endswith(".scope"):
+        props["Slice"] = u.slice
+        props["Delegate"] = True  # processes can later be attached (adopt), as runc does
+        props["CollectMode"] = "inactive-or-failed"  # an OOM-killed scope frees its name
+    elif u.slice != "-.slice":
+        props["Wants"] = [u.slice]  # as runc does: the parent is started first
+    return props
+
+
+async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | None = None) -> set[str]:
+    """Carry out the diff. Returns the names of units whose planned values are now in place."""
+    done: set[str] = set()
+    failed_creates: set[str] = set()
+    failed_updates: set[str] = set()
+    total = len(diff.actions)
+    count = 0
+
+    def tick(n: int = 1) -> None:
+        nonlocal count
+        count += n
+        if progress:
+            progress(count, total)
+
+    updated: dict[str, dict] = {}
+    phases: dict[int, list[Action]] = {}
+    for a in diff.actions:
+        phases.setdefault(a.phase, []).append(a)
+
+    for a in phases.get(PHASE_REMOVE, []):
+        try:
+            await sd.stop_unit(a.unit)
+            report.removed.append(a.unit)
+        except SystemdError as e:
+            if e.name == "org.freedesktop.systemd1.NoSuchUnit":
+                report.removed.append(a.unit)
+            else:
+                report.errors.append(f"stop {a.unit}: {e}")
+        tick()
+
+    for phase in (PHASE_GROW, PHASE_CREATE, PHASE_SHRINK):
+        actions = phases.get(phase, [])
+        for a in [a for a in actions if a.kind == "reset"]:
+            try:
+                await sd.reset_failed_unit(a.unit)
+                report.reset.append(a.unit)
+            except SystemdError as e:
+                report.errors.append(f"reset-failed {a.unit}: {e}")
+            tick()
+        creates = [a for a in actions if a.kind == "create"]
+        if creates:
+            todo, skipped = [], []
+            for a in creates:
+                (todo if a.plan is not None and a.plan.slice not in failed_creates else skipped).append(a)
+            for a in skipped:
+                failed_creates.add(a.unit)
+                report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
+            results = await sd.start_transient_units((a.unit, create_properties(a.plan)) for a in todo)
+            for a, err in zip(todo, results):
+                if err is None:
+                    report.created.append(a.unit)
+                    done.add(a.unit)
+                elif isinstance(err, UnitExists):
+                    # A unit file or an implicit slice has the name (or a create raced us): set
+                    # the properties on it instead.
+                    try:
+                        await sd.set_unit_properties(a.unit, a.plan.properties)
+                        await _start_if_inactive(sd, a.unit)
+                        updated.setdefault(a.unit, {})
+                        done.add(a.unit)
+                    except SystemdError as e:
+                        failed_creates.add(a.unit)
+                        report.errors.append(f"create {a.unit}: exists, and setting it failed: {e}")
+                else:
+                    failed_creates.add(a.unit)
+                    report.errors.append(f"create {a.unit}: {err}")
+            tick(len(creates))
+        updates = [a for a in actions if a.kind == "update"]
+        if updates:
+            results = await sd.set_units_properties([(a.unit, a.props) for a in updates])
+            for a, err in zip(updates, results):
+                if err is None:
+                    updated.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
+                    done.add(a.unit)
+                else:
+                    failed_updates.add(a.unit)
+                    report.errors.append(f"update {a.unit}: {err}")
+            tick(len(updates))
+
+    # A unit updated in two phases (grow + shrink) is one entry; a failed half un-marks it.
+    report.updated.extend({"unit": u, "changes": ch} for u, ch in updated.items() if u not in failed_updates)
+    return done - failed_updates - failed_creates
+
+
+async def _start_if_inactive(sd: Systemd, unit: str) -> None:
+    """A unit file that exists but is not running: start it after setting its properties."""
+    props = await sd.get_properties(unit, UNIT, ["ActiveState"])
+    if props.get("ActiveState") in ("inactive", "failed"):
+        await sd.start_unit(unit)

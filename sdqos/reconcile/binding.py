@@ -1,0 +1,128 @@
+"""Which live scope runs which container or VM, and the OOM scores of their processes.
+
+The matching rules are pure (:mod:`sdqos.reconcile.scopes`); this module feeds them the processes
+systemd lists and writes ``/proc/PID/oom_score_adj``, the one value systemd cannot set on a scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdqos.errors import NoSuchUnit
+from sdqos.host import procfs
+from sdqos.host.systemd import Systemd
+from sdqos.kube.naming import MACHINE_SLICE
+from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.reconcile.diff import LiveUnit
+from sdqos.reconcile.scopes import LiveScope, match_container, pods_by_slice, scopes_from_processes, vm_scope_for
+
+
+async def discover_scopes(sd: Systemd, plan: Plan, live: dict[str, LiveUnit], *, machine: bool) -> dict[str, LiveScope]:
+    """Every scope with processes below kubepods.slice (and machine.slice when ``machine``),
+    from one GetUnitProcesses each: the cgroup path of each process names its scope."""
+    rows: list[tuple[str, int, str]] = []
+    if plan.root_slice in live and live[plan.root_slice].exists:
+        rows.extend(await sd.get_unit_processes(plan.root_slice))
+    if machine:
+        try:
+            rows.extend(await sd.get_unit_processes(MACHINE_SLICE))
+        except NoSuchUnit:
+            pass
+    return scopes_from_processes(rows)
+
+
+@dataclass(slots=True)
+class Binding:
+    """A live scope and what it runs: whose OOM score its processes get."""
+
+    owner: str  # "pod ns/name container c" or "vm name"
+    oom_score_adj: int
+
+
+def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str]) -> tuple[dict[str, Binding], list[str]]:
+    """Match live scopes to containers and VMs (rules in sdqos.scopes). A matched scope that is
+    not sdqos's own name gets a unit in the plan with the container's (VM's) values, so the diff
+    tunes it like any other. Returns the bindings and the unmatched scopes."""
+    bindings: dict[str, Binding] = {}
+    unmatched: list[str] = []
+    by_slice = pods_by_slice(plan)
+    planned = {u.name: u for u in plan.units}
+    for name, scope in sorted(scopes.items()):
+        pp = by_slice.get(scope.slice)
+        if pp is None:
+            continue
+        own = {c.scope: c for c in pp.containers}
+        if name in own:
+            c = own[name]
+        else:
+            cname = match_container(scope, pp)
+            if cname is None:
+                unmatched.append(name)
+                continue
+            c = next(x for x in pp.containers if x.name == cname)
+            base = planned[c.scope]
+            props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
+            plan.units.append(UnitPlan(name, pp.slice, "container", base.description, props, base.resources,
+                                       owner=base.owner, create=False, why=base.why))
+        bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj)
+    machine = {n: s for n, s in scopes.items() if s.slice == MACHINE_SLICE}
+    claimed = set()
+    for vp in plan.vms:
+        found = vm_scope_for(vp, machine, read_pid_file(vp.vm.pid_file) if vp.vm.pid_file else None)
+        if found is None:
+            where = f": no {vp.vm.scope} with processes in machine.slice" if vp.vm.scope else ""
+            warnings.append(f"VM {vp.vm.name} is declared but not running{where}")
+            continue
+        located = vp.vm.scope or vp.vm.libvirt_domain or vp.vm.pid_file
+        if not located and not machine[found].description.startswith("sdqos vm "):
+            # machine-<name>.scope made by someone else (machined for a container, say): never
+            # claim it by name alone.
+            warnings.append(f"VM {vp.vm.name}: {found} exists but was not started by sdqos; left alone"
+                            " (set spec.scope to claim it)")
+            claimed.add(found)
+            continue
+        claimed.add(found)
+        if found not in planned:
+            plan.units.append(UnitPlan(found, MACHINE_SLICE, "vm", f"sdqos vm {vp.vm.name} ({vp.qos})", dict(vp.properties),
+                                       vp.resources, owner=f"vm:{vp.vm.name}", create=False, why=vp.why))
+        bindings[found] = Binding(f"vm {vp.vm.name}", vp.oom_score_adj)
+    for name in sorted(set(machine) - claimed):
+        warnings.append(f"{name} in machine.slice is not a VM in the config: left running, untouched")
+    return bindings, unmatched
+
+
+def apply_oom_scores(bindings: dict[str, Binding], scopes: dict[str, LiveScope], warnings: list[str]) -> int:
+    """Write each bound scope's processes' oom_score_adj where it differs. A process that exited
+    meanwhile is fine; a refused negative value (no CAP_SYS_RESOURCE) is a warning; a PID that is
+    not in the scope's cgroup as we see it (another PID namespace than systemd's) is never written."""
+    adjusted, elsewhere, seen = 0, 0, 0
+    for name, b in bindings.items():
+        scope = scopes.get(name)
+        if scope is None:
+            continue
+        denied = []
+        for pid in scope.pids:
+            r = procfs.write_oom_score_adj(pid, b.oom_score_adj, cgroup=scope.cgroup)
+            seen += 1
+            if r.outcome == procfs.SET:
+                adjusted += 1
+            elif r.outcome == procfs.DENIED:
+                denied.append(pid)
+            elif r.outcome == procfs.ELSEWHERE:
+                elsewhere += 1
+        if denied:
+            warnings.append(
+                f"{b.owner}: the kernel refused oom_score_adj {b.oom_score_adj} for PID "
+                f"{', '.join(map(str, denied))} (lowering it needs CAP_SYS_RESOURCE)"
+            )
+    if seen and elsewhere == seen:
+        warnings.append("OOM scores not written: this sdqos does not share systemd's PID namespace")
+    return adjusted
+
+
+def read_pid_file(path: str | None) -> int | None:
+    try:
+        return int(Path(path).read_text().split()[0]) if path else None
+    except (OSError, ValueError, IndexError):
+        return None

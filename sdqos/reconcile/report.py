@@ -1,0 +1,53 @@
+"""What a sync did: the report ``sdqos sync`` prints, and its stable JSON contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Report:
+    """What a sync did, as ``sdqos sync`` prints it (``as_json``: the stable JSON contract)."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[dict] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    reset: list[str] = field(default_factory=list)  # failed units reset (scopes: their name is free again)
+    unchanged: list[str] = field(default_factory=list)
+    drift: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    aborted: bool = False  # refused to write anything (see Diff.abort)
+    duration_s: float = 0.0
+    dbus_calls: int = 0
+    disconnects: int = 0
+    oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
+
+    def as_json(self) -> dict:
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "removed": self.removed,
+            "reset": self.reset,
+            "unchanged": self.unchanged,
+            "drift": self.drift,
+            "warnings": self.warnings,
+            "errors": self.errors,
+            "invalid": self.invalid,
+            "kept": self.kept,
+            "foreign": self.foreign,
+            "dryRun": self.dry_run,
+            "aborted": self.aborted,
+            "durationSeconds": round(self.duration_s, 4),
+            "dbusCalls": self.dbus_calls,
+            "disconnects": self.disconnects,
+            "oomAdjusted": self.oom_adjusted,
+        }
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.removed or self.reset)

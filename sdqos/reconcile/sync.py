@@ -1,0 +1,89 @@
+"""``sdqos sync``: make systemd hold the plan. The imperative shell around :mod:`sdqos.reconcile.diff`.
+
+1. read the live state of every unit sdqos manages, in a handful of D-Bus calls;
+2. diff it against the plan (pure);
+3. apply the changes in order — removals, growing limits top-down, creations top-down, shrinking
+   limits bottom-up — through StartTransientUnit / SetUnitProperties / StopUnit only;
+4. remember what was applied (drift detection next time) and report.
+
+A failure on one unit does not stop the others; it is reported and the exit status says so.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from sdqos.host import rundir
+from sdqos.host.systemd import Systemd
+from sdqos.kube.naming import MACHINE_SLICE
+from sdqos.plan.engine import Plan
+from sdqos.reconcile.apply import Progress, apply
+from sdqos.reconcile.binding import apply_oom_scores
+from sdqos.reconcile.diff import clamp_to_usage, compute_diff
+from sdqos.reconcile.live import observe
+from sdqos.reconcile.report import Report
+
+
+async def sync(
+    sd: Systemd,
+    plan: Plan,
+    *,
+    complete: bool,
+    removals_safe: bool,
+    invalid_keys: set[str],
+    allow_empty: bool = False,
+    dry_run: bool = False,
+    run_dir: Path = rundir.DEFAULT_RUN_DIR,
+    progress: Progress | None = None,
+) -> Report:
+    """One reconciliation pass. The caller holds the sync lock."""
+    t0 = time.monotonic()
+    calls0, disc0 = sd.stats.calls, sd.stats.disconnects
+    report = Report(dry_run=dry_run)
+    applied = rundir.load_applied(run_dir)
+    obs = await observe(sd, plan, applied, report.warnings)
+    live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
+    clamp_to_usage(plan, live, report.warnings)
+    diff = compute_diff(
+        plan, live, applied, complete=complete, removals_safe=removals_safe,
+        invalid_keys=invalid_keys, allow_empty=allow_empty,
+    )
+    report.warnings.extend(diff.warnings)
+    report.errors.extend(diff.errors)
+    report.drift = diff.drift
+    report.kept = diff.kept
+    report.foreign = diff.foreign + unmatched
+    report.unchanged = list(diff.unchanged)
+    if diff.abort:
+        report.aborted = True
+        report.duration_s = time.monotonic() - t0
+        return report
+    if dry_run:
+        report.created = [a.unit for a in diff.actions if a.kind == "create"]
+        report.removed = [a.unit for a in diff.actions if a.kind == "stop"]
+        report.reset = [a.unit for a in diff.actions if a.kind == "reset"]
+        merged: dict[str, dict] = {}
+        for a in diff.actions:
+            if a.kind == "update":
+                merged.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
+        report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
+    else:
+        done = await apply(sd, diff, report, progress)
+        vm_scopes_seen = any(sc.slice == MACHINE_SLICE for sc in scopes.values())
+        removed = set(report.removed)
+        new_applied = {k: v for k, v in applied.items()
+                       if (k in live or (k == MACHINE_SLICE and vm_scopes_seen)) and k not in removed}
+        planned = {u.name: u for u in plan.units}
+        for name in done | set(diff.unchanged):
+            if name in planned:
+                new_applied[name] = dict(planned[name].properties)
+        for name in removed:
+            new_applied.pop(name, None)
+        if new_applied != applied:
+            rundir.save_applied(new_applied, run_dir)
+        report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
+    report.duration_s = time.monotonic() - t0
+    report.dbus_calls = sd.stats.calls - calls0
+    report.disconnects = sd.stats.disconnects - disc0
+    return report
