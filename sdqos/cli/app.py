@@ -251,11 +251,20 @@ def sync(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list units that were already right."),
     metrics_textfile: Optional[Path] = typer.Option(None, "--metrics-textfile",
                                                     help="After the sync, write Prometheus metrics here (atomically)."),
+    max_removals: str = typer.Option("50%", "--max-removals", metavar="N|P%",
+                                     help="Stop at most this many (or this share) of the pods that run processes."),
+    recreate: list[str] = typer.Option([], "--recreate", metavar="NS/NAME",
+                                       help="Move this pod to its new QoS class or uid even though its processes "
+                                            "run (they are stopped). Repeatable."),
+    adopt_existing: bool = typer.Option(False, "--adopt-existing",
+                                        help="Take over planned units another manager created (e.g. kubelet's)."),
 ) -> None:
     """Reconcile systemd's units with the plan: create, update, restore drift, remove what left.
 
-    Exit 0 when everything is in place, 1 when systemd refused something, 2 when some input was
-    invalid (everything else was still synced), 3 when another sync held the lock."""
+    Exit 0 when everything is in place; 1 when systemd refused something, a planned unit belongs to
+    another manager, or removals were held back (--max-removals); 2 when some input was invalid or an
+    edit was refused as Kubernetes refuses it (everything else was still synced); 3 when another
+    sync held the lock."""
     import asyncio
 
     from sdqos.errors import EXIT_ERROR, EXIT_OK
@@ -263,9 +272,18 @@ def sync(
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import sync as reconcile
 
+    from sdqos.reconcile.diff import RemovalLimit
+
     with cli_errors():
+        try:
+            limit = RemovalLimit.parse(max_removals)
+        except ValueError as exc:
+            raise InvalidInput(str(exc), where="--max-removals") from None
         mode = resolve_cgroup(cgroup)
         cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
+        unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
+        if unknown:
+            raise InvalidInput(f"no pod {', '.join(unknown)} in the config (NS/NAME)", where="--recreate")
 
         async def run() -> "reconcile.Report":
             async with Systemd(bus_address) as sd:
@@ -276,6 +294,7 @@ def sync(
                     sd, p, complete=cfg.complete, removals_safe=cfg.removals_safe,
                     invalid_keys=cfg.invalid_keys, allow_empty=allow_empty, dry_run=dry_run,
                     progress=_progress_bar() if output == Output.text else None,
+                    adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit,
                 )
 
         async def run_and_measure():
@@ -292,7 +311,8 @@ def sync(
         with lock:
             report, observed = asyncio.run(run_and_measure())
         report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
-        report.invalid = [str(e) for e in cfg.errors]
+        refused = list(report.invalid)  # edits the diff refused, as Kubernetes refuses them
+        report.invalid[:] = [str(e) for e in cfg.errors] + refused
         if not dry_run:
             from sdqos.cli import metrics as m
 
@@ -304,9 +324,9 @@ def sync(
         else:
             typer.echo(report_text(report, verbose))
         print_errors(cfg.errors)
-        for e in report.errors:
+        for e in refused + report.errors:
             err(f"error: {e}")
-        if report.aborted or (cfg.errors and not report.errors):
+        if report.aborted or (report.invalid and not report.errors):
             raise typer.Exit(EXIT_INVALID)
         raise typer.Exit(EXIT_ERROR if report.errors else EXIT_OK)
 

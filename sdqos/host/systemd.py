@@ -191,19 +191,22 @@ class Systemd:
 
     address: D-Bus address (default $DBUS_SYSTEM_BUS_ADDRESS, else the system bus socket).
     call_timeout: seconds per call (per batch for pipelined reads); job_timeout: seconds to wait
-    for a JobRemoved (30 s, as runc); retry_deadline: seconds to keep retrying after a disconnect;
+    for a JobRemoved (30 s, as runc); stop_timeout: the same for a stop job, which lasts as long as
+    the unit's processes take to exit (a pod's grace period, then SIGKILL); retry_deadline: seconds
+    to keep retrying after a disconnect;
     window: jobs in flight in start_transient_units; read_window: calls in flight for reads.
     """
 
     def __init__(self, address: str | None = None, *, backend: str | None = None, call_timeout: float = 25.0,
-                 job_timeout: float = 30.0, retry_deadline: float = 60.0, window: int = DEFAULT_WINDOW,
-                 read_window: int = READ_WINDOW):
+                 job_timeout: float = 30.0, stop_timeout: float = 600.0, retry_deadline: float = 60.0,
+                 window: int = DEFAULT_WINDOW, read_window: int = READ_WINDOW):
         if not (1 <= window <= MAX_WINDOW and 1 <= read_window <= MAX_WINDOW):
             raise ValueError(f"window and read_window must be 1..{MAX_WINDOW}")
         self.address = address or os.environ.get("DBUS_SYSTEM_BUS_ADDRESS") or DEFAULT_ADDRESS
         self.backend = backend_name(backend)
         self._d = _lib(self.backend)
         self.call_timeout, self.job_timeout, self.retry_deadline = call_timeout, job_timeout, retry_deadline
+        self.stop_timeout = stop_timeout
         self.window, self.read_window = window, read_window
         self.stats = Stats()
         self._bus: Any = None
@@ -419,7 +422,7 @@ class Systemd:
                 result = await attempt()
         return result
 
-    async def _job(self, unit: str, member: str, sig: str, body: Sequence[Any]) -> None:
+    async def _job(self, unit: str, member: str, sig: str, body: Sequence[Any], timeout: float | None = None) -> None:
         """A job-returning call, then its JobRemoved (no retry here). The signal can be processed
         before our coroutine sees the reply carrying the job path: `_early` keeps it meanwhile."""
         self._expecting += 1
@@ -436,8 +439,9 @@ class Systemd:
             if not self._expecting:
                 self._early.clear()  # nobody can claim these any more: other clients' jobs
         if fut is not None:  # a timer rather than wait_for: no extra task per unit
-            timer = asyncio.get_running_loop().call_later(self.job_timeout, lambda: fut.done() or fut.set_exception(
-                CallTimeout(f"job {job} did not finish within {self.job_timeout:g}s", unit=unit)))
+            wait = timeout or self.job_timeout
+            timer = asyncio.get_running_loop().call_later(wait, lambda: fut.done() or fut.set_exception(
+                CallTimeout(f"job {job} did not finish within {wait:g}s", unit=unit)))
             try:
                 result = await fut
             finally:
@@ -578,7 +582,17 @@ class Systemd:
 
     async def stop_unit(self, name: str, mode: str = "replace") -> None:
         """Stop a unit and wait for the job. NoSuchUnit if not loaded (but any slice name loads)."""
-        await self._retrying(self._job, name, "StopUnit", "ss", [name, mode])
+        await self._retrying(self._job, name, "StopUnit", "ss", [name, mode], self.stop_timeout)
+
+    async def stop_units(self, names: Sequence[str], window: int | None = None) -> list[SystemdError | None]:
+        """Stop many units, at most `window` jobs in flight, each waited for; results as
+        start_transient_units. Stops run side by side: N units whose processes ignore SIGTERM
+        cost one stop timeout per window, not N."""
+        todo = [(n, None) for n in names]
+        return await self._bounded(todo, window or self.window,
+                                   lambda n, _: self._job(n, "StopUnit", "ss", [n, "replace"], self.stop_timeout),
+                                   lambda n, _: self._retrying(self._job, n, "StopUnit", "ss", [n, "replace"],
+                                                               self.stop_timeout))
 
     async def attach_processes(self, name: str, pids: Sequence[int], subcgroup: str = "") -> None:
         """Move processes (PIDs in systemd's namespace) into a running unit with Delegate=yes."""

@@ -367,6 +367,13 @@ def parse_pod(
     elif priority is not None and not -(2**31) <= priority < 2**31:
         doc.error("spec.priority", f"{priority} is out of the int32 range")
         priority = None
+    grace = spec.get("terminationGracePeriodSeconds")
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+        doc.error("spec.terminationGracePeriodSeconds", f"must be an integer, not {_type_name(grace)}")
+        grace = None
+    elif grace is not None and not 0 <= grace < 2**63:  # ValidatePodSpec: ValidateNonnegativeField, int64
+        doc.error("spec.terminationGracePeriodSeconds", f"{grace} must be between 0 and 2^63-1")
+        grace = None
     pclass = doc.string(spec.get("priorityClassName"), "spec.priorityClassName") or ""
     if priority is None and apply_defaults and pclass in BUILTIN_PRIORITY:
         priority = BUILTIN_PRIORITY[pclass]  # what the Priority admission plugin fills in
@@ -393,6 +400,7 @@ def parse_pod(
         annotations=dict(annotations),
         uid_generated=generated,
         source=source,
+        termination_grace_period=grace,
     )
 
 

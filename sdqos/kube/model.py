@@ -77,6 +77,7 @@ class Pod:
     annotations: Mapping[str, str] = field(default_factory=dict)
     uid_generated: bool = False
     source: Source | None = None
+    termination_grace_period: int | None = None  # spec.terminationGracePeriodSeconds (API default 30)
 
     @property
     def key(self) -> str:

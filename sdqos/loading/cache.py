@@ -28,7 +28,7 @@ from sdqos.plan.engine import ContainerPlan, PodContext, PodPlan
 from sdqos.plan.properties import ResourceConfig, to_properties
 
 CACHE_NAME = "parsed.json"
-FORMAT = 4  # 4: a plan fragment line after each entry (3: line per entry; 2: one JSON document)
+FORMAT = 5  # 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry; 3: line per entry; 2: one JSON document)
 NANO = 10**9
 
 
@@ -82,6 +82,7 @@ def pod_to_json(p: Pod) -> dict:
         "resources": None if p.resources is None else {"requests": _rl(p.resources.requests), "limits": _rl(p.resources.limits)},
         "priority": p.priority, "priorityClassName": p.priority_class_name,
         "annotations": dict(p.annotations), "source": [p.source.file, p.source.index] if p.source else None,
+        "terminationGracePeriodSeconds": p.termination_grace_period,
     }
 
 
@@ -95,6 +96,7 @@ def pod_from_json(d: dict) -> Pod:
         resources=None if res is None else PodResources(_unrl(res["requests"]), _unrl(res["limits"])),
         priority=d["priority"], priority_class_name=d["priorityClassName"], annotations=d["annotations"],
         uid_generated=d["uidGenerated"], source=Source(*d["source"]) if d["source"] else None,
+        termination_grace_period=d["terminationGracePeriodSeconds"],
     )
 
 
@@ -140,7 +142,8 @@ def pod_plan_to_json(pp: PodPlan) -> list:
     pod = pp.pod
     return [pp.key, pp.uid, pod.uid_generated, [pod.source.file, pod.source.index] if pod.source else None,
             pp.qos, pp.slice, [pp.requests[CPU], pp.requests[MEMORY]], [pp.limits[CPU], pp.limits[MEMORY]],
-            _rc(pp.resources), [[c.name, c.kind, c.scope, c.oom_score_adj, _rc(c.resources)] for c in pp.containers]]
+            _rc(pp.resources), [[c.name, c.kind, c.scope, c.oom_score_adj, _rc(c.resources)] for c in pp.containers],
+            pp.grace_period]
 
 
 _UNITS: dict[tuple, tuple[ResourceConfig, dict[str, int]]] = {}  # decoded (resources, properties), shared
@@ -159,7 +162,7 @@ def _unit(v: list, cgroup: str, period: int, container: bool) -> tuple[ResourceC
 
 def pod_plan_from_json(v: list, ctx: PodContext, manifest: Callable[[], Pod]) -> PodPlan:
     """The PodPlan that ``pod_plan_to_json`` encoded, for a pod planned in ``ctx``."""
-    key, uid, _, _, cls, slice_name, req, lim, rc, containers = v
+    key, uid, _, _, cls, slice_name, req, lim, rc, containers, grace = v
     cgroup, period = ctx.cgroup, ctx.node.cpu_cfs_quota_period_us
     cplans = []
     for name, kind, scope, adj, crc in containers:
@@ -167,7 +170,7 @@ def pod_plan_from_json(v: list, ctx: PodContext, manifest: Callable[[], Pod]) ->
         cplans.append(ContainerPlan(name, kind, scope, adj, cres, cprops))
     res, props = _unit(rc, cgroup, period, False)
     return PodPlan(key, uid, cls, slice_name, {CPU: req[0], MEMORY: req[1]}, {CPU: lim[0], MEMORY: lim[1]}, res,
-                   props, cplans, {}, manifest)
+                   props, cplans, {}, manifest, grace)
 
 
 def pod_identity(v: list) -> PodIdentity:

@@ -288,6 +288,7 @@ class Scan:
     errors: list[InvalidInput]  # files that could not be used at all
     failed: list[str]
     apply_defaults: bool
+    warnings: list[str] = field(default_factory=list)
 
     def objects(self, f: ScannedFile) -> _FileObjects:
         """The file's objects from its entry; a cached entry that does not decode (damaged, or
@@ -308,7 +309,7 @@ class Scan:
             pods=result.pods,
             vms=result.vms,
             errors=self.errors + result.errors,
-            warnings=list(self.node.warnings) + result.warnings,
+            warnings=list(self.node.warnings) + self.warnings + result.warnings,
             invalid_keys=result.invalid_keys,
             failed_files=self.failed,
             vms_declared=bool(_list_dir(self.dir, "vms", True, [], [])),
@@ -396,6 +397,7 @@ def scan_config(
 
     failed: list[str] = []
     errors: list[InvalidInput] = []
+    warnings: list[str] = []
     files: list[ScannedFile] = []  # in order; text "" until the file is parsed
     misses: list[_Miss] = []
     for sub in ("pods", "vms"):
@@ -418,6 +420,12 @@ def scan_config(
                 errors.append(exc)
                 failed.append(rel)
                 continue
+            if st.st_size == 0:
+                # An editor or a deploy tool rewriting the file (truncate, then write): what it will
+                # hold is unknown, so it counts as unreadable — nothing is removed for it.
+                warnings.append(f"{rel} is empty (being rewritten?); nothing in the config is removed until it has content")
+                failed.append(rel)
+                continue
             key = f"{abs_sub}/{name}"  # = str(path.absolute())
             identity = pc.file_identity(st)
             text = cache.lookup(key, identity)
@@ -431,4 +439,4 @@ def scan_config(
             cache.put_text(key, identity, text)
             fresh[rel] = text
         files = [f._replace(text=fresh[f.rel]) if not f.text else f for f in files]
-    return Scan(config_dir, node, cache, files, errors, failed, apply_defaults)
+    return Scan(config_dir, node, cache, files, errors, failed, apply_defaults, warnings)

@@ -86,6 +86,7 @@ class PodPlan:
     containers: list[ContainerPlan]
     why: dict[str, str] = field(default_factory=dict)
     manifest: Pod | Callable[[], Pod] | None = field(default=None, repr=False, compare=False)
+    grace_period: int | None = None  # spec.terminationGracePeriodSeconds, for the scopes `sdqos run` makes
 
     @property
     def name(self) -> str:
@@ -461,6 +462,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
         containers=containers,
         why=why or {},
         manifest=pod,
+        grace_period=pod.termination_grace_period,
     )
 
 

@@ -5,9 +5,10 @@ unit that failed to be created is skipped."""
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
-from sdqos.errors import SystemdError, UnitExists
+from sdqos.errors import CallTimeout, SystemdError, UnitExists
 from sdqos.host.systemd import UNIT, Systemd
 from sdqos.plan.engine import UnitPlan
 from sdqos.reconcile.diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, Diff
@@ -52,16 +53,10 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
     for a in diff.actions:
         phases.setdefault(a.phase, []).append(a)
 
-    for a in phases.get(PHASE_REMOVE, []):
-        try:
-            await sd.stop_unit(a.unit)
-            report.removed.append(a.unit)
-        except SystemdError as e:
-            if e.name == "org.freedesktop.systemd1.NoSuchUnit":
-                report.removed.append(a.unit)
-            else:
-                report.errors.append(f"stop {a.unit}: {e}")
-        tick()
+    removals = phases.get(PHASE_REMOVE, [])
+    if removals:
+        await stop_all(sd, [a.unit for a in removals], report)
+        tick(len(removals))
 
     for phase in (PHASE_GROW, PHASE_CREATE, PHASE_SHRINK):
         actions = phases.get(phase, [])
@@ -115,6 +110,31 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
     # A unit updated in two phases (grow + shrink) is one entry; a failed half un-marks it.
     report.updated.extend({"unit": u, "changes": ch} for u, ch in updated.items() if u not in failed_updates)
     return done - failed_updates - failed_creates
+
+
+SLOW_STOP_S = 1.0
+
+
+async def stop_all(sd: Systemd, units: list[str], report: Report) -> None:
+    """Stop units side by side (deepest first within the window). Stopping a slice stops what runs
+    in it: systemd sends SIGTERM, and SIGKILL to what is left when the scope's stop timeout (a pod's
+    grace period, ``sdqos run``) ends — so N pods ignoring SIGTERM cost one grace period, not N.
+    A stop that took that long is reported; one still going when sdqos stops waiting is a warning
+    (systemd finishes it)."""
+    t0 = time.monotonic()
+    results = await sd.stop_units(units)
+    took = time.monotonic() - t0
+    for unit, err in zip(units, results):
+        if err is None or err.name == "org.freedesktop.systemd1.NoSuchUnit":
+            report.removed.append(unit)
+        elif isinstance(err, CallTimeout):
+            report.removed.append(unit)
+            report.warnings.append(f"{unit}: still stopping after {took:.0f}s; systemd goes on with it")
+        else:
+            report.errors.append(f"stop {unit}: {err}")
+    if took >= SLOW_STOP_S and results:
+        report.warnings.append(f"stopping {len(units)} unit(s) took {took:.1f}s: their processes did not all exit "
+                               "on SIGTERM and were killed when their grace period ended")
 
 
 async def _start_if_inactive(sd: Systemd, unit: str) -> None:

@@ -6,11 +6,20 @@ Rules (issue "sdqos sync"):
 - update only owned properties that differ; a value that differs from what sdqos last applied
   was changed behind its back: that is *drift*, restored and reported old → new;
 - remove pod slices sdqos created whose pod left the config — never when some input could not be
-  read (the pod may be in the unreadable file), never a pod whose manifest is merely invalid, and
-  never every pod at once unless ``allow_empty``;
+  read (the pod may be in the unreadable file), never a pod whose manifest is merely invalid, never
+  every pod at once unless ``allow_empty``, never more of the pods that run processes than
+  ``max_removals`` allows, and never a slice that holds units sdqos did not create (stopping it
+  would stop them): that one is kept until it holds only sdqos's own;
+- a pod whose QoS class (or explicit ``metadata.uid``) changed while its old slice runs processes
+  keeps its old slice and values and is refused, as Kubernetes refuses such a change: it must be
+  recreated (``recreate``); with no processes it simply moves;
 - with invalid input anywhere, units whose values depend on all inputs (node, tiers, machine.slice)
   are left as they are (created if missing): nothing changes because of a typo;
-- units in the tree that sdqos did not create are reported and never touched;
+- units in the tree that sdqos did not create are reported and never touched; a *planned* node,
+  tier, pod or machine unit that another manager created (a transient unit whose Description is
+  not sdqos's, e.g. kubelet's ``libcontainer container kubepods.slice``) makes its whole subtree
+  off limits, unless ``adopt_existing``; a unit file or a slice systemd made implicitly is taken
+  over (it carries no other manager's mark);
 - order: removals, then growing limits top-down, creations top-down, shrinking limits bottom-up —
   so a parent's limit is never below what its children are about to get.
 """
@@ -20,12 +29,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sdqos.plan.engine import Plan, UnitPlan
+from collections.abc import Mapping
+
+from sdqos.kube.naming import parent_slice
+from sdqos.kube.model import BESTEFFORT, BURSTABLE, GUARANTEED
+from sdqos.plan.engine import Plan, PodPlan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
+from sdqos.reconcile.scopes import LiveScope
 
 LIMIT_PROPERTIES = frozenset({"MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuotaPerSecUSec", "TasksMax"})
 DEPENDS_ON_ALL_INPUTS = frozenset({"node", "tier", "machine"})
+# Planned units sdqos creates or takes over by name; scopes (containers, VMs) it claims by binding.
+OWNED_BY_NAME = frozenset({"node", "tier", "pod", "machine"})
 SDQOS_DESCRIPTION = "sdqos "
+DEFAULT_MAX_REMOVALS = "50%"
 
 PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK = range(4)
 
@@ -37,7 +54,7 @@ class LiveUnit:
     name: str
     load_state: str = "loaded"
     active_state: str = "active"
-    transient: bool = True
+    transient: bool = False  # read only where it decides ownership (live.read_marks)
     description: str = ""
     props: dict[str, int] = field(default_factory=dict)
     memory_current: int | None = None
@@ -84,6 +101,7 @@ class Diff:
     errors: list[str] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # stale or frozen units deliberately left alone
+    invalid: list[str] = field(default_factory=list)  # edits refused as Kubernetes refuses them (exit 2)
     abort: bool = False  # refuse to write anything at all
 
     @property
@@ -114,6 +132,100 @@ def _depth(name: str) -> int:
     return name.count("-") + (1 if name.endswith(".scope") else 0)
 
 
+@dataclass(frozen=True, slots=True)
+class RemovalLimit:
+    """How many of the pods that run processes one sync may stop: a count or a percentage of them
+    (at least one pod can always go). ``--max-removals N|P%``."""
+
+    count: int | None = None
+    percent: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "RemovalLimit":
+        t = text.strip()
+        try:
+            if t.endswith("%"):
+                pct = float(t[:-1])
+                if not 0 <= pct <= 100:
+                    raise ValueError
+                return cls(percent=pct)
+            n = int(t)
+            if n < 0:
+                raise ValueError
+            return cls(count=n)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a count or a percentage from 0% to 100%") from None
+
+    def allowed(self, running: int) -> int:
+        if self.count is not None:
+            return self.count
+        return max(1, int(running * (self.percent if self.percent is not None else 50) / 100))
+
+    def __str__(self) -> str:
+        return str(self.count) if self.count is not None else f"{self.percent:g}%"
+
+
+def foreign_mark(lu: LiveUnit) -> str | None:
+    """Whose unit this is when not sdqos's: the Description of a transient unit another manager
+    created (kubelet's runc: ``libcontainer container <name>``). None: sdqos may manage it (its
+    own, or a unit file or implicit slice, which carry no manager's mark)."""
+    if lu.ours or not lu.transient:
+        return None
+    return lu.description or "no description"
+
+
+def _class_of_slice(name: str, root: str) -> str:
+    stem = root[: -len(".slice")]
+    if name.startswith(f"{stem}-burstable-"):
+        return BURSTABLE
+    if name.startswith(f"{stem}-besteffort-"):
+        return BESTEFFORT
+    return GUARANTEED
+
+
+class _Tree:
+    """Parents of the live units (slices by name, scopes by where their processes are) and which
+    units have processes below them, to ask what lies below a slice. Each question costs the depth
+    of the tree, not its size: a sync of thousands of pods asks it for every unit."""
+
+    def __init__(self, live: Mapping[str, LiveUnit], scopes: Mapping[str, LiveScope]):
+        self.parent: dict[str, str] = {n: parent_slice(n) for n in live if n.endswith(".slice")}
+        self.parent.update((n, sc.slice) for n, sc in scopes.items())
+        for sc in scopes.values():  # a scope's slice may be one the patterns did not list
+            s = sc.slice
+            while s not in self.parent and s != "-.slice":
+                self.parent[s] = parent_slice(s)
+                s = self.parent[s]
+        self.children: dict[str, list[str]] = {}
+        for n, par in self.parent.items():
+            self.children.setdefault(par, []).append(n)
+        self.occupied: set[str] = set()  # units with processes in them or below them
+        for n, sc in scopes.items():
+            if sc.pids:
+                self.occupied.add(n)
+                self.occupied.update(self.ancestors(n))
+
+    def ancestors(self, name: str):
+        for _ in range(64):
+            up = self.parent.get(name)
+            name = up if up is not None else parent_slice(name) if name.endswith(".slice") else "-.slice"
+            if name == "-.slice":
+                return
+            yield name
+
+    def under(self, name: str, tops: set[str] | frozenset[str]) -> bool:
+        """``name`` is one of ``tops`` or lies below one."""
+        return bool(tops) and (name in tops or any(a in tops for a in self.ancestors(name)))
+
+    def below(self, top: str) -> list[str]:
+        out, todo = [], list(self.children.get(top, ()))
+        while todo:
+            n = todo.pop()
+            out.append(n)
+            todo.extend(self.children.get(n, ()))
+        return sorted(out)
+
+
 def compute_diff(
     plan: Plan,
     live: dict[str, LiveUnit],
@@ -123,18 +235,49 @@ def compute_diff(
     removals_safe: bool = True,
     invalid_keys: set[str] | frozenset[str] = frozenset(),
     allow_empty: bool = False,
+    scopes: Mapping[str, LiveScope] | None = None,
+    adopt_existing: bool = False,
+    recreate: set[str] | frozenset[str] = frozenset(),
+    max_removals: RemovalLimit | None = None,
 ) -> Diff:
     applied = applied or {}
     d = Diff()
     planned = {u.name: u for u in plan.units}
+    tree = _Tree(live, scopes or {})
     for w in plan.warnings:
         d.warnings.append(w)
+
+    # --- planned units another manager owns: their subtree is off limits -------------------------
+    off_limits: set[str] = set()
+    claim: set[str] = set()  # foreign units taken over with adopt_existing
+    for u in plan.units:
+        lu = live.get(u.name)
+        if u.kind not in OWNED_BY_NAME or lu is None or not (lu.exists or lu.failed):
+            continue
+        if tree.under(u.name, off_limits) or tree.under(u.slice, off_limits):
+            continue
+        mark = foreign_mark(lu)
+        if mark is None:
+            continue
+        if adopt_existing:
+            claim.add(u.name)
+            d.warnings.append(f"{u.name}: taken over from another manager ({mark!r}), as --adopt-existing asks")
+            continue
+        off_limits.add(u.name)
+        d.foreign.append(u.name)
+        hint = " is kubelet running?" if "libcontainer" in mark or u.kind in ("node", "tier") else ""
+        d.errors.append(
+            f"{u.name} belongs to another manager ({mark!r});{hint} nothing in it was changed. Give sdqos "
+            f"its own tree with cgroupRoot in node.yaml, or pass --adopt-existing to take it over")
+
+    def off(name: str) -> bool:
+        return tree.under(name, off_limits)
 
     # --- units that should not be there (or are not ours) -------------------------------------
     pod_re = pod_slice_pattern(plan)
     stale: list[LiveUnit] = []
     for name, lu in live.items():
-        if name in planned or not (lu.exists or lu.failed):
+        if name in planned or not (lu.exists or lu.failed) or off(name):
             continue
         is_pod_slice = bool(pod_re.match(name))
         is_container = bool(CONTAINER_SCOPE.match(name))
@@ -151,12 +294,50 @@ def compute_diff(
         if protected:
             d.kept.append(name)
             continue
-        if is_container and uid is not None and any(p.uid == uid for p in plan.pods):
+        if is_container and uid is not None and any(p.uid == uid for p in plan.pods) \
+                and tree.parent.get(name, plan.root_slice) in planned:
             # A scope of a configured pod whose container left the spec: reported, not stopped.
             d.kept.append(name)
             d.warnings.append(f"{name}: container no longer in its pod's spec; left running")
             continue
         stale.append(lu)
+
+    # A pod slice that holds units sdqos did not create is never stopped (that would stop them).
+    keep: set[str] = set()
+    for lu in stale:
+        if not pod_re.match(lu.name):
+            continue
+        others = [n for n in tree.below(lu.name) if not (n in live and live[n].ours)]
+        if others:
+            keep.add(lu.name)
+            d.warnings.append(f"kept: pod slice {lu.name} holds units sdqos did not create "
+                              f"({', '.join(others[:5])}{' …' if len(others) > 5 else ''}); not stopped")
+
+    # A pod whose QoS class or uid changed: its old slice, while it runs processes, stays.
+    frozen_pods: set[str] = set()
+    moving: set[str] = set()  # old slices stopped because their pod moved to a new one
+    for lu in stale:
+        if not pod_re.match(lu.name) or lu.name in keep:
+            continue
+        uid, key = _uid_of(lu.name, plan), _pod_key_from_description(lu.description)
+        pp = next((p for p in plan.pods if p.uid == uid), None) or \
+            next((p for p in plan.pods if key is not None and p.key == key), None)
+        if pp is None:
+            continue
+        running = lu.name in tree.occupied
+        if not running or pp.key in recreate:
+            moving.add(lu.name)
+            continue
+        keep.add(lu.name)
+        frozen_pods.add(pp.key)
+        d.invalid.append(_refused_move(pp, lu.name, plan))
+
+    # Processes in a slice's scopes go with it: what a kept slice holds is kept too.
+    for lu in stale:
+        if tree.under(lu.name, keep):
+            keep.add(lu.name)
+    d.kept.extend(lu.name for lu in stale if lu.name in keep)
+    stale = [lu for lu in stale if lu.name not in keep]
 
     stale_pods = [lu for lu in stale if pod_re.match(lu.name)]
     if stale and not removals_safe:
@@ -172,12 +353,31 @@ def compute_diff(
         )
         d.abort = True
         return d
+    else:
+        limit = max_removals or RemovalLimit.parse(DEFAULT_MAX_REMOVALS)
+        running_pods = {n for n, lu in live.items() if n in tree.occupied and lu.ours and pod_re.match(n)}
+        leaving = [lu.name for lu in stale_pods if lu.name in running_pods and lu.name not in moving]
+        allowed = limit.allowed(len(running_pods))
+        if len(leaving) > allowed:
+            d.errors.append(
+                f"refusing to stop {len(leaving)} of the {len(running_pods)} pods that run processes "
+                f"(at most {allowed} at once, --max-removals {limit}); if they really are to go, pass "
+                f"--max-removals {len(leaving)} or --max-removals 100%")
+            d.kept.extend(lu.name for lu in stale)
+            stale = []
+    doomed = {lu.name for lu in stale if lu.name.endswith(".slice")}
     for lu in sorted(stale, key=lambda u: (-_depth(u.name), u.name)):
         d.actions.append(Action("stop", lu.name, PHASE_REMOVE, reason=f"not in the config ({lu.description})"))
 
     # --- units of the plan ----------------------------------------------------------------------
     for u in plan.units:
+        if u.owner is not None and u.owner.startswith("pod:") and u.owner[4:] in frozen_pods:
+            continue  # its pod keeps its old slice (see above)
+        if off(u.name) or off(u.slice):
+            continue
         lu = live.get(u.name)
+        if lu is not None and tree.under(u.name, doomed):
+            continue  # lives in a slice being stopped: it goes with it (and is made again by run)
         if lu is None or not (lu.exists or lu.failed):
             if not u.create:
                 continue  # scopes need a process: `sdqos run`/`adopt` makes them
@@ -196,6 +396,9 @@ def compute_diff(
                 d.unchanged.append(u.name)
             continue
         changes = unit_changes(u, lu)
+        if u.name in claim:
+            d.actions.append(Action("update", u.name, PHASE_GROW, props={"Description": u.description}, plan=u,
+                                    reason="taken over (--adopt-existing)"))
         if not changes and lu.kernel_drift:
             # systemd holds the right values but the kernel does not (a cgroupfs write behind
             # systemd's back): setting them again makes systemd write them again.
@@ -204,7 +407,8 @@ def compute_diff(
                                     reason="kernel values differ from systemd's"))
             continue
         if not changes:
-            d.unchanged.append(u.name)
+            if u.name not in claim:
+                d.unchanged.append(u.name)
             continue
         last = applied.get(u.name, {})
         drifted = {p: ch for p, ch in changes.items() if p in last and last[p] != ch[0]}
@@ -227,6 +431,27 @@ def compute_diff(
         )
     )
     return d
+
+
+def _refused_move(pp: PodPlan, old_slice: str, plan: Plan) -> str:
+    """The one line for a pod that would have to leave a slice its processes run in."""
+    where = "pod"
+    try:
+        src = pp.pod.source
+        if src is not None:
+            where = f"{src.file}" + (f" (document {src.index + 1})" if src.index else "")
+    except Exception:  # a manifest that no longer decodes: name the pod only
+        pass
+    old_uid = _uid_of(old_slice, plan)
+    if old_uid is not None and old_uid != pp.uid:
+        what = f"metadata.uid: changed from {old_uid} to {pp.uid}"
+    else:
+        what = (f"spec: the QoS class changed from {_class_of_slice(old_slice, plan.root_slice)} to {pp.qos}"
+                " (requests and limits)")
+    return (f"{where}: {what} while pod {pp.key}'s containers run in {old_slice}; Kubernetes fixes a pod's "
+            f"QoS class and uid for its life, so the running pod keeps its old slice and values. Recreate it: "
+            f"delete its document, sync, add it back; or run `sdqos sync --recreate {pp.key}` (stops its "
+            f"processes)")
 
 
 def unit_changes(u: UnitPlan, lu: LiveUnit) -> dict[str, tuple[int, int]]:

@@ -34,6 +34,19 @@ class Target:
     ancestors: list[UnitPlan]  # top-down, only units sdqos may create
     oom_score_adj: int
     label: str
+    stop_timeout_us: int | None = None  # SIGTERM → SIGKILL when the scope is stopped (a pod's grace period)
+
+
+# kubelet's default (the API server defaults terminationGracePeriodSeconds to 30) and its floor:
+# pkg/kubelet/kuberuntime/kuberuntime_container.go, minimumGracePeriodInSeconds = 2.
+DEFAULT_GRACE_PERIOD_S = 30
+MINIMUM_GRACE_PERIOD_S = 2
+
+
+def grace_period_us(seconds: int | None) -> int:
+    """How long a pod's processes get between SIGTERM and SIGKILL when its scope is stopped."""
+    s = DEFAULT_GRACE_PERIOD_S if seconds is None else max(MINIMUM_GRACE_PERIOD_S, seconds)
+    return min(s, 2**64 // 1_000_000 - 1) * 1_000_000
 
 
 def container_target(plan: Plan, pod_ref: str, container: str) -> Target:
@@ -50,7 +63,8 @@ def container_target(plan: Plan, pod_ref: str, container: str) -> Target:
         raise InvalidInput(f"pod {pp.key} has no container {container!r} (it has: {names})")
     unit = plan.unit(c.scope)
     assert unit is not None
-    return Target(unit, _ancestors(plan, unit.slice), c.oom_score_adj, f"pod {pp.key} container {c.name}")
+    return Target(unit, _ancestors(plan, unit.slice), c.oom_score_adj, f"pod {pp.key} container {c.name}",
+                  grace_period_us(pp.grace_period))
 
 
 def vm_target(plan: Plan, name: str) -> Target:
@@ -112,6 +126,8 @@ async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: 
         await sd.reset_failed_unit(target.unit.name)
     props = create_properties(target.unit)
     props["PIDs"] = pids
+    if target.stop_timeout_us is not None:
+        props["TimeoutStopUSec"] = target.stop_timeout_us
     await sd.start_transient_unit(target.unit.name, props)
 
 

@@ -15,7 +15,7 @@ from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import Plan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
 from sdqos.reconcile.binding import Binding, bind_scopes, discover_scopes
-from sdqos.reconcile.diff import LiveUnit
+from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
 SERVICE_IFACE = "org.freedesktop.systemd1.Service"
@@ -124,9 +124,24 @@ class Observation:
     unmatched: list[str]
 
 
+async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None:
+    """Whether each planned node, tier, pod or machine unit whose Description is not sdqos's is a
+    transient unit (another manager's: kubelet's runc, say) or a unit file or implicit slice (which
+    sdqos may take over). One read, for those units only: usually none."""
+    names = [u.name for u in plan.units if u.kind in OWNED_BY_NAME and u.name in live
+             and not live[u.name].ours and (live[u.name].exists or live[u.name].failed)]
+    if not names:
+        return
+    units = await sd.read_units(names, {UNIT: ["Transient"]})
+    for name, st in units.items():
+        if name in live:
+            live[name].transient = bool(st.transient)
+
+
 async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False) -> Observation:
     """Read the live state in a few calls and bind scopes (extends the plan with matched scopes)."""
     live = await read_live(sd, plan, usage=usage)
+    await read_marks(sd, plan, live)
     # VMs that left the config are still looked at (and reported) while machine.slice was ours.
     scopes = await discover_scopes(sd, plan, live, machine=bool(plan.vms) or MACHINE_SLICE in applied)
     unknown = [name for name in scopes if name not in live]

@@ -20,9 +20,21 @@ from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import Plan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
-from sdqos.reconcile.diff import clamp_to_usage, compute_diff
+from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff
 from sdqos.reconcile.live import observe
 from sdqos.reconcile.report import Report
+
+
+KUBELET = "kubelet.service"
+
+
+async def warn_if_kubelet(sd: Systemd, plan: Plan, warnings: list[str]) -> None:
+    """kubelet manages its own kubepods tree: running beside it on the same tree means a fight."""
+    units = await sd.read_units([KUBELET], {})
+    st = units.get(KUBELET)
+    if st is not None and st.active_state in ("active", "activating", "reloading"):
+        warnings.append(f"{KUBELET} is active on this host: kubelet manages its own cgroup tree; sdqos manages "
+                        f"{plan.root_slice} — make sure they differ (cgroupRoot in node.yaml)")
 
 
 async def sync(
@@ -36,21 +48,27 @@ async def sync(
     dry_run: bool = False,
     run_dir: Path = rundir.DEFAULT_RUN_DIR,
     progress: Progress | None = None,
+    adopt_existing: bool = False,
+    recreate: frozenset[str] = frozenset(),
+    max_removals: RemovalLimit | None = None,
 ) -> Report:
     """One reconciliation pass. The caller holds the sync lock."""
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
     applied = rundir.load_applied(run_dir)
+    await warn_if_kubelet(sd, plan, report.warnings)
     obs = await observe(sd, plan, applied, report.warnings)
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
     clamp_to_usage(plan, live, report.warnings)
     diff = compute_diff(
         plan, live, applied, complete=complete, removals_safe=removals_safe,
-        invalid_keys=invalid_keys, allow_empty=allow_empty,
+        invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
+        adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
     )
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
+    report.invalid.extend(diff.invalid)
     report.drift = diff.drift
     report.kept = diff.kept
     report.foreign = diff.foreign + unmatched
