@@ -17,7 +17,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.errors import EXIT_INVALID, InvalidInput, SdqosError
+from sdqos.errors import EXIT_ERROR, EXIT_INVALID, InvalidInput, SdqosError
 
 SANDBOX_HELP = "A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in."
 
@@ -43,6 +43,7 @@ app = typer.Typer(
     cls=_Commands,
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,  # main() turns an unexpected exception into one line
     rich_markup_mode=None,
     help="Kubelet's QoS model (node allocatable → QoS tiers → pods → containers, plus VMs in "
     "machine.slice) enforced as systemd units over D-Bus.\n\n"
@@ -85,6 +86,10 @@ def cli_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err("interrupted")
         raise typer.Exit(130) from None
+    except OSError as exc:  # a host fault no layer turned into a typed error: still one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        err(f"error: {where}{exc.strerror or exc}")
+        raise typer.Exit(EXIT_ERROR) from None
 
 
 def load_cached(config: Path, insecure: bool):
@@ -267,7 +272,7 @@ def sync(
     sync held the lock."""
     import asyncio
 
-    from sdqos.errors import EXIT_ERROR, EXIT_OK
+    from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import sync as reconcile
@@ -316,9 +321,12 @@ def sync(
         if not dry_run:
             from sdqos.cli import metrics as m
 
-            rec = m.record_sync(report, DEFAULT_RUN_DIR)
-            if metrics_textfile is not None:
-                m.write_atomic(metrics_textfile, m.render(observed, rec))
+            try:  # after the units changed: a failure here is reported with the rest, never instead of it
+                rec = m.record_sync(report, DEFAULT_RUN_DIR)
+                if metrics_textfile is not None:
+                    m.write_atomic(metrics_textfile, m.render(observed, rec))
+            except HostError as exc:
+                report.errors.append(str(exc))
         if output == Output.json:
             typer.echo(json.dumps(report.as_json(), indent=2))
         else:
@@ -597,6 +605,13 @@ def main() -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code
+    except Exception as exc:  # a bug: one line, the traceback only when asked for
+        if os.environ.get("SDQOS_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
+        print(f"sdqos: internal error: {type(exc).__name__}: {exc} (SDQOS_DEBUG=1 shows where)", file=sys.stderr)
+        code = EXIT_ERROR
     if code is None:
         code = 0
     elif not isinstance(code, int):

@@ -5,6 +5,7 @@ collector never reads half a file."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -26,6 +27,19 @@ def _labels(**kw: str | None) -> str:
     return "{" + ",".join(f'{k}="{_esc(str(v))}"' for k, v in kw.items() if v is not None) + "}"
 
 
+def _number(value: float | int) -> str:
+    """A sample value as the text format wants it, exactly: integers as they are, floats in full
+    (the shortest text that reads back as the same float; ``%g`` kept six digits, which put a Unix
+    timestamp an hour off), infinities and NaN as Prometheus spells them."""
+    if isinstance(value, bool) or not isinstance(value, float):
+        return str(int(value))
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(value)
+
+
 class _Out:
     """Samples grouped by metric family: the text format wants each family in one block."""
 
@@ -34,7 +48,7 @@ class _Out:
 
     def metric(self, name: str, kind: str, help_: str, labels: str, value: float) -> None:
         family = self.families.setdefault(name, (kind, help_, []))
-        family[2].append(f"{name}{labels} {value:g}" if isinstance(value, float) else f"{name}{labels} {value}")
+        family[2].append(f"{name}{labels} {_number(value)}")
 
     @property
     def lines(self) -> list[str]:
@@ -140,12 +154,5 @@ def render(status: Status | None, rec: dict) -> str:
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write a temp file next to `path`, fsync, rename over it."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write a temp file next to `path`, fsync, rename over it (HostError on any failure)."""
+    rundir.write_atomic(path, text, mode)

@@ -78,8 +78,11 @@ class SyncLock:
                         f"another sdqos sync holds {self.path}{who}; gave up after {self.timeout:g}s (--lock-timeout)"
                     ) from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:  # who holds it, for the next sync's message; a full /run only costs that
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass
         self.fd = fd
         return self
 
@@ -118,16 +121,38 @@ def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN
     units held ~2 MB more at the sync's peak. Batches keep the C encoder (json.dump would use the
     pure-Python one, and one call per unit cost ~3 ms more at 1000 units)."""
     ensure_dir(run_dir)
-    tmp = run_dir / f".{APPLIED_NAME}.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     encode = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
     units = sorted(applied)
-    with os.fdopen(fd, "w") as fh:
-        fh.write("{")
+
+    def pieces():
+        yield "{"
         for i in range(0, len(units), APPLIED_BATCH):
             text = encode({u: applied[u] for u in units[i:i + APPLIED_BATCH]})
-            fh.write(f"{',' if i else ''}{text[1:-1]}")
-        fh.write("}")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, run_dir / APPLIED_NAME)
+            yield f"{',' if i else ''}{text[1:-1]}"
+        yield "}"
+    write_atomic(run_dir / APPLIED_NAME, pieces(), 0o600)
+
+
+def write_atomic(path: Path, pieces, mode: int = 0o600) -> None:
+    """Write ``pieces`` (strings) to a temp file next to ``path``, fsync, rename over it. Any
+    failure (a full /run, a missing directory) removes the temp file and raises HostError with
+    the path and the reason: the file is either the old one or the new one, never a part."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        raise HostError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w") as fh:
+            for piece in ([pieces] if isinstance(pieces, str) else pieces):
+                fh.write(piece)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise HostError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -419,15 +419,19 @@ def _container_list(doc: _Doc, spec: dict, key: str, *, init: bool, apply_defaul
     return [parse_container(doc, c, f"{path}[{i}]", init=init, apply_defaults=apply_defaults) for i, c in enumerate(raw)]
 
 
+MAX_LIST_ITEMS = 10_000  # a node runs at most a few hundred pods; a List of more is a mistake or an attack
+
+
 def parse_pod_documents(docs: list, file: str, result: ParseResult, *, apply_defaults: bool = True) -> None:
     """Every Pod in a file's documents (``kind: List`` and ``kind: PodList`` unwrapped)."""
     for index, raw in enumerate(docs):
         source = Source(file, index)
         if isinstance(raw, dict) and raw.get("kind") in ("List", "PodList"):
             items = raw.get("items")
-            if not isinstance(items, list):
+            if not isinstance(items, list) or len(items) > MAX_LIST_ITEMS:
                 doc = _Doc(source, result)
-                doc.error("items", "must be a list")
+                doc.error("items", "must be a list" if not isinstance(items, list)
+                          else f"{len(items)} items; at most {MAX_LIST_ITEMS} in one List")
                 result.unknown_identities += 1
                 continue
             for i, item in enumerate(items):

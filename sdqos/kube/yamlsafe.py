@@ -20,6 +20,7 @@ import yaml
 
 MAX_EXPANDED_NODES = 1_000_000
 MAX_DEPTH = 64
+MAX_DOCUMENTS = 10_000  # per file: 8 MiB of "--- {}" would otherwise be a million documents
 
 try:  # libyaml's parser is ~10x faster when present
     _Loader = yaml.CSafeLoader  # type: ignore[attr-defined]
@@ -78,6 +79,7 @@ class _Builder:
         self.anchors: dict[str, tuple[object, int]] = {}  # anchor -> (object, expanded size)
         self.stack: list[_Collection] = []
         self.total = 0
+        self.documents = 0
         self.docs: list[object] = []
 
     def count(self, n: int, event) -> None:
@@ -167,6 +169,9 @@ class _Builder:
             self.add(value, event)
         elif kind is yaml.DocumentStartEvent:
             self.anchors.clear()  # anchors do not cross documents
+            self.documents += 1
+            if self.documents > MAX_DOCUMENTS:
+                raise YamlError(f"{_where(event)}more than {MAX_DOCUMENTS} documents in one file")
 
 
 _MERGE_KEY = object()

@@ -27,6 +27,7 @@ from sdqos.loading import fanout
 
 DEFAULT_DIR = Path("/etc/sdqos")
 MAX_FILE_BYTES = 8 * 2**20
+MAX_ERRORS_PER_FILE = 20  # kept and printed; the rest are counted
 SUFFIXES = (".yaml", ".yml")
 
 
@@ -139,8 +140,14 @@ def _read_text(config_dir: Path, path: Path, real: Path) -> str:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise _fail(config_dir, path, f"cannot be read: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_FILE_BYTES + 1)
+    try:  # what was checked may have been swapped meanwhile (a directory, a FIFO) or vanish
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise _fail(config_dir, path, "is not a regular file (it changed while being read)")
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _fail(config_dir, path, f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
         raise _fail(config_dir, path, f"is over the {MAX_FILE_BYTES // 2**20} MiB limit")
     try:
@@ -166,6 +173,9 @@ def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, ap
         parse_pod_documents(docs, rel, part, apply_defaults=apply_defaults)
     else:
         parse_vm_documents(docs, rel, part)
+    if len(part.errors) > MAX_ERRORS_PER_FILE:
+        more = len(part.errors) - MAX_ERRORS_PER_FILE
+        part.errors[MAX_ERRORS_PER_FILE:] = [InvalidInput(f"… and {more} more errors in this file", where=rel)]
     failed = part.unknown_identities > 0
     return {
         "pods": [pc.pod_to_json(p) for p in part.pods],

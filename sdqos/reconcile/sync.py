@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from sdqos.errors import HostError
 from sdqos.host import rundir
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import MACHINE_SLICE
@@ -99,7 +100,10 @@ async def sync(
         for name in removed:
             new_applied.pop(name, None)
         if new_applied != applied:
-            rundir.save_applied(new_applied, run_dir)
+            try:
+                rundir.save_applied(new_applied, run_dir)
+            except HostError as e:  # the units changed; say so, and still write the OOM scores
+                report.errors.append(f"{e}; the next sync reports what it restores as updates, not drift")
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0
