@@ -66,3 +66,49 @@ def test_a_file_swapped_for_a_directory_while_read_is_an_unreadable_file(tmp_pat
     else:
         raise AssertionError("a directory was read as a pod file")
     assert Path(cfg / "pods" / "a.yaml").is_dir()
+
+
+HUGE = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: huge, namespace: t}
+spec:
+  containers:
+  - name: app
+    resources: {limits: {cpu: "20000000000000", memory: 64Mi}}
+"""
+LONG_UID = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: long, namespace: t, uid: %s}
+spec:
+  containers:
+  - name: a------------------------------b
+"""
+
+
+def test_a_pod_that_cannot_be_sent_is_invalid_input_and_the_rest_syncs(clean_sandbox, tmp_path):
+    """A CPU limit the API server accepts but no kernel can set, a uid that makes unit names too
+    long: caught at load time (plan says so too), the pod's units kept, every other pod synced."""
+    sb = clean_sandbox
+    cfg = copy_config(tmp_path)
+    (cfg / "pods" / "huge.yaml").write_text(HUGE)
+    (cfg / "pods" / "long.yaml").write_text(LONG_UID % ("u" * 128))  # the longest uid; the name's dashes escape to \x2d
+    plan = subprocess_plan(cfg)
+    assert plan.returncode == 2
+    assert "pods/huge.yaml[0]: spec.containers[0].resources: container app's values cannot be set" in plan.stderr
+    assert "pods/long.yaml[0]: spec.containers[0].name: makes the container scope name 266 characters long; " \
+        "systemd allows 255" in plan.stderr
+    r = sdqos_in(sb, "sync", "--config", str(cfg), "-o", "json")
+    assert "Traceback" not in r.stdout + r.stderr
+    assert r.returncode == 2, r.stderr
+    report = json.loads(r.stdout)
+    assert len(report["created"]) == 8 and report["errors"] == []  # the example's units, all of them
+    assert any("huge.yaml" in e for e in report["invalid"]) and any("long.yaml" in e for e in report["invalid"])
+
+
+def subprocess_plan(cfg: Path):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(cfg)], capture_output=True, text=True)

@@ -172,9 +172,19 @@ def test_typed_errors(sb):
             await sd.set_unit_properties(name, {"CPUShare": 5})
         with pytest.raises(InvalidProperty, match="CPUShares='a lot'"):
             await sd.start_transient_unit(f"kubepods-x{uid()}.slice", {"CPUShares": "a lot"})
-        with pytest.raises(InvalidProperty, match="unknown property"):
-            await sd.start_transient_units([("kubepods-ok.slice", {}), ("kubepods-bad.slice", {"Nope": 1})])
         assert sd.stats.calls == calls  # refused before anything was sent
+        # In a bulk call, a unit whose values cannot be sent gets its error; the others go out.
+        ok, bad, huge = (f"kubepods-{w}{uid()}.slice" for w in ("ok", "bad", "huge"))
+        results = await sd.start_transient_units([(bad, {"Nope": 1}), (ok, {}), (huge, {"CPUQuotaPerSecUSec": 2**64})])
+        assert results[1] is None
+        assert isinstance(results[0], InvalidProperty) and "unknown property 'Nope'" in str(results[0])
+        assert isinstance(results[2], InvalidProperty) and "CPUQuotaPerSecUSec" in str(results[2])
+        assert sd.stats.calls == calls + 1  # only the good one was sent
+        assert (await sd.get_properties(ok, UNIT, ["ActiveState"]))["ActiveState"] == "active"
+        await sd.stop_unit(ok)
+        calls = sd.stats.calls
+        results = await sd.set_units_properties([(ok, {"CPUShares": 2**64}), (name, {"CPUShares": 512})])
+        assert isinstance(results[0], InvalidProperty) and results[1] is None and sd.stats.calls == calls + 1
         with pytest.raises(InvalidProperty) as e:  # systemd's own refusals
             await sd.set_unit_properties(name, {"CPUShares": 1})
         assert e.value.name == "org.freedesktop.DBus.Error.InvalidArgs"

@@ -13,7 +13,7 @@ from typing import Mapping
 from sdqos.errors import InvalidInput, QuantityError
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
 from sdqos.kube.model import CPU, MEMORY, PID, NodeConfig
-from sdqos.kube.naming import cgroup_root_components, valid_unit_name
+from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, valid_unit_name
 from sdqos.kube.quantity import Quantity, parse_quantity
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -200,6 +200,11 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
             root = cgroup_root_components(cgroup_root_text)
         except ValueError as exc:
             errors.append(_err("cgroupRoot", str(exc)))
+        else:  # a pod slice of a UUID-sized uid in the deepest tier must still be a unit name
+            longest = pod_slice(root, "besteffort", "0" * 36)
+            if not valid_unit_name(longest):
+                errors.append(_err("cgroupRoot", f"makes pod slice names {len(longest)} characters long; "
+                                                 f"systemd allows {UNIT_NAME_MAX}"))
 
     gates = dict(GATE_DEFAULTS)
     fg = raw.get("featureGates") or {}
@@ -250,6 +255,9 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         pids_limit = -1
     if isinstance(pids_limit, bool) or not isinstance(pids_limit, int):
         errors.append(_err("podPidsLimit", f"must be an integer, not {pids_limit!r}"))
+        pids_limit = -1
+    elif not -(2**63) <= pids_limit < 2**63:  # an int64 in KubeletConfiguration: decoding fails
+        errors.append(_err("podPidsLimit", f"{pids_limit} does not fit a 64-bit integer"))
         pids_limit = -1
 
     factor = raw.get("memoryThrottlingFactor", 0.9)

@@ -130,10 +130,19 @@ def load_plan(
         objs = scan.objects(f)
         pods, file_vms, errs, invalid, file_failed = objs
         add_entry(pod_files, scan.failed, f.rel, objs)
-        fresh = [engine.plan_pod(p, ctx) for p in pods]
+        fresh, unsendable = [], []
+        for p in pods:
+            pp = engine.plan_pod(p, ctx)
+            problems = engine.pod_problems(pp)
+            if problems:  # invalid input like any other: its units are kept, the file gets no fragment
+                unsendable += problems
+                pod_files.invalid_keys.update((f"pod:{p.key}", f"uid:{p.uid}"))
+            else:
+                fresh.append(pp)
+                idents.append(p)
+        pod_files.errors += unsendable
         plans += fresh
-        idents += pods
-        if key and not (file_vms or errs or invalid or file_failed):
+        if key and not (file_vms or errs or invalid or file_failed or unsendable):
             cache.put_fragment(f.key, key, functools.partial(_encode, fresh))
     cache.save()
     cache.release()

@@ -33,6 +33,8 @@ from sdqos.kube.model import (
     Pod,
     VirtualMachine,
 )
+from sdqos.errors import InvalidInput
+from sdqos.plan import properties
 from sdqos.plan.properties import ResourceConfig, to_properties
 
 TIER_NAMES = {BURSTABLE: "burstable", BESTEFFORT: "besteffort"}
@@ -133,6 +135,7 @@ class Plan:
     vms: list[VMPlan]
     warnings: list[str]
     root_slice: str = "kubepods.slice"
+    errors: list[InvalidInput] = field(default_factory=list)  # pods left out: they cannot be sent (pod_problems)
 
     def unit(self, name: str) -> UnitPlan | None:
         for u in self.units:
@@ -466,6 +469,37 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
     )
 
 
+def pod_problems(pp: PodPlan) -> list[InvalidInput]:
+    """What makes a planned pod impossible to send: a value that does not fit its D-Bus type or
+    the kernel's range (a CPU limit of 20000000000000 cores: valid for the API server, a quota
+    no kernel takes), a unit name longer than systemd allows. Each names the manifest's field;
+    such a pod is invalid input like any other (its units are kept, the others synced)."""
+    out: list[InvalidInput] = []
+    pod = pp.pod
+    where = _where_of(pod)
+    if not naming.valid_unit_name(pp.slice):
+        out.append(InvalidInput(f"makes the pod slice name {len(pp.slice)} characters long; systemd allows "
+                                f"{naming.UNIT_NAME_MAX}", where=where, field="metadata.uid"))
+    for why in properties.unsendable(pp.properties):
+        out.append(InvalidInput(f"the pod's values cannot be set: {why}", where=where, field="spec"))
+    fields = {c.name: f"spec.{'initContainers' if c.kind != 'app' else 'containers'}[{i}]"
+              for group in (pod.init_containers, pod.containers) for i, c in enumerate(group)}
+    for c in pp.containers:
+        field = fields.get(c.name, "spec.containers")
+        if not naming.valid_unit_name(c.scope):
+            out.append(InvalidInput(f"makes the container scope name {len(c.scope)} characters long; systemd "
+                                    f"allows {naming.UNIT_NAME_MAX}", where=where, field=f"{field}.name"))
+        for why in properties.unsendable(c.properties):
+            out.append(InvalidInput(f"container {c.name}'s values cannot be set: {why}", where=where,
+                                    field=f"{field}.resources"))
+    return out
+
+
+def _where_of(pod: Pod) -> str:
+    src = pod.source
+    return f"{src.file}[{src.index}]" if src is not None else pod.key
+
+
 def build_plan(
     node: NodeConfig,
     pods: Iterable[Pod],
@@ -476,7 +510,16 @@ def build_plan(
 ) -> Plan:
     """Compute every unit, property and OOM score kubelet would (plus machine.slice for VMs)."""
     basis = plan_basis(node, vms, cgroup, explain=explain)
-    return assemble(basis, [plan_pod(pod, basis.context, explain=explain) for pod in pods], explain=explain)
+    plans, errors = [], []
+    for pod in pods:
+        pp = plan_pod(pod, basis.context, explain=explain)
+        problems = pod_problems(pp)
+        errors += problems
+        if not problems:
+            plans.append(pp)
+    plan = assemble(basis, plans, explain=explain)
+    plan.errors = errors
+    return plan
 
 
 def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = False) -> Plan:

@@ -85,6 +85,28 @@ def to_properties(rc: ResourceConfig, cgroup: str, period_us: int, *, container:
     return props
 
 
+# What can be sent at all. Every owned property is a D-Bus uint64 ("t"); the kernel refuses a CFS
+# quota above max_cfs_runtime (kernel/sched/core.c: MAX_BW = 2^44 - 1 µs per period), so runc and
+# with it kubelet could never start such a container.
+UINT64_MAX = 2**64 - 1
+MAX_CFS_QUOTA_US = 2**44 - 1
+
+
+def unsendable(props: dict[str, int]) -> list[str]:
+    """Why these properties cannot be sent or set (empty: they can), one reason per property."""
+    out = []
+    for name, value in props.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT64_MAX:
+            out.append(f"{name}={value} does not fit systemd's unsigned 64-bit value")
+    per_sec = props.get("CPUQuotaPerSecUSec")
+    if isinstance(per_sec, int) and per_sec != INFINITY and 0 <= per_sec <= UINT64_MAX:
+        period = props.get(PERIOD_PROPERTY, DEFAULT_PERIOD_US)
+        quota = kernel_quota_us(per_sec, period if period != INFINITY else DEFAULT_PERIOD_US)
+        if quota > MAX_CFS_QUOTA_US:
+            out.append(f"a CFS quota of {quota} µs per period is above the kernel's maximum ({MAX_CFS_QUOTA_US})")
+    return out
+
+
 def owned(cgroup: str) -> tuple[str, ...]:
     """Properties sdqos owns on every unit it manages (plus CPUQuotaPeriodUSec)."""
     return (V1_OWNED if cgroup == "v1" else V2_OWNED) + (PERIOD_PROPERTY,)
