@@ -13,10 +13,16 @@ def size(n: int | None) -> str:
         return "unlimited"
     if n < 0:
         return "-" + size(-n)
+    if n >= 2**70:  # past any machine: digits, not EiB (and no float, which 1e400 would overflow)
+        d = str(n)
+        return f"{d[0]}.{d[1:3]}e{len(d) - 1} B"
     for unit, factor in _BINARY:
         if n >= factor:
-            v = n / factor
-            return f"{v:.0f} {unit}" if n % factor == 0 else f"{v:.1f} {unit}"
+            whole, rest = divmod(n, factor)  # integers: a quantity like 1e400 is no float
+            if not rest:
+                return f"{whole} {unit}"
+            tenths = (rest * 10 + factor // 2) // factor
+            return f"{whole + tenths // 10}.{tenths % 10} {unit}"
     return f"{n} B"
 
 
@@ -31,8 +37,11 @@ def quota(per_sec_usec: int | None) -> str:
     """CPUQuotaPerSecUSec as systemd shows it: 50% CPU (of one CPU), or 'no quota'."""
     if per_sec_usec is None or per_sec_usec == INFINITY:
         return "no quota"
-    pct = per_sec_usec / 10_000
-    return f"{pct:.0f}% CPU" if per_sec_usec % 10_000 == 0 else f"{pct:.2f}% CPU"
+    whole, rest = divmod(per_sec_usec, 10_000)
+    if not rest:
+        return f"{whole}% CPU"
+    hundredths = (rest * 100 + 5_000) // 10_000  # rounded, in integers (no float for huge quotas)
+    return f"{whole + hundredths // 100}.{hundredths % 100:02d}% CPU"
 
 
 def count(n: int | None) -> str:

@@ -97,3 +97,63 @@ def test_percentage():
     assert parse_percentage("0%") == 0 and parse_percentage("100%") == 100
     with pytest.raises(ValueError):
         parse_percentage("50")
+
+
+# --- evictionHard as kubelet parses it (pkg/kubelet/eviction/helpers.go parseThresholdStatement) ---
+
+@pytest.mark.parametrize("value, expected", [
+    ("100Mi", 100 * 2**20), ("1Gi", 2**30), ("10%", 0.1), ("0%", None), ("100%", None), ("50.5%", 0.505),
+])
+def test_eviction_threshold_accepted(value, expected):
+    from sdqos.kube.nodeconfig import parse_eviction_threshold
+
+    t = parse_eviction_threshold("memory.available", value)
+    assert (t.value() if hasattr(t, "value") else t) == expected
+
+
+@pytest.mark.parametrize("signal, value, message", [
+    ("memory.available", "inf%", "eviction percentage threshold memory.available must be <= 100%: inf%"),
+    ("memory.available", "150%", "eviction percentage threshold memory.available must be <= 100%: 150%"),
+    ("memory.available", "-5%", "eviction percentage threshold memory.available must be >= 0%: -5%"),
+    ("memory.available", "1e400%", 'invalid percentage "1e400%": value out of range'),
+    ("memory.available", "x%", 'invalid percentage "x%"'),
+    ("memory.available", "-1Gi", "eviction threshold memory.available must be positive: -1Gi"),
+    ("memory.available", "0", "eviction threshold memory.available must be positive: 0"),
+    ("memory.available", "abc", '"abc" is not a quantity'),
+    ("memory.avail", "1Gi", "unsupported eviction signal memory.avail"),
+])
+def test_eviction_threshold_refused(signal, value, message):
+    from sdqos.kube.nodeconfig import parse_eviction_threshold
+
+    with pytest.raises(ValueError) as e:
+        parse_eviction_threshold(signal, value)
+    assert message in str(e.value)
+
+
+@pytest.mark.parametrize("eviction", ['{memory.available: "inf%"}', '{memory.available: "1e400"}',
+                                      '{memory.available: "abc"}', '{memory.available: "-1Gi"}'])
+def test_bad_eviction_is_one_error_naming_the_field(tmp_path, eviction):
+    import subprocess
+    import sys
+
+    (tmp_path / "pods").mkdir()
+    (tmp_path / "node.yaml").write_text('capacity: {cpu: "8", memory: 16Gi, pids: "100000"}\nevictionHard: ' + eviction + "\n")
+    r = subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(tmp_path), "--insecure"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("sdqos: error: node.yaml: ")
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+
+
+def test_a_reserved_cgroup_inside_sdqos_tree_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "pods").mkdir()
+    (tmp_path / "node.yaml").write_text('capacity: {cpu: "8", memory: 16Gi, pids: "100000"}\n'
+                                        "enforceNodeAllocatable: [pods, system-reserved]\nsystemReserved: {cpu: 1}\n"
+                                        "systemReservedCgroup: /kubepods.slice\n")
+    r = subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(tmp_path), "--insecure"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "node.yaml: systemReservedCgroup: /kubepods.slice is inside the tree sdqos manages (kubepods.slice)" in r.stderr

@@ -7,13 +7,14 @@ field nor sdqos's own ``capacity`` is probably a typo and gets a warning naming 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Mapping
 
 from sdqos.errors import InvalidInput, QuantityError
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
 from sdqos.kube.model import CPU, MEMORY, PID, NodeConfig
-from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, valid_unit_name
+from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
 from sdqos.kube.quantity import Quantity, parse_quantity
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -73,6 +74,20 @@ def _reserved_unit(path) -> str | None:
     return None
 
 
+def _reserved_cgroup(raw: Mapping, key: str, root: list[str], errors: list) -> str:
+    """A reserved cgroup's unit, refused when it lies in sdqos's own tree: sdqos would set the
+    reservation on a unit it also sets the pods' values on, and the two would flip every sync."""
+    unit = _reserved_unit(raw.get(key)) or ""
+    if unit:
+        own = slice_name([*root, "kubepods"])
+        stem = own[: -len(".slice")]
+        if unit == own or unit.startswith(stem + "-"):
+            errors.append(_err(key, f"{raw.get(key)} is inside the tree sdqos manages ({own}); point it at the "
+                                    "slice the reserved daemons run in (e.g. /system.slice)"))
+            return ""
+    return unit
+
+
 def _err(path: str, message: str) -> InvalidInput:
     return InvalidInput(message, where="node.yaml", field=path)
 
@@ -123,19 +138,74 @@ def parse_percentage(value) -> int:
     return pct
 
 
-def _eviction_memory(eviction_hard: Mapping[str, str], capacity_memory: int) -> int:
-    """Bytes the hard eviction threshold ``memory.available`` reserves (kubelet default 100Mi)."""
-    value = eviction_hard.get("memory.available", "100Mi")
-    value = value.lstrip("<") if isinstance(value, str) else value
-    if isinstance(value, str) and value.endswith("%"):
-        try:
-            return int(capacity_memory * float(value[:-1]) / 100)
+# pkg/kubelet/eviction/api/types.go: the signals a threshold may name.
+EVICTION_SIGNALS = frozenset({
+    "memory.available", "allocatableMemory.available", "nodefs.available", "nodefs.inodesFree",
+    "imagefs.available", "imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree",
+    "pid.available",
+})
+DEFAULT_EVICTION_HARD = {"memory.available": "100Mi"}
+
+
+def parse_eviction_threshold(signal: str, value) -> Quantity | float | None:
+    """kubelet's parseThresholdStatement (pkg/kubelet/eviction/helpers.go): a positive quantity, or
+    a percentage as a fraction in (0, 1]; ``0%`` and ``100%`` mean "no threshold" (None). Raises
+    ValueError with kubelet's reason."""
+    if signal not in EVICTION_SIGNALS:
+        raise ValueError(f"unsupported eviction signal {signal}")
+    if not isinstance(value, str):
+        raise ValueError(f"must be a quantity or a percentage, not {value!r}")
+    if value.endswith("%"):
+        if value in ("0%", "100%"):
+            return None
+        number = value[:-1]
+        try:  # strconv.ParseFloat(…, 32): "inf" is +Inf (so > 100 %), a number beyond float32 an error
+            pct = float(number)
         except ValueError:
-            return 0
+            raise ValueError(f'invalid percentage "{value}"') from None
+        literal_inf = number.strip().lstrip("+-").lower() in ("inf", "infinity")
+        if math.isnan(pct) or (not literal_inf and (math.isinf(pct) or abs(pct) > 3.4028234663852886e38)):
+            raise ValueError(f'invalid percentage "{value}": value out of range')
+        if pct < 0:
+            raise ValueError(f"eviction percentage threshold {signal} must be >= 0%: {value}")
+        if pct > 100:
+            raise ValueError(f"eviction percentage threshold {signal} must be <= 100%: {value}")
+        return pct / 100
     try:
-        return parse_quantity(value).value()
-    except QuantityError:
+        q = parse_quantity(value)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+    if q.sign() <= 0:
+        raise ValueError(f"eviction threshold {signal} must be positive: {value}")
+    return q
+
+
+def _eviction_hard(raw, errors: list) -> dict[str, Quantity | float | None]:
+    """evictionHard, every threshold checked as kubelet checks it at start-up; memory.available
+    defaults to kubelet's 100Mi when not given."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        errors.append(_err("evictionHard", "must be a mapping"))
+        return {}
+    out = {}
+    for signal, value in {**DEFAULT_EVICTION_HARD, **raw}.items():
+        try:
+            out[str(signal)] = parse_eviction_threshold(str(signal), value)
+        except ValueError as exc:
+            errors.append(_err(f"evictionHard.{signal}", str(exc)))
+    return out
+
+
+def _eviction_memory(eviction: Mapping[str, Quantity | float | None], capacity_memory: int) -> int:
+    """Bytes the hard eviction threshold ``memory.available`` reserves (GetNodeAllocatableReservation:
+    a percentage of capacity, or the quantity)."""
+    t = eviction.get("memory.available")
+    if t is None:
         return 0
+    if isinstance(t, float):
+        return int(capacity_memory * t)
+    return t.value()
 
 
 def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int = 4096) -> tuple[NodeConfig, list[InvalidInput]]:
@@ -275,10 +345,8 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
     elif policy == "TieredReservation" and not gates.get("MemoryQoS"):
         errors.append(_err("memoryReservationPolicy", '"TieredReservation" requires the MemoryQoS feature gate'))
 
-    eviction = raw.get("evictionHard") or {}
-    if not isinstance(eviction, dict):
-        errors.append(_err("evictionHard", "must be a mapping"))
-        eviction = {}
+    eviction_raw = raw.get("evictionHard")
+    eviction = _eviction_hard(eviction_raw, errors)
 
     for r in (CPU, MEMORY, PID):
         if capacity.get(r) is None:
@@ -301,9 +369,10 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         memory_throttling_factor=factor,
         memory_reservation_policy=policy,
         feature_gates=gates,
-        eviction_hard={str(k): str(v) for k, v in eviction.items()},
-        system_reserved_cgroup=_reserved_unit(raw.get("systemReservedCgroup")) or "",
-        kube_reserved_cgroup=_reserved_unit(raw.get("kubeReservedCgroup")) or "",
+        eviction_hard={str(k): str(v) for k, v in {**DEFAULT_EVICTION_HARD, **(eviction_raw if isinstance(
+            eviction_raw, dict) else {})}.items() if k in eviction},
+        system_reserved_cgroup=_reserved_cgroup(raw, "systemReservedCgroup", root, errors),
+        kube_reserved_cgroup=_reserved_cgroup(raw, "kubeReservedCgroup", root, errors),
         page_size=page_size,
         warnings=tuple(warnings),
     )
