@@ -14,8 +14,8 @@ from sdqos.kube.model import CPU, MEMORY
 from sdqos.kube.quantity import parse_quantity
 from sdqos.plan.engine import build_plan, pod_resource_config
 
-from .helpers import node, pod_from
-from .k8s_cases import memory_reserve_cases, oom_cases, pod_requests_cases, qos_cases, resource_config_cases
+from ..helpers import node, pod_from
+from ..k8s_cases import memory_reserve_cases, oom_cases, pod_requests_cases, qos_cases, resource_config_cases
 
 
 def _ids(cases):

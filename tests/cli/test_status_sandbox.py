@@ -11,9 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sdqos import sandbox as sbx
 
-from .sbhelpers import cgroup_rel, copy_config, sdqos_in, sync_json, wait_for
-from .test_scopes_sandbox import APP_SCOPE, BURST_SLICE, kill_all, procs_of
-from .test_scopes_sandbox import config as scopes_config
+from ..sbhelpers import cgroup_rel, copy_config, sdqos_in, sync_json, wait_for
+from ..reconcile.test_scopes_sandbox import APP_SCOPE, BURST_SLICE, kill_all, procs_of
+from ..reconcile.test_scopes_sandbox import config as scopes_config
 
 config = scopes_config  # the same two-pod config fixture (pytest finds fixtures by name)
 

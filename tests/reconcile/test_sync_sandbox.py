@@ -12,7 +12,7 @@ import pytest
 
 from sdqos import sandbox as sbx
 
-from .sbhelpers import (
+from ..sbhelpers import (
     active_state,
     all_units_state,
     cgroup_rel,
@@ -183,7 +183,7 @@ def test_install_units_stays_in_the_sandbox(clean_sandbox, tmp_path):
     """`sdqos install-units --now` with its default dir works inside the sandbox as README says, and
     the host's /etc/systemd, /run/systemd and /run/sdqos are as they were; so are they after a sync
     and after `plan` of another config as root on the host (read-only: the timer's cache is kept)."""
-    from . import hostguard
+    from .. import hostguard
 
     sb = clean_sandbox
     config = copy_config(tmp_path)

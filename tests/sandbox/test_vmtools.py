@@ -18,8 +18,8 @@ from sdqos import sandbox as sbx
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import machine_scope
 
-from . import vmtools as vm
-from .sbhelpers import pids_below
+from .. import vmtools as vm
+from ..sbhelpers import pids_below
 
 LIBVIRT_AFTER = {"libvirtd.service", "virtqemud.service"}  # libvirt 9's extra scope properties
 # what differs between two scopes of identical making: names, ids, times, who holds a bus ref

@@ -18,7 +18,7 @@ from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
-from .sbhelpers import active_state, cgroup_rel, kernel, pids_below, sdqos_in, wait_for
+from ..sbhelpers import active_state, cgroup_rel, kernel, pids_below, sdqos_in, wait_for
 
 NODE = 'capacity: {cpu: "4", memory: 8Gi, pids: "100000"}\n'
 POD = """\

@@ -17,7 +17,7 @@ from sdqos.loading.incremental import context_key, load_plan
 from sdqos.plan import engine
 from sdqos.plan.engine import build_plan
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CAPACITY = {"cpu": Quantity.parse("8"), "memory": Quantity.parse("16Gi"), "pid": Quantity.parse("4194304")}
 
 POD = """\
@@ -167,11 +167,11 @@ def test_context_key_is_the_same_in_every_process(tmp_path):
           "systemReservedCgroup: /system.slice\nkubeReservedCgroup: /kube.slice\n")
     code = ("import sys, json; from pathlib import Path; from sdqos.loading.configdir import load_config; "
             "from sdqos.plan.engine import plan_basis; from sdqos.loading.incremental import context_key; "
-            "from tests.test_planning import CAPACITY; "
+            "from tests.loading.test_incremental import CAPACITY; "
             "c = load_config(sys.argv[1], detected=CAPACITY); print(context_key(plan_basis(c.node, c.vms, 'v2').context))")
     keys = {subprocess.run([sys.executable, "-c", code, str(cfg)], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)},
-                           cwd=Path(__file__).resolve().parent.parent).stdout
+                           cwd=Path(__file__).resolve().parents[2]).stdout
             for seed in (1, 2, 3)}
     assert len(keys) == 1
     c = load_config(cfg, detected=CAPACITY)

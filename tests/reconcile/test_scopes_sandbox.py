@@ -15,7 +15,7 @@ from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
-from .sbhelpers import active_state, cgroup_rel, kernel, pids_below, sdqos_in, sync_json, wait_for
+from ..sbhelpers import active_state, cgroup_rel, kernel, pids_below, sdqos_in, sync_json, wait_for
 
 NODE = """\
 capacity: {cpu: "2", memory: 4Gi, pids: "100000"}

@@ -11,9 +11,9 @@ import pytest
 
 from sdqos import sandbox as sbx
 
-from . import vmtools as vm
-from .sbhelpers import active_state, kernel, sdqos_in, sync_json, wait_for
-from .test_vmtools import need, vm_sandbox  # noqa: F401 (fixture)
+from .. import vmtools as vm
+from ..sbhelpers import active_state, kernel, sdqos_in, sync_json, wait_for
+from ..sandbox.test_vmtools import need, vm_sandbox  # noqa: F401 (fixture)
 
 NODE = 'capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\n'
 POD = """\

@@ -15,7 +15,7 @@ from sdqos.loading.configdir import load_config
 from sdqos.loading.incremental import load_plan
 from sdqos.plan.engine import build_plan
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CAPACITY = {"cpu": Quantity.parse("8"), "memory": Quantity.parse("16Gi"), "pid": Quantity.parse("4194304")}
 
 POD = """\

@@ -13,7 +13,7 @@ from sdqos.kube.quantity import parse_quantity
 from sdqos.plan.engine import build_plan
 from sdqos.plan.properties import INFINITY, ResourceConfig, kernel_quota_us, owned, quota_per_sec_usec, to_properties
 
-from .helpers import node, pod_from
+from ..helpers import node, pod_from
 
 
 def pod(name, requests=None, limits=None, ns="default", **spec):

@@ -6,7 +6,7 @@ from sdqos.kube.model import MEMORY
 from sdqos.plan.engine import build_plan
 from sdqos.reconcile.diff import PHASE_GROW, PHASE_SHRINK, LiveUnit, clamp_to_usage, compute_diff
 
-from .helpers import node, pod_from
+from ..helpers import node, pod_from
 
 
 def mk(name, ns="default", requests=None, limits=None):

@@ -10,7 +10,7 @@ from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_docume
 from sdqos.kube.model import CPU, MEMORY
 from sdqos.kube.quantity import parse_quantity
 
-from .helpers import pod_from
+from ..helpers import pod_from
 
 BASE = {
     "apiVersion": "v1",

@@ -169,7 +169,7 @@ def test_up_where_run_is_a_mount(sandbox: sbx.Sandbox, sandbox_name: str, tmp_pa
 
 
 def sbx_examples() -> Path:
-    return Path(__file__).resolve().parent.parent / "examples"
+    return Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_exec_argv_status_env(sandbox: sbx.Sandbox):
