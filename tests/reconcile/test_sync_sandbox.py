@@ -203,7 +203,8 @@ def test_install_units_stays_in_the_sandbox(clean_sandbox, tmp_path):
         assert hostguard.changes(before, hostguard.snapshot()) == []
     finally:
         sbx.run(sb, ["systemctl", "disable", "--now", "sdqos-sync.timer"])
-        sbx.run(sb, ["rm", "-f", "/etc/systemd/system/sdqos-sync.timer", "/etc/systemd/system/sdqos-sync.service"])
+        sbx.run(sb, ["rm", "-rf", "/etc/systemd/system/sdqos-sync.timer", "/etc/systemd/system/sdqos-sync.service",
+                     "/etc/systemd/system/timers.target.wants"])
         sbx.run(sb, ["systemctl", "daemon-reload"])
 
 
