@@ -712,7 +712,7 @@ def source_state() -> str:
     editing the work tree: a change during the run is reported in the notes)."""
     import hashlib
 
-    root = Path(os.environ.get("SDQOS_BENCH_SNAPSHOT_OF") or Path(sbx.__file__).resolve().parent)
+    root = Path(os.environ.get("SDQOS_BENCH_SNAPSHOT_OF") or Path(sbx.__file__).resolve().parents[1])
     h = hashlib.sha256()
     for f in sorted(root.rglob("*.py")):
         h.update(f.name.encode() + f.read_bytes())

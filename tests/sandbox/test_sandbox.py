@@ -396,7 +396,7 @@ def test_boot_failure_reports_console_and_cleans_up(sandbox: sbx.Sandbox, sandbo
     fake = tmp_path / "fake-systemd"
     fake.write_text(FAKE_HEAD + "echo fake systemd refusing to boot\nexit 3\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(sbx, "_systemd_binary", lambda: str(fake))
+    monkeypatch.setattr(sbx.boot, "_systemd_binary", lambda: str(fake))
     name = f"{sandbox_name}-fail"
     with pytest.raises(SandboxError, match="fake systemd refusing to boot") as e:
         sbx.up(name)
@@ -410,7 +410,7 @@ def test_bus_timeout_is_a_clear_error(sandbox: sbx.Sandbox, sandbox_name: str,
     fake = tmp_path / "fake-systemd"
     fake.write_text(FAKE_HEAD + "echo stuck\nexec sleep 600\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(sbx, "_systemd_binary", lambda: str(fake))
+    monkeypatch.setattr(sbx.boot, "_systemd_binary", lambda: str(fake))
     name = f"{sandbox_name}-stuck"
     t0 = time.monotonic()
     with pytest.raises(SandboxError, match=r"bus not up after 2s .*stuck"):
@@ -422,7 +422,7 @@ def test_bus_timeout_is_a_clear_error(sandbox: sbx.Sandbox, sandbox_name: str,
 
 def test_prerequisite_errors(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(sbx, "SYSTEMD_CANDIDATES", ("/nonexistent/systemd",))
+    monkeypatch.setattr(sbx.prereqs, "SYSTEMD_CANDIDATES", ("/nonexistent/systemd",))
     problems = sbx.missing_prerequisites()
     assert any("root" in p for p in problems)
     assert any("no systemd binary" in p for p in problems)

@@ -234,8 +234,8 @@ def test_libvirt_domain_is_registered_as_machined_does(vm_sandbox: sbx.Sandbox):
 
 
 def test_vm_prerequisites_name_the_packages(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(sbx, "MACHINED_BINARIES", ("/nonexistent/systemd-machined",))
-    monkeypatch.setattr(sbx, "LIBVIRTD_BINARY", "/nonexistent/libvirtd")
+    monkeypatch.setattr(sbx.prereqs, "MACHINED_BINARIES", ("/nonexistent/systemd-machined",))
+    monkeypatch.setattr(sbx.prereqs, "LIBVIRTD_BINARY", "/nonexistent/libvirtd")
     assert sbx.missing_vm_prerequisites(machined=False) == []
     problems = " ".join(sbx.missing_vm_prerequisites(libvirt=True))
     assert "systemd-container" in problems and "libvirt-daemon-system" in problems
@@ -247,7 +247,7 @@ def test_vm_prerequisites_name_the_packages(monkeypatch: pytest.MonkeyPatch):
 
 def test_a_vm_service_that_fails_fails_up(sandbox: sbx.Sandbox, sandbox_name: str, monkeypatch: pytest.MonkeyPatch):
     need(vm.machined_available())
-    monkeypatch.setattr(sbx, "MACHINED_UNIT", sbx.MACHINED_UNIT.replace("ExecStart={binary}", "ExecStart=/bin/false"))
+    monkeypatch.setattr(sbx.units, "MACHINED_UNIT", sbx.MACHINED_UNIT.replace("ExecStart={binary}", "ExecStart=/bin/false"))
     name = f"{sandbox_name}-vmfail"
     with pytest.raises(sbx.SandboxError, match="systemd-machined.service (failed|inactive)"):
         sbx.up(name, machined=True)
