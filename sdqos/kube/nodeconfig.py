@@ -12,6 +12,7 @@ import re
 from typing import Mapping
 
 from sdqos.errors import InvalidInput, QuantityError
+from sdqos.kube.goyaml import go_string
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
 from sdqos.kube.model import CPU, MEMORY, PID, NodeConfig
 from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
@@ -66,6 +67,7 @@ def parse_go_duration(text: str) -> int:
 
 def _reserved_unit(path) -> str | None:
     """kubelet's systemReservedCgroup/kubeReservedCgroup ("/system.slice") as a unit name."""
+    path = go_string(path)
     if not isinstance(path, str):
         return None
     name = path.rstrip("/").rsplit("/", 1)[-1]
@@ -191,7 +193,7 @@ def _eviction_hard(raw, errors: list) -> dict[str, Quantity | float | None]:
     out = {}
     for signal, value in {**DEFAULT_EVICTION_HARD, **raw}.items():
         try:
-            out[str(signal)] = parse_eviction_threshold(str(signal), value)
+            out[str(signal)] = parse_eviction_threshold(str(signal), go_string(value))
         except ValueError as exc:
             errors.append(_err(f"evictionHard.{signal}", str(exc)))
     return out
@@ -260,7 +262,7 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
 
     if not _bool(raw, "cgroupsPerQOS", True, errors):
         errors.append(_err("cgroupsPerQOS", "sdqos builds the QoS cgroup hierarchy; cgroupsPerQOS: false is not supported"))
-    cgroup_root_text = raw.get("cgroupRoot") or "/"
+    cgroup_root_text = go_string(raw.get("cgroupRoot")) or "/"
     root: list[str] = []
     if not isinstance(cgroup_root_text, str):
         errors.append(_err("cgroupRoot", "must be a string"))

@@ -7,9 +7,14 @@ limits: aliases are shared references, so a "billion laughs" file is cheap to lo
 the moment anything walks it — every use of an alias counts the full size of what it refers to,
 and documents expanding past a million nodes, or nested deeper than 64, are refused.
 
-Scalars get exactly SafeLoader's types (YAML 1.1: null, bool, int, float, str, timestamp); merge
-keys (``<<``) work. Like kubectl's strict decoding, a key given twice in one mapping is an error
-rather than a silent "last one wins".
+Plain scalars resolve as Kubernetes resolves them — sigs.k8s.io/yaml, which decodes with go-yaml
+v2 into interface{} and converts to JSON — not as PyYAML's YAML 1.1 resolver does: ``1:30`` is the
+string "1:30" (no base 60), ``0o17`` is 15, ``1e3`` is a float, ``y``/``n`` are booleans like
+``yes``/``no``/``on``/``off``, a timestamp stays the text it was, a number too big for int64 and
+uint64 is a big integer, ``1e400`` is a string; map keys that are numbers or booleans become strings
+(``strconv`` formatting), a null key is an error. Quoted scalars are strings. Merge keys (``<<``)
+work. Like kubectl's strict decoding, a key given twice in one mapping is an error rather than a
+silent "last one wins".
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from __future__ import annotations
 import datetime
 
 import yaml
+
+from sdqos.kube.goyaml import go_float_text, go_scalar
 
 MAX_EXPANDED_NODES = 1_000_000
 MAX_DEPTH = 64
@@ -37,11 +44,25 @@ _MISSING = object()
 # A manifest repeats the same few scalars ("cpu", "100m", "true", 80 ...): resolving a plain scalar's
 # tag runs PyYAML's regexes in Python, so the answers are kept (the tag depends only on the text
 # and its implicit flags; a constructed int, float, bool, None or date is immutable and shared).
-_RESOLVED: dict[tuple, str] = {}
+_RESOLVED: dict[str, object] = {}  # plain scalar text -> what go_scalar made of it
 _CONSTRUCTED: dict[tuple, object] = {}
 _MEMO_MAX = 10_000  # then start over: a file of unique numbers must not grow these without bound
 _MEMO_LEN = 12  # only short scalars repeat (keys, units, flags); names and UIDs would only take memory
 _IMMUTABLE = (int, float, type(None), datetime.date, bytes)  # bool is an int; datetime is a date
+
+
+def go_key(key: object, event) -> str:
+    """sigs.k8s.io/yaml's map keys: JSON has only string keys, so ints, floats and bools become
+    their strconv text; a null key (or a mapping or list as key) is refused."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    if isinstance(key, float):
+        return go_float_text(key, 32)
+    raise YamlError(f"{_where(event)}unsupported map key {key!r}")
 
 
 def _remember(memo: dict, key: tuple, value: object) -> None:
@@ -89,15 +110,20 @@ class _Builder:
 
     def scalar(self, event):
         tag, value = event.tag, event.value
-        if tag is None or tag == "!":
+        if tag is None:
+            if event.style or not event.implicit[0]:
+                return value  # quoted, literal or folded: a string
+            if value == "<<":
+                return _MERGE_KEY
             if len(value) > _MEMO_LEN:
-                tag = self.loader.resolve(yaml.ScalarNode, value, event.implicit)
-            else:
-                key = (value, event.implicit)
-                tag = _RESOLVED.get(key)
-                if tag is None:
-                    tag = self.loader.resolve(yaml.ScalarNode, value, event.implicit)
-                    _remember(_RESOLVED, key, tag)
+                return go_scalar(value)
+            out = _RESOLVED.get(value, _MISSING)
+            if out is _MISSING:
+                out = go_scalar(value)  # str, bool, None, int or float: immutable, shareable
+                _remember(_RESOLVED, value, out)
+            return out
+        if tag == "!":
+            return value
         if tag == _STR:
             return value
         if tag == _MERGE:
@@ -124,7 +150,7 @@ class _Builder:
         elif top.key is _MISSING:
             if isinstance(value, (dict, list)):
                 raise YamlError(f"{_where(event)}a mapping key must be a scalar")
-            top.key = value
+            top.key = value if value is _MERGE_KEY else go_key(value, event)
         else:
             key, top.key = top.key, _MISSING
             if key is _MERGE_KEY:

@@ -1,4 +1,5 @@
-"""The YAML reader: SafeLoader's types, and the limits that protect against hostile files."""
+"""The YAML reader: scalars as Kubernetes (sigs.k8s.io/yaml, go-yaml v2) reads them, SafeLoader's
+structure, and the limits that protect against hostile files."""
 
 from __future__ import annotations
 
@@ -7,22 +8,75 @@ import yaml
 
 from sdqos.kube.yamlsafe import YamlError, load_documents
 
+# Structure (anchors, merge keys, documents, block scalars) as SafeLoader builds it.
 SAME_AS_SAFELOADER = [
-    "a: 1\nb: true\nc: null\nd: 1.5\ne: '1'\nf: 2024-01-01\ng: [1, {x: y}]\n",
-    "base: &b {x: 1}\nd:\n  <<: *b\n  y: 2\n",
-    "m: &m {a: 1}\nn:\n  <<: [*m, {b: 2}]\n  a: 3\n",
+    "base: &b {x: 1}\nd:\n  <<: *b\n  z: 2\n",
+    "m: &m {a: 1}\nq:\n  <<: [*m, {b: 2}]\n  a: 3\n",
     "a: &a [1]\nb: *a\n",
-    "x: 0o17\ny: 0x1f\nz: 1_000\nw: .inf\nv: ~\nu: -.5\nt: 2001-12-14t21:59:43.10-05:00\n",
     "---\na: 1\n---\n---\nb: 2\n...\n",
     "k: |\n  multi\n  line\n",
-    "cpu: 1e3\nmem: 1.0e+3\n",
     "- - - x\n",
 ]
 
 
 @pytest.mark.parametrize("text", SAME_AS_SAFELOADER)
-def test_same_objects_as_safeloader(text):
+def test_same_structure_as_safeloader(text):
     assert load_documents(text) == [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d is not None]
+
+
+# Scalars as Kubernetes reads them: sigs.k8s.io/yaml decodes with go-yaml v2 (goyaml.v2/resolve.go)
+# into interface{}; where PyYAML's YAML 1.1 resolver says otherwise, its answer is in the comment.
+GO_SCALARS = [
+    ("1:30", "1:30"),  # PyYAML: 90 (base 60; go-yaml: "purposefully unsupported")
+    ("1:30.5", "1:30.5"),  # PyYAML: 90.5
+    ("0o17", 15),  # PyYAML: "0o17"
+    ("0777", 511), ("0x1F", 31), ("0X1f", 31), ("0b101", 5), ("-0b101", -5), ("1_000", 1000),
+    ("08", 8.0),  # ParseInt fails (octal), ParseFloat does not; PyYAML: "08"
+    ("1e3", 1000.0),  # PyYAML: "1e3" (its floats need a dot)
+    ("1.0e+3", 1000.0), (".5", 0.5), ("-.5", -0.5), ("1.", 1.0), ("+1", 1),
+    ("1e400", "1e400"),  # ParseFloat overflows: a string; PyYAML: inf
+    ("y", True), ("Y", True), ("n", False), ("N", False),  # PyYAML: strings
+    ("yes", True), ("No", False), ("on", True), ("OFF", False), ("true", True), ("FALSE", False),
+    ("~", None), ("null", None), ("Null", None), ("", None),
+    ("2024-01-02", "2024-01-02"),  # a timestamp stays its text in interface{}; PyYAML: a date
+    ("2001-12-14t21:59:43.10-05:00", "2001-12-14t21:59:43.10-05:00"),
+    ("18446744073709551615", 2**64 - 1), ("18446744073709551616", 2**64), ("-9223372036854775809", -(2**63) - 1),
+    ("nan", "nan"), ("inf", "inf"), ("abc", "abc"), ("True", True), ("tRUE", "tRUE"),
+]
+
+
+@pytest.mark.parametrize("text, expected", GO_SCALARS)
+def test_plain_scalars_resolve_as_kubernetes_resolves_them(text, expected):
+    (doc,) = load_documents(f"v: {text}\n")
+    assert doc["v"] == expected and type(doc["v"]) is type(expected)
+
+
+def test_special_floats_and_quoted_scalars():
+    (doc,) = load_documents("a: .inf\nb: -.Inf\nc: .NaN\nd: '1e3'\ne: \"y\"\nf: |\n  1:30\n")
+    assert doc["a"] == float("inf") and doc["b"] == float("-inf") and doc["c"] != doc["c"]
+    assert (doc["d"], doc["e"], doc["f"]) == ("1e3", "y", "1:30\n")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1: a", "1"), ("true: a", "true"), ("y: a", "true"), ("1.5: a", "1.5"), ("0x10: a", "16"), ("'1': a", "1"),
+])
+def test_map_keys_become_strings(text, expected):
+    assert load_documents(text) == [{expected: "a"}]
+
+
+def test_a_null_key_is_refused():
+    with pytest.raises(YamlError, match="unsupported map key None"):
+        load_documents("~: a\n")
+
+
+@pytest.mark.parametrize("value, text", [
+    (1.5, "1.5"), (0.1, "0.1"), (1e6, "1e+06"), (123456789.0, "1.2345679e+08"), (1e-5, "1e-05"), (100000.0, "100000"),
+    (3.0, "3"), (-2.5, "-2.5"),
+])
+def test_go_string_of_a_float_is_formatfloat_g_32(value, text):
+    from sdqos.kube.goyaml import go_string
+
+    assert go_string(value) == text
 
 
 def billion_laughs(levels: int = 9) -> str:
@@ -53,16 +107,18 @@ def test_refused_with_a_reason(text, message):
     assert message in str(exc.value)
 
 
-def test_remembered_scalars_give_what_safeloader_gives():
-    """Scalar tags and values are memoised across documents: the second load of the same text (and
-    the same text in other styles) must still give SafeLoader's objects, with their types."""
+def test_remembered_scalars_resolve_the_same_every_time():
+    """Plain scalars are memoised across documents: the second load of the same text (and the same
+    text in other styles) must give the same objects with the same types; explicit tags go through
+    SafeLoader's constructors."""
     text = ("a: [1, '1', 1.5, '1.5', true, 'true', yes, null, '', ~, 0o17, 017, 0x1f, .inf, 2001-12-14,"
-            " 2001-12-14t21:59:43.10-05:00, !!str 3, !!int '4', !!float '5', \"6\"]\n")
-    want = yaml.load(text, Loader=yaml.SafeLoader)
+            " 2001-12-14t21:59:43.10-05:00, !!str 3, !!int '4', !!float '5', \"6\", y, 'y', 1e3, '1e3']\n")
+    want = [1, "1", 1.5, "1.5", True, "true", True, None, "", None, 15, 15, 31, float("inf"), "2001-12-14",
+            "2001-12-14t21:59:43.10-05:00", "3", 4, 5.0, "6", True, "y", 1000.0, "1e3"]
     for _ in range(2):
-        got = load_documents(text)[0]
+        got = load_documents(text)[0]["a"]
         assert got == want
-        assert [type(v) for v in got["a"]] == [type(v) for v in want["a"]]
+        assert [type(v) for v in got] == [type(v) for v in want]
 
 
 def test_scalar_memo_stays_bounded():

@@ -163,9 +163,9 @@ def test_node_yaml_is_cached_and_reread_when_changed(tmp_path):
 
 
 @pytest.mark.parametrize("text, cached", [("kubeReserved: {cpu: 500m}\n", True),
-                                          ("x: {1: one}\n", False),  # JSON gives the key back as "1"
+                                          ("x: {1: one}\n", True),  # the key is "1" already, as in Kubernetes
                                           ("x: .nan\n", False),  # NaN != NaN
-                                          ("x: 2001-12-14\n", False)])  # a date: not JSON at all
+                                          ("x: 2001-12-14\n", True)])  # a timestamp stays its text
 def test_node_yaml_is_cached_only_when_json_holds_it_exactly(tmp_path, text, cached):
     from sdqos.loading.configdir import _node_documents
 
