@@ -554,8 +554,8 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
             f" memory {H.size(total_mem)} requested of {H.size(allocatable[MEMORY])}"
         )
 
-    units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, basis.enforced, vm_cpu, vm_mem, tier_cpu,
-                        tier_mem, tier_members, warnings, explain)
+    units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, basis.enforced, allocatable, vm_cpu, vm_mem,
+                        tier_cpu, tier_mem, tier_members, warnings, explain)
     units += _reserved_units(node, cgroup)
     order = {GUARANTEED: 0, BURSTABLE: 1, BESTEFFORT: 2}
     for pp in sorted(pod_plans, key=lambda p: (order[p.qos], p.key)):
@@ -620,8 +620,8 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     )
 
 
-def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_cpu, vm_mem, tier_cpu, tier_mem,
-                tier_members, warnings, explain) -> list[UnitPlan]:
+def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allocatable, vm_cpu, vm_mem, tier_cpu,
+                tier_mem, tier_members, warnings, explain) -> list[UnitPlan]:
     period = node.cpu_cfs_quota_period_us
     mem_qos = cgroup == "v2" and node.gate("MemoryQoS")
     tiered = mem_qos and node.memory_reservation_policy == TIERED
@@ -646,8 +646,12 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_c
         why_b["cpu_shares"] = f"{H.cpu(tier_cpu[BURSTABLE])} × 1024 / 1000 (Σ Burstable requests: {members})"
         why_be["cpu_shares"] = "kubelet's fixed BestEffort tier shares"
     pct = node.qos_reserved.get(MEMORY)
-    if pct is not None and node.gate("QOSReserved") and budget[MEMORY] > 0:
-        burst_mem = budget[MEMORY] - tier_mem[GUARANTEED] * pct // 100
+    # kubelet's setMemoryReserve starts from GetNodeAllocatableAbsolute (capacity − kubeReserved −
+    # systemReserved, whatever enforceNodeAllocatable says; container_manager_linux.go setupNode),
+    # less what VMs reserve here; a base of 0 sets no limits ("might be in standalone mode").
+    reserve_base = max(0, allocatable[MEMORY] - vm_mem)
+    if pct is not None and node.gate("QOSReserved") and reserve_base > 0:
+        burst_mem = reserve_base - tier_mem[GUARANTEED] * pct // 100
         be_mem = burst_mem - tier_mem[BURSTABLE] * pct // 100
         for name, val in (("Burstable", burst_mem), ("BestEffort", be_mem)):
             if val <= 0:
@@ -655,8 +659,9 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, vm_c
         burst_rc["memory"] = burst_mem if burst_mem > 0 else None
         be_rc["memory"] = be_mem if be_mem > 0 else None
         if explain:
+            vm_part = f" − VMs {H.size(vm_mem)}" if vm_mem else ""
             why_b["memory"] = (
-                f"pods memory {H.size(budget[MEMORY])} − Σ Guaranteed requests"
+                f"node allocatable {H.size(allocatable[MEMORY])}{vm_part} − Σ Guaranteed requests"
                 f" {H.size(tier_mem[GUARANTEED])} × {pct}% (qosReserved)"
             )
             why_be["memory"] = (

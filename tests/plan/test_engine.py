@@ -126,6 +126,38 @@ def test_qos_reserved_tier_limits_and_negative_warning():
     assert any("leaves the BestEffort tier no memory" in w for w in plan.warnings)
 
 
+# kubelet's setMemoryReserve (pkg/kubelet/cm/qos_container_manager_linux.go), fed by
+# GetNodeAllocatableAbsolute (container_manager_linux.go setupNode → qosContainerManager.Start):
+#   base       = capacity − kubeReserved − systemReserved   (not eviction; whatever is enforced)
+#   burstable  = base − Σ Guaranteed memory requests × pct / 100
+#   besteffort = burstable − Σ Burstable memory requests × pct / 100
+QOS_RESERVED_CASES = [
+    # capacity, kubeReserved, systemReserved, enforceNodeAllocatable, evictionHard, pct, Guaranteed, Burstable → tiers
+    ("8Gi", "1Gi", None, {"none"}, None, 100, ["1Gi"], [], (6442450944, 6442450944)),  # the example
+    ("8Gi", "1Gi", None, {"pods"}, None, 100, ["1Gi"], [], (6442450944, 6442450944)),
+    ("8Gi", "1Gi", "512Mi", {"none"}, None, 50, ["2Gi"], ["1Gi"], (5.5 * 2**30, 5 * 2**30)),
+    ("8Gi", None, None, {"pods"}, {"memory.available": "1Gi"}, 100, ["1Gi"], ["1Gi"], (7 * 2**30, 6 * 2**30)),
+    ("16Gi", "1Gi", "1Gi", {"pods", "system-reserved"}, None, 100, [], ["4Gi"], (14 * 2**30, 10 * 2**30)),
+]
+
+
+@pytest.mark.parametrize("cap, kube, system, enforce, eviction, pct, guaranteed, burstable, tiers", QOS_RESERVED_CASES)
+def test_qos_reserved_tiers_as_kubelet_computes_them(cap, kube, system, enforce, eviction, pct, guaranteed, burstable,
+                                                      tiers):
+    kw = {}
+    if kube:
+        kw["kube_reserved"] = {"memory": kube}
+    if system:
+        kw["system_reserved"] = {"memory": system}
+    n = node(memory=cap, gates={"QOSReserved": True}, qos_reserved={MEMORY: pct},
+             enforce_node_allocatable=frozenset(enforce), eviction_hard=eviction or {}, **kw)
+    pods = [pod(f"g{i}", limits={"cpu": "1", "memory": m}) for i, m in enumerate(guaranteed)]
+    pods += [pod(f"b{i}", requests={"memory": m}) for i, m in enumerate(burstable)]
+    plan = build_plan(n, pods)
+    got = (plan.unit("kubepods-burstable.slice").resources.memory, plan.unit("kubepods-besteffort.slice").resources.memory)
+    assert got == tuple(int(t) for t in tiers)
+
+
 def test_vm_budget_split():
     vm = VirtualMachine(
         name="vm1",
