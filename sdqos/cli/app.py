@@ -172,11 +172,18 @@ def explain(
         pods = list(cfg.pods)
         wanted: list[str] = []
         path = Path(pod)
-        if path.is_file():
+        if path.exists() or path.is_symlink():
+            from sdqos.loading.configdir import read_checked_file
+
+            text = read_checked_file(path, insecure)
             try:
-                docs = load_documents(path.read_text(encoding="utf-8"))
-            except (YamlError, UnicodeDecodeError, OSError) as exc:
-                raise InvalidInput(str(exc), where=str(path)) from None
+                docs = load_documents(text)
+            except YamlError as exc:  # its position only: the problem may quote the file
+                at = str(exc).split(": ", 1)[0] if str(exc).startswith("line ") else "somewhere"
+                raise InvalidInput(f"is not valid YAML ({at})", where=str(path)) from None
+            if not docs or not all(isinstance(d, dict) and d.get("kind") in ("Pod", "List", "PodList") for d in docs):
+                raise InvalidInput("is not a Pod manifest (every document must be kind: Pod, or a List of Pods); "
+                                   "nothing of it is shown", where=str(path))
             result = ParseResult()
             parse_pod_documents(docs, str(path), result)
             if result.errors:
@@ -431,6 +438,8 @@ def run(
     vm: Optional[str] = typer.Option(None, "--vm", help="Run a hypervisor process as this declared VM instead."),
     config: Path = ConfigOpt,
     replace: bool = typer.Option(False, "--replace", help="Stop a running instance of the container first."),
+    force: bool = typer.Option(False, "--force", help="With --vm: start it even if libvirt or machined run a VM of "
+                                                      "that name."),
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
@@ -462,6 +471,11 @@ def run(
 
         async def prepare() -> None:
             async with Systemd(bus_address) as sd:
+                if vm is not None and not force:
+                    owned = await launch.vm_owned_elsewhere(sd, target, vm)
+                    if owned is not None:
+                        raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
+                                           "pass --force to start another")
                 await launch.start_scope(sd, target, [os.getpid()], replace=replace)
 
         asyncio.run(prepare())
@@ -479,9 +493,11 @@ def run(
 def adopt(
     pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm."),
     container: Optional[str] = typer.Argument(None, help="Container name in that pod."),
-    pids: List[int] = typer.Argument(..., help="PIDs to move (their children come along)."),
+    pids: Optional[List[int]] = typer.Argument(None, help="PIDs to move (their children come along)."),
     vm: Optional[str] = typer.Option(None, "--vm", help="Adopt a running hypervisor as this declared VM."),
     children: bool = typer.Option(True, "--children/--no-children", help="Also move the processes' descendants."),
+    force: bool = typer.Option(False, "--force", help="Take processes another manager owns (a service, podman, "
+                                                      "libvirt...) or a VM libvirt runs; never PID 1's own."),
     config: Path = ConfigOpt,
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
@@ -496,18 +512,30 @@ def adopt(
 
     with cli_errors():
         if vm is not None:
-            pids = [int(x) for x in (pod, container) if x is not None] + list(pids)
+            try:
+                pids = [int(x) for x in (pod, container) if x is not None] + list(pids or [])
+            except ValueError:
+                raise InvalidInput("with --vm NAME, give only PIDs") from None
         elif pod is None or container is None:
             raise InvalidInput("give POD CONTAINER PID... (or --vm NAME PID...)")
+        if not pids:
+            raise InvalidInput("no PID to adopt")
         missing = [p for p in pids if not procfs.pid_exists(p)]
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
         _, p = load_planned(config, insecure, cgroup, writes=True)
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
         all_pids = procfs.descendants(pids) if children else list(pids)
+        launch.check_adoptable(all_pids, target, force)
 
         async def move() -> str:
             async with Systemd(bus_address) as sd:
+                if vm is not None and not force:
+                    owned = await launch.vm_owned_elsewhere(sd, target, vm)
+                    if owned is not None:
+                        raise InvalidInput(f"VM {vm} runs in {owned}, which libvirt or machined manage; adopting it "
+                                           "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
+                                           "Pass --force to take it anyway")
                 return await launch.adopt(sd, target, all_pids)
 
         how = asyncio.run(move())

@@ -52,6 +52,33 @@ def in_cgroup(pid: int, cgroup: str, proc: Path = PROC) -> bool | None:
     return False
 
 
+def unit_of(pid: int, proc: Path = PROC) -> tuple[str, str] | None:
+    """(innermost unit, its cgroup path) the process runs in, from /proc/PID/cgroup (v1's
+    name=systemd line, or v2's); ("", path) when no unit (the root cgroup); None when it is gone."""
+    try:
+        text = (proc / str(pid) / "cgroup").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ESRCH:
+            return None
+        raise
+    paths = {}
+    for line in text.splitlines():
+        hid, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if controllers == "name=systemd" or (controllers == "" and hid == "0"):
+            paths[controllers] = path
+    path = paths.get("name=systemd", paths.get(""))
+    if path is None:
+        return ("", "")
+    parts = [p for p in path.split("/") if p]
+    for i in range(len(parts) - 1, -1, -1):  # a delegated sub-cgroup (…/x.scope/payload) belongs to x.scope
+        if parts[i].endswith((".scope", ".service", ".socket", ".mount", ".swap")):
+            return parts[i], "/" + "/".join(parts[: i + 1])
+    return ("", path)
+
+
 def read_oom_score_adj(pid: int, proc: Path = PROC) -> int | None:
     try:
         return int((proc / str(pid) / "oom_score_adj").read_text().strip())

@@ -88,6 +88,43 @@ def _check_mode(st: os.stat_result, what: str, insecure: bool) -> str | None:
     return None
 
 
+def unsafe_parent(real: Path) -> str | None:
+    """sshd's StrictModes for the path above a config dir or file (OpenSSH misc.c safe_path): every
+    directory up to / owned by root or us and not writable by group or others — someone who can
+    rename a parent can swap the whole config. One deviation, as in the permission checks of
+    systemd's tmpfiles: a root-owned sticky directory (/tmp, 1777) is accepted, since there no one
+    may rename or remove what they do not own."""
+    for parent in real.parents:
+        try:
+            st = os.stat(parent)
+        except OSError as exc:
+            return f"cannot check {parent}: {exc.strerror or exc}"
+        if st.st_uid not in (0, os.geteuid()):
+            return f"parent {parent} is owned by uid {st.st_uid}, not root; fix its owner or pass --insecure"
+        sticky_root = st.st_uid == 0 and st.st_mode & stat.S_ISVTX
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky_root:
+            return (f"parent {parent} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+                    "run chmod go-w on it, or pass --insecure")
+    return None
+
+
+def read_checked_file(path: Path, insecure: bool) -> str:
+    """A file named on the command line (``explain FILE``), read under the rules config files
+    follow: a regular file, at most MAX_FILE_BYTES, owned by root (or us), not writable by group or
+    others, below trusted directories; InvalidInput naming the file otherwise."""
+    where = str(path)
+    try:
+        real = path.resolve(strict=True)
+        st = os.stat(real)
+    except OSError as exc:
+        raise InvalidInput(f"cannot be read: {exc.strerror or exc}", where=where) from None
+    _checked_stat(where, st, insecure)
+    problem = None if insecure else unsafe_parent(real)
+    if problem:
+        raise InvalidInput(problem, where=where)
+    return _read_text(real.parent, real, real)
+
+
 def _checked(config_dir: Path, real_dir: Path, path: Path, insecure: bool) -> tuple[Path, os.stat_result]:
     """The real path and stat of a config file that passed every safety check, or InvalidInput."""
     try:
@@ -386,6 +423,9 @@ def scan_config(
     if problem:
         raise ConfigDirError(f"{config_dir}: {problem}")
     real_dir = config_dir.resolve()
+    problem = None if insecure else unsafe_parent(real_dir)
+    if problem:
+        raise ConfigDirError(f"config directory {config_dir}: {problem}")
 
     cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}", writable=cache_write)
     node_path = config_dir / "node.yaml"

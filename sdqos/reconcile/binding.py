@@ -6,8 +6,9 @@ systemd lists and writes ``/proc/PID/oom_score_adj``, the one value systemd cann
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
-from pathlib import Path
 
 from sdqos.errors import NoSuchUnit
 from sdqos.host import procfs
@@ -69,7 +70,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str]) -
     machine = {n: s for n, s in scopes.items() if s.slice == MACHINE_SLICE}
     claimed = set()
     for vp in plan.vms:
-        found = vm_scope_for(vp, machine, read_pid_file(vp.vm.pid_file) if vp.vm.pid_file else None)
+        found = vm_scope_for(vp, machine, read_pid_file(vp.vm.pid_file, warnings) if vp.vm.pid_file else None)
         if found is None:
             where = f": no {vp.vm.scope} with processes in machine.slice" if vp.vm.scope else ""
             warnings.append(f"VM {vp.vm.name} is declared but not running{where}")
@@ -121,8 +122,27 @@ def apply_oom_scores(bindings: dict[str, Binding], scopes: dict[str, LiveScope],
     return adjusted
 
 
-def read_pid_file(path: str | None) -> int | None:
-    try:
-        return int(Path(path).read_text().split()[0]) if path else None
-    except (OSError, ValueError, IndexError):
+def read_pid_file(path: str | None, warnings: list[str] | None = None) -> int | None:
+    """The PID in a VM's pid file, trusted as systemd trusts a PIDFile=: a regular file (not
+    through a symlink) owned by root (or us) and not writable by group or others; else ignored,
+    with a warning saying why (anyone who can write it could point sdqos at any process)."""
+    if not path:
         return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None  # not there (the VM is not running) or a symlink
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        why = ("is not a regular file" if not stat.S_ISREG(st.st_mode)
+               else f"is owned by uid {st.st_uid}, not root" if st.st_uid not in (0, os.geteuid())
+               else f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+               if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) else None)
+        if why:
+            if warnings is not None:
+                warnings.append(f"pid file {path} {why}: not trusted, ignored")
+            return None
+        try:
+            return int(fh.read(64).split()[0])
+        except (OSError, ValueError, IndexError):
+            return None

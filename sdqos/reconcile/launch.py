@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput, SdqosError, SystemdError, UnitExists
-from sdqos.host import procfs
+from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE, machine_scope
 from sdqos.plan.engine import Plan, UnitPlan
@@ -143,15 +143,90 @@ async def adopt(sd: Systemd, target: Target, pids: list[int]) -> str:
 
 
 def set_oom(pids: list[int], target: Target) -> list[str]:
-    """oom_score_adj for the given processes; warnings for what the kernel refused."""
+    """oom_score_adj for the given processes, each written only after checking that it runs in the
+    target scope's cgroup; warnings for what the kernel refused and for PIDs found elsewhere."""
     warnings = []
-    denied = [pid for pid in pids if procfs.write_oom_score_adj(pid, target.oom_score_adj).outcome == procfs.DENIED]
+    cgroup = cgroupfs.cgroup_of(target.unit.name, target.unit.slice)
+    results = [procfs.write_oom_score_adj(pid, target.oom_score_adj, cgroup=cgroup) for pid in pids]
+    denied = [r.pid for r in results if r.outcome == procfs.DENIED]
+    elsewhere = [r.pid for r in results if r.outcome == procfs.ELSEWHERE]
     if denied:
         warnings.append(
             f"{target.label}: the kernel refused oom_score_adj {target.oom_score_adj} for PID "
             f"{', '.join(map(str, denied))} (lowering it needs CAP_SYS_RESOURCE)"
         )
+    if elsewhere:
+        warnings.append(f"{target.label}: PID {', '.join(map(str, elsewhere))} not in {target.unit.name} as this "
+                        "process sees it; its OOM score was not written")
     return warnings
+
+
+# Scopes other managers make, by name: (prefix, who). A process there is theirs; moving it breaks them.
+OTHER_MANAGERS = (("machine-qemu", "libvirt"), ("libpod-conmon-", "podman's conmon"), ("libpod-", "podman"),
+                  ("docker-", "docker"), ("cri-containerd-", "containerd"), ("crio-conmon-", "CRI-O's conmon"),
+                  ("crio-", "CRI-O"), ("machine-", "systemd-machined"))
+
+
+def owner_of(pid: int, target: Target) -> tuple[str, bool] | None:
+    """Whose the process is when not free to adopt: (its unit and who manages it, whether --force
+    may override). None: it may be adopted (no unit, a session or ``systemd-run --scope`` scope, or
+    the target scope itself)."""
+    found = procfs.unit_of(pid)
+    if found is None:
+        return None  # gone: the move will say so
+    unit, path = found
+    if not unit or unit == target.unit.name:
+        return None
+    if unit == "init.scope":
+        return "init.scope (the service manager's own)", False
+    if unit.endswith(".service"):
+        return f"{unit} (a service: systemd manages its processes)", True
+    if unit.endswith(".scope"):
+        if unit.startswith("sdqos-pod"):
+            return f"{unit} (another container's scope)", True
+        for prefix, who in OTHER_MANAGERS:
+            if unit.startswith(prefix):
+                return f"{unit} ({who})", True
+        if "/machine.slice/" in f"{path}/":
+            return f"{unit} (a machine in machine.slice)", True
+    return None
+
+
+def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
+    """Refuse to take another owner's process (InvalidInput, one line per PID), unless ``force``;
+    init.scope's processes never."""
+    refusals = []
+    for pid in pids:
+        owner = owner_of(pid, target)
+        if owner is None:
+            continue
+        what, overridable = owner
+        if overridable and force:
+            continue
+        refusals.append(InvalidInput(f"refusing to adopt it: it belongs to {what}"
+                                     + ("; pass --force to take it anyway" if overridable else ""), where=f"PID {pid}"))
+    if refusals:
+        err = InvalidInput(str(refusals[0]))
+        err.errors = refusals  # type: ignore[attr-defined]
+        raise err
+
+
+async def vm_owned_elsewhere(sd: Systemd, target: Target, name: str) -> str | None:
+    """The scope of a running machine called ``name`` that libvirt or machined manage (not sdqos):
+    ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
+    from sdqos.kube.naming import systemd_unescape
+    from sdqos.reconcile.scopes import _LIBVIRT_SCOPE
+
+    units = await sd.read_units(["machine-*.scope"], {UNIT: ["Description"]})
+    for unit, st in units.items():
+        if st.active_state not in ("active", "activating"):
+            continue
+        m = _LIBVIRT_SCOPE.match(unit)
+        if m and systemd_unescape(m.group(1)) == name:
+            return unit
+        if unit == target.unit.name and not str(st.props.get("Description", "")).startswith("sdqos vm "):
+            return unit
+    return None
 
 
 __all__ = ["Target", "ScopeBusy", "container_target", "vm_target", "start_scope", "adopt", "set_oom", "SystemdError"]

@@ -32,6 +32,7 @@ spec:
       requests: {{cpu: {req_cpu}, memory: {req_mem}}}
       limits: {{cpu: 500m, memory: 64Mi}}
 """
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MANAGER = ("org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager")
 
 
@@ -294,3 +295,118 @@ def test_an_empty_pod_file_removes_nothing(clean_sandbox, cfg):
     assert "pods/e.yaml is empty (being rewritten?); nothing in the config is removed until it has content" \
         in rep["warnings"]
     assert active_state(sb, burst_slice("e")) == "active"
+
+
+# --- run/adopt never steal another owner's process -----------------------------------------------
+
+
+def inner_pid_of(sb, pattern: str) -> str:
+    return wait_for(lambda: sb.run(["pgrep", "-f", pattern]).stdout.split(), what=pattern)[0]
+
+
+def test_adopt_refuses_a_process_of_another_runtime_unless_forced(clean_sandbox, cfg):
+    sb = clean_sandbox
+    (cfg / "pods" / "a.yaml").write_text(pod("a"))
+    fg = sbx.popen(sb, ["systemd-run", "--quiet", "--scope", "--unit=libpod-x.scope", "sleep", "3006"])
+    try:
+        pid = inner_pid_of(sb, "sleep 3006")
+        r = sdqos_in(sb, "adopt", "--config", str(cfg), "t/a", "app", pid)
+        assert r.returncode == 2
+        assert r.stderr.strip() == (f"sdqos: error: PID {pid}: refusing to adopt it: it belongs to libpod-x.scope (podman);"
+                                    " pass --force to take it anyway")
+        assert "/libpod-x.scope" in sb.run(["cat", f"/proc/{pid}/cgroup"], check=True).stdout  # still there
+        r = sdqos_in(sb, "adopt", "--config", str(cfg), "--force", "t/a", "app", pid)
+        assert r.returncode == 0, r.stderr
+        assert f"/{scope('a')}" in sb.run(["cat", f"/proc/{pid}/cgroup"], check=True).stdout
+    finally:
+        kill(fg)
+        sb.run(["pkill", "-f", "sleep 3006"])
+
+
+def test_adopt_refuses_a_services_process(clean_sandbox, cfg):
+    sb = clean_sandbox
+    (cfg / "pods" / "a.yaml").write_text(pod("a"))
+    sb.run(["systemd-run", "--quiet", "--unit=sdqos-test-svc.service", "sleep", "3007"], check=True)
+    try:
+        pid = inner_pid_of(sb, "sleep 3007")
+        r = sdqos_in(sb, "adopt", "--config", str(cfg), "t/a", "app", pid)
+        assert r.returncode == 2
+        assert "it belongs to sdqos-test-svc.service (a service: systemd manages its processes)" in r.stderr
+        assert active_state(sb, "sdqos-test-svc.service") == "active"
+        r = sdqos_in(sb, "adopt", "--config", str(cfg), "--force", "t/a", "app", "1")
+        assert r.returncode == 2 and "PID 1: refusing to adopt it: it belongs to init.scope" in r.stderr
+        assert "--force" not in r.stderr.split("init.scope", 1)[1]  # PID 1's own: never, not even forced
+    finally:
+        sb.systemctl("stop", "sdqos-test-svc.service")
+
+
+def test_oom_score_is_written_only_inside_the_target_scope():
+    """set_oom checks each PID's cgroup first: a PID elsewhere (here: this test process) keeps its score."""
+    from sdqos.plan.engine import UnitPlan
+    from sdqos.plan.properties import ResourceConfig
+    from sdqos.reconcile import launch
+
+    unit = UnitPlan("sdqos-podx-app.scope", "kubepods-podx.slice", "container", "d", {}, ResourceConfig())
+    target = launch.Target(unit, [], 777, "pod t/x container app")
+    before = Path("/proc/self/oom_score_adj").read_text()
+    warnings = launch.set_oom([os.getpid()], target)
+    assert Path("/proc/self/oom_score_adj").read_text() == before
+    assert warnings == [f"pod t/x container app: PID {os.getpid()} not in sdqos-podx-app.scope as this process sees "
+                        "it; its OOM score was not written"]
+
+
+# --- trust like sshd and systemd ------------------------------------------------------------------
+
+
+def test_a_config_dir_below_a_group_writable_parent_is_refused(tmp_path):
+    parent = tmp_path / "shared"
+    (parent / "cfg" / "pods").mkdir(parents=True)
+    (parent / "cfg" / "node.yaml").write_text(NODE)
+    parent.chmod(0o775)
+    r = subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(parent / "cfg")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"sdqos: error: config directory {parent / 'cfg'}: parent {parent} is writable by group "
+                                "or others (mode 0775); run chmod go-w on it, or pass --insecure")
+    r = subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(parent / "cfg"), "--insecure"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("mode, owner, trusted", [(0o644, 0, True), (0o666, 0, False), (0o644, 65534, False)])
+def test_a_vm_pid_file_is_trusted_as_systemd_trusts_pidfile(tmp_path, mode, owner, trusted):
+    from sdqos.reconcile.binding import read_pid_file
+
+    f = tmp_path / "vm.pid"
+    f.write_text("4242\n")
+    os.chown(f, owner, 0)
+    f.chmod(mode)
+    warnings: list[str] = []
+    assert read_pid_file(str(f), warnings) == (4242 if trusted else None)
+    assert bool(warnings) != trusted
+    if not trusted:
+        assert warnings[0].startswith(f"pid file {f} is ") and warnings[0].endswith(": not trusted, ignored")
+    link = tmp_path / "link.pid"
+    link.symlink_to(f)
+    assert read_pid_file(str(link), []) is None  # never through a symlink
+
+
+def test_explain_never_echoes_a_file_that_is_not_a_manifest(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("root:$6$salt$hash:19000:0:99999:7:::\nkind: topsecret\npassword: hunter2\n")
+    secret.chmod(0o600)
+    r = subprocess.run([sys.executable, "-m", "sdqos", "explain", "--config", str(EXAMPLES), str(secret)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stdout == "" and r.stderr.strip() == (f"sdqos: error: {secret}: is not a Pod manifest (every document "
+                                                   "must be kind: Pod, or a List of Pods); nothing of it is shown")
+    for word in ("$6$", "hunter2", "topsecret", "99999"):
+        assert word not in r.stderr
+    secret.write_text("a: [unclosed, *hunter2\n")
+    r = subprocess.run([sys.executable, "-m", "sdqos", "explain", "--config", str(EXAMPLES), str(secret)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "hunter2" not in r.stderr and "is not valid YAML (line" in r.stderr
+    secret.chmod(0o666)
+    r = subprocess.run([sys.executable, "-m", "sdqos", "explain", "--config", str(EXAMPLES), str(secret)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "writable by group or others" in r.stderr
