@@ -19,13 +19,14 @@ from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
 SERVICE_IFACE = "org.freedesktop.systemd1.Service"
+KUBELET = "kubelet.service"  # listed with the tree (no call of its own): sync warns while it is active
 
 
 def live_patterns(plan: Plan) -> list[str]:
     """Globs covering every unit sdqos may manage: the kubepods tree, container scopes, and the
     plan's other units (machine.slice, VM scopes, reserved cgroups) by name."""
     stem = plan.root_slice[: -len(".slice")]
-    patterns = [f"{stem}.slice", f"{stem}-*.slice", "sdqos-pod*.scope"]
+    patterns = [f"{stem}.slice", f"{stem}-*.slice", "sdqos-pod*.scope", KUBELET]
     extra = [u.name for u in plan.units if not (u.name.startswith(stem) or u.name.startswith("sdqos-pod"))]
     return patterns + sorted(set(extra))
 
@@ -63,7 +64,8 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
               UNIT: ["Description"]}
     if usage or not cgroupfs.available():
         units = await sd.read_units(live_patterns(plan), ifaces)
-        return {name: _live_unit(name, st, props) for name, st in units.items()}
+        return {name: _live_unit(name, st, props) if name != KUBELET else _listed_unit(name, st)
+                for name, st in units.items()}
     listed = await sd.read_units(live_patterns(plan), {UNIT: ["Description"]})
     planned = {u.name: u for u in plan.units}
     page = facts.page_size()
@@ -72,7 +74,7 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
     need: list[str] = []
     for name, st in listed.items():
         u = planned.get(name)
-        if u is None and name.endswith(".slice"):
+        if u is None and (name.endswith(".slice") or name == KUBELET):
             # Not in the plan (a pod that left the config, or someone else's slice): the diff
             # stops it or reports it on its state and Description, both in the list. A slice is
             # never bound to a container or VM, so its properties are not needed (removing 100

@@ -22,18 +22,14 @@ from sdqos.plan.engine import Plan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff
-from sdqos.reconcile.live import observe
+from sdqos.reconcile.live import KUBELET, observe
 from sdqos.reconcile.report import Report
 
 
-KUBELET = "kubelet.service"
-
-
-async def warn_if_kubelet(sd: Systemd, plan: Plan, warnings: list[str]) -> None:
+def warn_if_kubelet(live: dict, plan: Plan, warnings: list[str]) -> None:
     """kubelet manages its own kubepods tree: running beside it on the same tree means a fight."""
-    units = await sd.read_units([KUBELET], {})
-    st = units.get(KUBELET)
-    if st is not None and st.active_state in ("active", "activating", "reloading"):
+    st = live.pop(KUBELET, None)
+    if st is not None and st.exists:
         warnings.append(f"{KUBELET} is active on this host: kubelet manages its own cgroup tree; sdqos manages "
                         f"{plan.root_slice} — make sure they differ (cgroupRoot in node.yaml)")
 
@@ -58,9 +54,9 @@ async def sync(
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
     applied = rundir.load_applied(run_dir)
-    await warn_if_kubelet(sd, plan, report.warnings)
     obs = await observe(sd, plan, applied, report.warnings)
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
+    warn_if_kubelet(live, plan, report.warnings)
     clamp_to_usage(plan, live, report.warnings)
     diff = compute_diff(
         plan, live, applied, complete=complete, removals_safe=removals_safe,
