@@ -1,0 +1,275 @@
+"""A real cgroup v2 machine for the tests: a small Debian guest with its own kernel and systemd,
+booted under qemu's software emulation (TCG), driven over a virtio-serial command channel.
+
+Our build machines are cgroup v1/hybrid and cannot be switched; systemd 258 and later support only
+v2. So the v2 tests boot a guest whose kernel runs with ``systemd.unified_cgroup_hierarchy=1
+cgroup_no_v1=all`` and test sdqos against the guest's own systemd as PID 1 — the guest is the
+throwaway machine. /dev/kvm on these machines is a nested PVM that runs stock kernels far slower
+than TCG (/work/shared/v2-route/README.md), hence TCG.
+
+- ``image(suite)`` builds the guest once per recipe and Debian suite (mmdebstrap: systemd, dbus,
+  udev, the distribution kernel with an initramfs for virtio, python3 with sdqos's dependencies in
+  /opt/venv from wheels downloaded on the host, the command agent) into ``CACHE`` and reuses it.
+  Builds take a lock and land atomically (a killed build leaves no half image).
+- ``Guest.boot(suite, wheels)`` starts qemu with the disk as a snapshot (every boot is pristine),
+  no network device at all, this checkout's sdqos wheel shared read-only, and waits until the
+  guest's systemd has finished starting; ``run`` executes a command there; ``close`` kills qemu and
+  removes its run dir. Nothing is left on the host but the image cache.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+CACHE = Path(os.environ.get("SDQOS_V2_CACHE", "/var/cache/sdqos-test/v2"))
+SUITES = {"bookworm": ("3.11", 252), "trixie": ("3.13", 257)}  # Debian suite → (python, systemd)
+QEMU = "qemu-system-x86_64"
+# "-cpu max": measured here, "max,-svm" makes Debian 12's 6.1 kernel under TCG print every mount point
+# in /proc/*/mountinfo as "xxx" (and so no cgroup hierarchy could be found); plain "max" does not.
+BOOT_TIMEOUT = 300.0
+PACKAGES = ("systemd,systemd-sysv,dbus,udev,kmod,linux-image-amd64,initramfs-tools,python3,python3-venv,"
+            "util-linux,procps,mount")
+REQUIREMENTS = ("dbus-next>=0.2.3", "pyyaml>=6.0", "typer>=0.12,<0.29", "tenacity>=8.2", "dbus-fast>=2.0")
+AGENT_UNIT = """\
+[Unit]
+Description=sdqos v2 test agent
+DefaultDependencies=no
+After=systemd-udevd.service
+
+[Service]
+ExecStart=/usr/local/sbin/sdqos-v2-agent
+Restart=always
+
+[Install]
+WantedBy=sysinit.target
+"""
+
+
+def missing_prerequisites() -> list[str]:
+    out = []
+    if os.geteuid() != 0:
+        out.append("not root (the image build and qemu's 9p share need it)")
+    for tool, pkg in ((QEMU, "qemu-system-x86"), ("mmdebstrap", "mmdebstrap"), ("mke2fs", "e2fsprogs")):
+        if shutil.which(tool) is None:
+            out.append(f"{tool} not found (Debian package {pkg})")
+    return out
+
+
+def _recipe_key(suite: str) -> str:
+    h = hashlib.sha256()
+    import inspect
+
+    recipe = inspect.getsource(_build) + inspect.getsource(_mirrors)  # what goes into the image, not how it boots
+    for part in (suite, PACKAGES, *REQUIREMENTS, AGENT_UNIT, (HERE / "agent.py").read_text(), recipe):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def _mirrors() -> tuple[str, str]:
+    """The Debian archives this host's apt uses (main, security)."""
+    uris: list[str] = []
+    for f in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        uris += [ln.split()[1] for ln in f.read_text().splitlines() if ln.startswith("URIs:")]
+    lst = Path("/etc/apt/sources.list")
+    if lst.exists():
+        uris += [ln.split()[1] for ln in lst.read_text().splitlines() if ln.startswith("deb ")]
+    main = uris[0] if uris else "http://deb.debian.org/debian"
+    sec = next((u for u in uris if "security" in u), main.rstrip("/") + "-security")
+    return main, sec
+
+
+def image(suite: str) -> Path:
+    """The cached guest image dir for ``suite`` (vmlinuz, initrd.img, rootfs.ext4), built if missing."""
+    final = CACHE / f"{suite}-{_recipe_key(suite)}"
+    if (final / "ok").exists():
+        return final
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (final / "ok").exists():  # another build finished while we waited
+            return final
+        work = Path(tempfile.mkdtemp(prefix=f".build-{suite}-", dir=CACHE))
+        try:
+            _build(suite, work)
+            (work / "ok").write_text("")
+            shutil.rmtree(final, ignore_errors=True)
+            os.rename(work, final)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        for old in CACHE.glob(f"{suite}-*"):  # earlier recipes of this suite
+            if old != final:
+                shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def _build(suite: str, work: Path) -> None:
+    py, _ = SUITES[suite]
+    wheels, root = work / "wheels", work / "root"
+    _run([sys.executable, "-m", "pip", "download", "-q", "-d", str(wheels), "--only-binary=:all:",
+          "--python-version", py, "--implementation", "cp", "--abi", "cp" + py.replace(".", ""),
+          "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64",
+          "--platform", "manylinux_2_28_x86_64", *REQUIREMENTS], "downloading wheels")
+    main, sec = _mirrors()
+    unit = AGENT_UNIT.replace("\n", "\\n")
+    hooks = [
+        'echo sdqos-v2 > "$1/etc/hostname"',
+        'printf "/dev/vda / ext4 rw,noatime 0 1\\n" > "$1/etc/fstab"',
+        f'install -m 755 {HERE / "agent.py"} "$1/usr/local/sbin/sdqos-v2-agent"',
+        f'printf "{unit}" > "$1/etc/systemd/system/sdqos-v2-agent.service"',
+        'chroot "$1" systemctl enable sdqos-v2-agent.service',
+        'chroot "$1" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer '
+        'getty@tty1.service systemd-timesyncd.service e2scrub_reap.service serial-getty@ttyS0.service '
+        'systemd-networkd.service systemd-networkd-wait-online.service 2>/dev/null || true',
+        'printf "MODULES=list\\nCOMPRESS=zstd\\n" > "$1/etc/initramfs-tools/conf.d/sdqos-v2" && '
+        'printf "virtio_pci\\nvirtio_blk\\nvirtio_console\\n9p\\n9pnet_virtio\\next4\\n" >> "$1/etc/initramfs-tools/modules" && '
+        'chroot "$1" update-initramfs -u -k all',
+        'mkdir -p "$1/src" "$1/wheels" "$1/tmp/w"',
+        f'cp {wheels}/*.whl "$1/tmp/w/"',
+        'chroot "$1" sh -c "python3 -m venv /opt/venv && /opt/venv/bin/pip install -q --no-index --find-links /tmp/w '
+        '/tmp/w/*.whl" && rm -rf "$1/tmp/w"',
+        'rm -rf "$1/var/cache/apt/archives"/*.deb "$1/var/lib/apt/lists"/*_Packages',
+    ]
+    _run(["mmdebstrap", "--variant=minbase", f"--include={PACKAGES}", *[f"--customize-hook={h}" for h in hooks],
+          suite, str(root), f"deb {main} {suite} main", f"deb {main} {suite}-updates main",
+          f"deb {sec} {suite}-security main"], "mmdebstrap")
+    for name in ("vmlinuz", "initrd.img"):
+        src = sorted((root / "boot").glob(f"{name}-*"))[-1]
+        shutil.copyfile(src, work / name)
+    _run(["mke2fs", "-q", "-t", "ext4", "-L", "sdqos-v2", "-d", str(root), str(work / "rootfs.ext4"), "3G"], "mke2fs")
+    shutil.rmtree(root)
+    shutil.rmtree(wheels)
+
+
+def _run(argv: list[str], what: str) -> None:
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        tail = "\n".join((p.stdout + p.stderr).splitlines()[-20:])
+        raise RuntimeError(f"v2 guest image: {what} failed (exit {p.returncode}):\n{tail}")
+
+
+def sdqos_wheel(dest: Path) -> Path:
+    """This checkout of sdqos as a wheel, for the guest's pip (no network there)."""
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(REPO)], "building sdqos's wheel")
+    return next(dest.glob("sdqos-*.whl"))
+
+
+@dataclass
+class Result:
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+class Guest:
+    """One booted guest; ``run`` commands in it, ``close`` when done (also at exit)."""
+
+    def __init__(self, suite: str, rundir: Path, proc: subprocess.Popen):
+        self.suite, self.rundir, self.proc = suite, rundir, proc
+        self.sock_path = rundir / "agent.sock"
+        atexit.register(self.close)
+
+    @classmethod
+    def boot(cls, suite: str, share: Path | None = None) -> "Guest":
+        img = image(suite)
+        rundir = Path(tempfile.mkdtemp(prefix=f"sdqos-v2-{suite}-"))
+        argv = [QEMU, "-accel", "tcg,thread=multi", "-cpu", os.environ.get("SDQOS_V2_CPU", "max"), "-machine", "q35", "-smp", "2", "-m", "2048",
+                "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+                "-kernel", str(img / "vmlinuz"), "-initrd", str(img / "initrd.img"),
+                "-append", "root=/dev/vda rw console=ttyS0 panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all",
+                "-drive", f"file={img / 'rootfs.ext4'},if=virtio,format=raw,snapshot=on,cache=unsafe",
+                "-serial", f"file:{rundir / 'console.log'}",
+                "-device", "virtio-serial-pci", "-chardev", f"socket,id=ag,path={rundir / 'agent.sock'},server=on,wait=off",
+                "-device", "virtserialport,chardev=ag,name=sdqos-agent"]
+        if share is not None:
+            argv += ["-virtfs", f"local,path={share},mount_tag=share,security_model=none,readonly=on"]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        g = cls(suite, rundir, proc)
+        try:
+            g._wait_up()
+            if share is not None:
+                g.check("mkdir -p /share && mount -t 9p -o trans=virtio,version=9p2000.L,ro share /share")
+        except BaseException:
+            g.close()
+            raise
+        return g
+
+    def _wait_up(self) -> None:
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"qemu exited ({self.proc.returncode}): {self.proc.stderr.read().decode()[-2000:]}"
+                                   f"\nconsole: {self.console_tail()}")
+            try:
+                self.run("true", timeout=20)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the v2 guest did not answer within {BOOT_TIMEOUT:.0f}s; console: "
+                                       f"{self.console_tail()}") from None
+                time.sleep(0.5)
+        state = self.run("systemctl is-system-running --wait", timeout=BOOT_TIMEOUT).stdout.strip()
+        if state not in ("running", "degraded"):
+            raise RuntimeError(f"the v2 guest's systemd is {state!r}; console: {self.console_tail()}")
+
+    def console_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join((self.rundir / "console.log").read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no console log)"
+
+    def run(self, sh: str, *, timeout: float = 300, env: dict | None = None) -> Result:
+        """``sh -c SH`` in the guest (as root, PATH with /opt/venv/bin first)."""
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(timeout + 30)
+        try:
+            s.connect(str(self.sock_path))
+            rid = uuid.uuid4().hex
+            s.sendall((json.dumps({"id": rid, "sh": sh, "timeout": timeout, "env": env or {}}) + "\n").encode())
+            buf = b""
+            while True:
+                data = s.recv(1 << 20)
+                if not data:
+                    raise ConnectionError("the guest agent closed the channel")
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    rep = json.loads(line)
+                    if rep.get("id") == rid:
+                        return Result(rep["rc"], base64.b64decode(rep["out"]).decode(errors="replace"),
+                                      base64.b64decode(rep["err"]).decode(errors="replace"), rep.get("t", 0.0))
+        finally:
+            s.close()
+
+    def check(self, sh: str, **kw) -> str:
+        r = self.run(sh, **kw)
+        if r.rc != 0:
+            raise AssertionError(f"in the v2 guest, `{sh}` exited {r.rc}:\n{r.stdout}\n{r.stderr}")
+        return r.stdout
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        shutil.rmtree(self.rundir, ignore_errors=True)
