@@ -17,7 +17,7 @@ SUITES = [s.strip() for s in os.environ.get("SDQOS_V2_SUITES", "bookworm,trixie"
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "v2guest" in getattr(item, "fixturenames", ()):
+        if "v2session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.v2)
 
 
@@ -34,7 +34,7 @@ def sdqos_wheel_dir():
 
 
 @pytest.fixture(scope="session", params=SUITES)
-def v2guest(request, sdqos_wheel_dir):
+def v2session(request, sdqos_wheel_dir):
     problems = g.missing_prerequisites()
     if problems:
         reason = "v2 guest prerequisites missing: " + "; ".join(problems)
@@ -48,3 +48,12 @@ def v2guest(request, sdqos_wheel_dir):
         yield guest
     finally:
         guest.close()
+
+
+@pytest.fixture
+def v2guest(v2session):
+    """The session's guest of this suite, with what earlier tests left (processes run by sdqos,
+    the kubepods tree, /run/sdqos) removed first."""
+    v2session.run("pkill -f 'sleep 100000'; systemctl stop kubepods.slice; systemctl reset-failed; rm -rf /run/sdqos",
+                  timeout=120)
+    return v2session

@@ -26,7 +26,8 @@ def expected_files(props: dict[str, int]) -> dict[str, str]:
     per_sec = props["CPUQuotaPerSecUSec"]
     out = {
         "cpu.weight": str(props["CPUWeight"]),
-        "cpu.max": f"max {period}" if per_sec == INFINITY else f"{per_sec * period // 1_000_000} {period}",
+        # no quota: systemd leaves the period in cpu.max as it was (the kernel's 100 ms), not CPUQuotaPeriodUSec
+        "cpu.max": "max 100000" if per_sec == INFINITY else f"{per_sec * period // 1_000_000} {period}",
         "memory.max": mem(props["MemoryMax"]),
         "memory.min": mem(props["MemoryMin"]),
         "memory.low": mem(props["MemoryLow"]),
@@ -80,3 +81,144 @@ def test_readme_first_command_works_where_run_is_a_tmpfs(v2guest):
     lines = r.stdout.splitlines()
     assert any(ln.startswith("8 created") for ln in lines) and "active" in lines
     assert g.check("ls /run/sdqos-sandbox 2>/dev/null | wc -l").strip() == "0"  # nothing left
+
+
+NODE = """\
+capacity: {cpu: "4", memory: 8Gi, pids: "100000"}
+kubeReserved: {cpu: 500m, memory: 512Mi}
+podPidsLimit: 1024
+cpuCFSQuotaPeriod: 50ms
+featureGates: {QOSReserved: true}
+qosReserved: {memory: 50%}
+"""
+PODS = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: db, namespace: shop}
+spec:
+  containers:
+  - name: postgres
+    resources: {limits: {cpu: "1", memory: 1Gi}}
+  - name: exporter
+    resources: {limits: {cpu: 200m, memory: 64Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+spec:
+  initContainers:
+  - name: migrate
+    resources: {requests: {cpu: 500m, memory: 128Mi}, limits: {cpu: "1", memory: 256Mi}}
+  - name: shipper
+    restartPolicy: Always
+    resources: {requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 200m, memory: 64Mi}}
+  containers:
+  - name: nginx
+    resources: {requests: {cpu: 250m, memory: 128Mi}, limits: {cpu: 500m, memory: 256Mi}}
+  - name: limited
+    resources: {limits: {cpu: 300m, memory: 96Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch, namespace: shop}
+spec:
+  containers:
+  - name: job
+"""
+
+
+def write_config(g, node: str = NODE, pods: str = PODS) -> str:
+    g.check(f"rm -rf /root/real && mkdir -p /root/real/pods && cat > /root/real/node.yaml <<'X'\n{node}X\n"
+            f"cat > /root/real/pods/shop.yaml <<'X'\n{pods}X\n")
+    return "/root/real"
+
+
+def planned(g, config: str) -> dict:
+    return json.loads(g.check(f"sdqos plan --config {config} -o json"))
+
+
+def check_kernel(g, plan: dict) -> int:
+    """Every planned slice, and every container scope that runs, against the kernel's files."""
+    checked = 0
+    for u in plan["units"]:
+        if u["name"].endswith(".slice") and u["kind"] in ("node", "tier", "pod"):
+            want = expected_files(u["properties"])
+            assert kernel_files(g, u["name"], want) == want, u["name"]
+            checked += 1
+    for p in plan["pods"]:
+        for c in p["containers"]:
+            d = f"{cgroup_dir(p['slice'])}/{c['scope']}"
+            if g.run(f"test -d {d}").rc != 0:
+                continue
+            want = expected_files(c["properties"])
+            got = dict(ln.split("=", 1) for ln in g.check("; ".join(f"echo {f}=$(cat {d}/{f})" for f in want)).splitlines())
+            assert got == want, c["scope"]
+            for pid in g.check(f"cat {d}/cgroup.procs").split():
+                assert int(g.check(f"cat /proc/{pid}/oom_score_adj")) == c["oomScoreAdj"], (c["scope"], pid)
+            checked += 1
+    return checked
+
+
+def test_a_realistic_config_reaches_the_v2_kernel_and_survives_reload_and_reexec(v2guest):
+    """All three classes, init containers, a sidecar, a limit-only container, qosReserved,
+    podPidsLimit, a 50 ms CFS period; running containers (sdqos run) with their OOM scores; then
+    daemon-reload and daemon-reexec keep every value, quotas included."""
+    g = v2guest
+    cfg = write_config(g)
+    r = g.run(f"sdqos sync --config {cfg} -o json")
+    assert r.rc == 0, r.stderr
+    for pod, c in (("shop/db", "postgres"), ("shop/web", "nginx"), ("shop/web", "limited"), ("shop/batch", "job")):
+        g.check(f"(sdqos run --config {cfg} {pod} {c} -- sleep 100000 >/dev/null 2>&1 &) ; sleep 0.2")
+    plan = planned(g, cfg)
+    assert plan["cgroup"] == "v2"
+    import time
+
+    deadline = time.monotonic() + 60
+    while g.run(f"ls -d /sys/fs/cgroup/kubepods.slice/*/*/sdqos-pod*-job.scope /sys/fs/cgroup/kubepods.slice/*/sdqos-pod*-postgres.scope "
+                "/sys/fs/cgroup/kubepods.slice/*/*/sdqos-pod*-nginx.scope /sys/fs/cgroup/kubepods.slice/*/*/sdqos-pod*-limited.scope").rc:
+        assert time.monotonic() < deadline, "the containers did not start"
+        time.sleep(0.5)
+    assert check_kernel(g, plan) == 6 + 4  # node, 2 tiers, 3 pods, and the 4 running containers
+    for step in ("systemctl daemon-reload", "systemctl daemon-reexec"):
+        g.check(step, timeout=120)
+        assert check_kernel(g, plan) == 10, step
+    assert json.loads(g.check(f"sdqos sync --config {cfg} -o json"))["updated"] == []
+
+
+def test_drift_in_a_v2_file_is_restored_and_a_removed_pod_goes(v2guest):
+    g = v2guest
+    cfg = write_config(g)
+    g.check(f"sdqos sync --config {cfg}")
+    plan = planned(g, cfg)
+    web = next(p for p in plan["pods"] if p["name"] == "web")
+    g.check(f"echo 123456789 > {cgroup_dir(web['slice'])}/memory.max")  # behind systemd's back
+    report = json.loads(g.check(f"sdqos sync --config {cfg} -o json"))
+    assert [d["unit"] for d in report["drift"]] == [web["slice"]]
+    assert check_kernel(g, plan) >= 6
+    g.check(f"cat > {cfg}/pods/shop.yaml <<'X'\n{PODS.split('---')[0]}X\n")  # only db is left
+    report = json.loads(g.check(f"sdqos sync --config {cfg} -o json --max-removals 100%"))
+    assert web["slice"] in report["removed"]
+    assert g.run(f"test -d {cgroup_dir(web['slice'])}").rc != 0
+
+
+def test_memory_qos_reaches_v2_memory_high_and_min(v2guest):
+    """MemoryQoS (cgroup v2 only): memory.high throttles Burstable containers below their limit; with
+    memoryReservationPolicy TieredReservation, memory.min protects what Guaranteed pods request."""
+    g = v2guest
+    node = NODE.replace("featureGates: {QOSReserved: true}", "featureGates: {QOSReserved: true, MemoryQoS: true}")
+    cfg = write_config(g, node + "memoryReservationPolicy: TieredReservation\n")
+    g.check(f"sdqos sync --config {cfg}")
+    g.check(f"(sdqos run --config {cfg} shop/web nginx -- sleep 100000 >/dev/null 2>&1 &); sleep 0.2")
+    plan = planned(g, cfg)
+    db = next(p for p in plan["pods"] if p["name"] == "db")
+    web = next(p for p in plan["pods"] if p["name"] == "web")
+    nginx = next(c for c in web["containers"] if c["name"] == "nginx")
+    assert db["properties"]["MemoryMin"] > 0 and nginx["properties"]["MemoryHigh"] < INFINITY
+    import time
+
+    deadline = time.monotonic() + 60
+    while g.run(f"test -d {cgroup_dir(web['slice'])}/{nginx['scope']}").rc:
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    assert check_kernel(g, plan) == 6 + 1
+    assert int(g.check(f"cat {cgroup_dir(db['slice'])}/memory.min")) == db["properties"]["MemoryMin"] // PAGE * PAGE
