@@ -27,56 +27,51 @@ class OomResult:
     before: int | None = None
 
 
+def systemd_cgroup_paths(pid: int, proc: Path = PROC) -> list[str] | None:
+    """The process's paths in systemd's hierarchies (v1's name=systemd, v2's unified) from
+    /proc/PID/cgroup, name=systemd first; None when the process is gone."""
+    try:
+        text = (proc / str(pid) / "cgroup").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ESRCH:
+            return None
+        raise
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        hid, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if controllers == "name=systemd" or (controllers == "" and hid == "0"):
+            found[controllers] = path
+    return [found[k] for k in ("name=systemd", "") if k in found]
+
+
 def in_cgroup(pid: int, cgroup: str, proc: Path = PROC) -> bool | None:
     """Whether /proc/PID/cgroup puts the process at or below ``cgroup`` (a systemd ControlGroup
     path such as ``/kubepods.slice/…/x.scope``) in the named systemd hierarchy or cgroup v2.
     None: the process is gone. Paths are compared by suffix, since a reader in another cgroup
     namespace sees them with a prefix."""
-    try:
-        text = (proc / str(pid) / "cgroup").read_text()
-    except (FileNotFoundError, ProcessLookupError):
+    paths = systemd_cgroup_paths(pid, proc)
+    if paths is None:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ESRCH:
-            return None
-        raise
     want = cgroup.rstrip("/")
-    for line in text.splitlines():
-        hid, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if controllers not in ("name=systemd", "") or (controllers == "" and hid != "0"):
-            continue
-        path = path.rstrip("/")
-        if path.endswith(want) or f"{want}/" in path + "/":
-            return True
-    return False
+    return any(p.rstrip("/").endswith(want) or f"{want}/" in p.rstrip("/") + "/" for p in paths)
 
 
 def unit_of(pid: int, proc: Path = PROC) -> tuple[str, str] | None:
     """(innermost unit, its cgroup path) the process runs in, from /proc/PID/cgroup (v1's
     name=systemd line, or v2's); ("", path) when no unit (the root cgroup); None when it is gone."""
-    try:
-        text = (proc / str(pid) / "cgroup").read_text()
-    except (FileNotFoundError, ProcessLookupError):
+    paths = systemd_cgroup_paths(pid, proc)
+    if paths is None:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ESRCH:
-            return None
-        raise
-    paths = {}
-    for line in text.splitlines():
-        hid, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if controllers == "name=systemd" or (controllers == "" and hid == "0"):
-            paths[controllers] = path
-    path = paths.get("name=systemd", paths.get(""))
-    if path is None:
+    if not paths:
         return ("", "")
-    parts = [p for p in path.split("/") if p]
+    parts = [p for p in paths[0].split("/") if p]
     for i in range(len(parts) - 1, -1, -1):  # a delegated sub-cgroup (…/x.scope/payload) belongs to x.scope
         if parts[i].endswith((".scope", ".service", ".socket", ".mount", ".swap")):
             return parts[i], "/" + "/".join(parts[: i + 1])
-    return ("", path)
+    return ("", paths[0])
 
 
 def read_oom_score_adj(pid: int, proc: Path = PROC) -> int | None:
