@@ -222,3 +222,26 @@ def test_memory_qos_reaches_v2_memory_high_and_min(v2guest):
         time.sleep(0.5)
     assert check_kernel(g, plan) == 6 + 1
     assert int(g.check(f"cat {cgroup_dir(db['slice'])}/memory.min")) == db["properties"]["MemoryMin"] // PAGE * PAGE
+
+
+def test_status_and_metrics_read_v2_usage(v2guest):
+    """status and metrics on v2: entitlements from the v2 properties, memory usage (memory.current
+    through systemd) and CPU usage (cpu.stat) of a busy container."""
+    g = v2guest
+    cfg = write_config(g)
+    g.check(f"sdqos sync --config {cfg}")
+    g.check(f"(sdqos run --config {cfg} shop/web nginx -- python3 -c 'x = bytearray(32 << 20)\nwhile True: pass' "
+            ">/dev/null 2>&1 &); sleep 3")
+    st = json.loads(g.check(f"sdqos status --config {cfg} -o json --interval 1", timeout=120))
+    units = {u["unit"]: u for u in st["units"]}
+    web = next(u for u in st["units"] if u["kind"] == "pod" and "shop/web" in u["label"])
+    assert web["qos"] == "Burstable" and web["running"]
+    nginx = next(u for u in st["units"] if u["kind"] == "container" and u["unit"].endswith("-nginx.scope"))
+    assert nginx["usage"]["memoryBytes"] >= 32 << 20  # memory.current, through systemd
+    assert nginx["usage"]["cpuCores"] > 0.1  # cpu.stat's usage over the interval
+    assert units["kubepods.slice"]["entitled"]["memoryLimit"] == 7.5 * 2**30
+    assert units["kubepods.slice"]["entitled"]["cpuWeight"] == 137  # v2: a weight, no shares
+    text = g.check(f"sdqos metrics --config {cfg}", timeout=120)
+    series = [ln for ln in text.splitlines() if ln.startswith("sdqos_unit_memory_usage_bytes{") and "nginx" in ln]
+    assert series and float(series[0].rsplit(" ", 1)[1]) >= 32 << 20, text[-2000:]
+    assert any(ln.startswith("sdqos_unit_cpu_weight{") for ln in text.splitlines())
