@@ -112,3 +112,17 @@ def subprocess_plan(cfg: Path):
     import sys
 
     return subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(cfg)], capture_output=True, text=True)
+
+
+def test_a_file_that_vanishes_before_it_is_read_is_an_unreadable_file(tmp_path):
+    from sdqos.errors import InvalidInput
+    from sdqos.loading import configdir
+
+    cfg = tmp_path / "cfg"
+    (cfg / "pods").mkdir(parents=True)
+    try:
+        configdir._read_text(cfg, cfg / "pods" / "gone.yaml", cfg / "pods" / "gone.yaml")
+    except InvalidInput as exc:
+        assert str(exc) == "pods/gone.yaml: cannot be read: No such file or directory"
+    else:
+        raise AssertionError("a vanished file was read")

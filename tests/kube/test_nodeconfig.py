@@ -157,3 +157,19 @@ def test_a_reserved_cgroup_inside_sdqos_tree_is_refused(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2
     assert "node.yaml: systemReservedCgroup: /kubepods.slice is inside the tree sdqos manages (kubepods.slice)" in r.stderr
+
+
+@pytest.mark.parametrize("text, field, message", [
+    ("podPidsLimit: 9223372036854775808\n", "podPidsLimit", "9223372036854775808 does not fit a 64-bit integer"),
+    ("cgroupRoot: /" + "a" * 230 + "\n", "cgroupRoot", "makes pod slice names 296 characters long; systemd allows 255"),
+])
+def test_node_values_that_could_not_be_sent_are_refused(tmp_path, text, field, message):
+    import subprocess
+    import sys
+
+    (tmp_path / "pods").mkdir()
+    (tmp_path / "node.yaml").write_text('capacity: {cpu: "8", memory: 16Gi, pids: "100000"}\n' + text)
+    r = subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(tmp_path), "--insecure"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"sdqos: error: node.yaml: {field}: {message}"
