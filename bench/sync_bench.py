@@ -727,7 +727,7 @@ def snapshot_hash() -> str:
     import hashlib
 
     h = hashlib.sha256()
-    for f in sorted(Path(SNAPSHOT or Path(sbx.__file__).parent.parent, "sdqos").rglob("*.py")):
+    for f in sorted(Path(SNAPSHOT or Path(sbx.__file__).parents[2], "sdqos").rglob("*.py")):
         h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:12]
 

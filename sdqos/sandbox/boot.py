@@ -275,7 +275,7 @@ def _stage_cmd(stage: str, sdir: Path, *extra: str) -> list[str]:
 
 
 def _stage_env() -> dict[str, str]:
-    pkg_parent = str(Path(__file__).resolve().parent.parent)
+    pkg_parent = str(Path(__file__).resolve().parents[2])  # the dir holding sdqos/ (this is sdqos/sandbox/boot.py)
     pp = os.environ.get("PYTHONPATH")
     return {"PATH": _path(), "PYTHONPATH": pkg_parent + (":" + pp if pp else ""), "LANG": "C.UTF-8"}
 

@@ -54,6 +54,7 @@ def v2session(request, sdqos_wheel_dir):
 def v2guest(v2session):
     """The session's guest of this suite, with what earlier tests left (processes run by sdqos,
     the kubepods tree, /run/sdqos) removed first."""
-    v2session.run("pkill -f 'sleep 100000'; systemctl stop kubepods.slice; systemctl reset-failed; rm -rf /run/sdqos",
+    v2session.run("pkill -f '[s]leep 100000|[q]emu-system'; systemctl stop kubepods.slice machine.slice; systemctl reset-failed; "
+                  "rm -rf /run/sdqos",
                   timeout=120)
     return v2session

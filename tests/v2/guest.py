@@ -38,13 +38,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CACHE = Path(os.environ.get("SDQOS_V2_CACHE", "/var/cache/sdqos-test/v2"))
-SUITES = {"bookworm": ("3.11", 252), "trixie": ("3.13", 257)}  # Debian suite → (python, systemd)
+SUITES = {"bookworm": 252, "trixie": 257}  # Debian suite → its systemd
 QEMU = "qemu-system-x86_64"
 # "-cpu max": measured here, "max,-svm" makes Debian 12's 6.1 kernel under TCG print every mount point
 # in /proc/*/mountinfo as "xxx" (and so no cgroup hierarchy could be found); plain "max" does not.
 BOOT_TIMEOUT = 300.0
 PACKAGES = ("systemd,systemd-sysv,dbus,udev,kmod,linux-image-amd64,initramfs-tools,python3,python3-venv,"
-            "util-linux,procps,mount")
+            "util-linux,procps,mount,qemu-system-x86")  # qemu: VMs in the guest's machine.slice
 REQUIREMENTS = ("dbus-next>=0.2.3", "pyyaml>=6.0", "typer>=0.12,<0.29", "tenacity>=8.2", "dbus-fast>=2.0")
 AGENT_UNIT = """\
 [Unit]
@@ -119,12 +119,7 @@ def image(suite: str) -> Path:
 
 
 def _build(suite: str, work: Path) -> None:
-    py, _ = SUITES[suite]
-    wheels, root = work / "wheels", work / "root"
-    _run([sys.executable, "-m", "pip", "download", "-q", "-d", str(wheels), "--only-binary=:all:",
-          "--python-version", py, "--implementation", "cp", "--abi", "cp" + py.replace(".", ""),
-          "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64",
-          "--platform", "manylinux_2_28_x86_64", *REQUIREMENTS], "downloading wheels")
+    root, wheels = work / "root", work / "root" / "tmp" / "w"
     main, sec = _mirrors()
     unit = AGENT_UNIT.replace("\n", "\\n")
     hooks = [
@@ -139,21 +134,29 @@ def _build(suite: str, work: Path) -> None:
         'printf "MODULES=list\\nCOMPRESS=zstd\\n" > "$1/etc/initramfs-tools/conf.d/sdqos-v2" && '
         'printf "virtio_pci\\nvirtio_blk\\nvirtio_console\\n9p\\n9pnet_virtio\\next4\\n" >> "$1/etc/initramfs-tools/modules" && '
         'chroot "$1" update-initramfs -u -k all',
-        'mkdir -p "$1/src" "$1/wheels" "$1/tmp/w"',
-        f'cp {wheels}/*.whl "$1/tmp/w/"',
-        'chroot "$1" sh -c "python3 -m venv /opt/venv && /opt/venv/bin/pip install -q --no-index --find-links /tmp/w '
-        '/tmp/w/*.whl" && rm -rf "$1/tmp/w"',
+        'mkdir -p "$1/src" "$1/wheels"',
         'rm -rf "$1/var/cache/apt/archives"/*.deb "$1/var/lib/apt/lists"/*_Packages',
     ]
     _run(["mmdebstrap", "--variant=minbase", f"--include={PACKAGES}", *[f"--customize-hook={h}" for h in hooks],
           suite, str(root), f"deb {main} {suite} main", f"deb {main} {suite}-updates main",
-          f"deb {sec} {suite}-security main"], "mmdebstrap")
+          f"deb {sec} {suite}-security main"] if suite not in ("sid", "unstable") else
+         ["mmdebstrap", "--variant=minbase", f"--include={PACKAGES}", *[f"--customize-hook={h}" for h in hooks],
+          suite, str(root), f"deb {main} {suite} main"], "mmdebstrap")
+    # sdqos's dependencies in /opt/venv, as wheels for whatever Python the suite has (no network there)
+    py = subprocess.run(["chroot", str(root), "python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                        capture_output=True, text=True, check=True).stdout.strip()
+    _run([sys.executable, "-m", "pip", "download", "-q", "-d", str(wheels), "--only-binary=:all:",
+          "--python-version", py, "--implementation", "cp", "--abi", "cp" + py.replace(".", ""),
+          "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64",
+          "--platform", "manylinux_2_28_x86_64", *REQUIREMENTS], f"downloading wheels for Python {py}")
+    _run(["chroot", str(root), "sh", "-c", "python3 -m venv /opt/venv && /opt/venv/bin/pip install -q --no-index "
+          "--find-links /tmp/w /tmp/w/*.whl"], "installing the wheels")
+    shutil.rmtree(wheels)
     for name in ("vmlinuz", "initrd.img"):
         src = sorted((root / "boot").glob(f"{name}-*"))[-1]
         shutil.copyfile(src, work / name)
     _run(["mke2fs", "-q", "-t", "ext4", "-L", "sdqos-v2", "-d", str(root), str(work / "rootfs.ext4"), "3G"], "mke2fs")
     shutil.rmtree(root)
-    shutil.rmtree(wheels)
 
 
 def _run(argv: list[str], what: str) -> None:

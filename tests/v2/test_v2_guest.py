@@ -17,23 +17,26 @@ def cgroup_dir(unit: str) -> str:
 
 
 def expected_files(props: dict[str, int]) -> dict[str, str]:
-    """What the v2 kernel files hold for a slice's planned properties (memory in whole pages, as
-    the kernel's page counters keep it; cpu.max as quota and period in µs)."""
+    """What the v2 kernel files hold for a unit's planned properties (memory in whole pages, as the
+    kernel's page counters keep it; cpu.max as quota and period in µs). Only the files of the
+    properties the unit has."""
     def mem(v: int) -> str:
         return "max" if v == INFINITY else str(v // PAGE * PAGE)
 
     period = props.get("CPUQuotaPeriodUSec", 100_000)
-    per_sec = props["CPUQuotaPerSecUSec"]
-    out = {
-        "cpu.weight": str(props["CPUWeight"]),
+    out = {}
+    if "CPUWeight" in props:
+        out["cpu.weight"] = str(props["CPUWeight"])
+    if "CPUQuotaPerSecUSec" in props:
+        per_sec = props["CPUQuotaPerSecUSec"]
         # no quota: systemd leaves the period in cpu.max as it was (the kernel's 100 ms), not CPUQuotaPeriodUSec
-        "cpu.max": "max 100000" if per_sec == INFINITY else f"{per_sec * period // 1_000_000} {period}",
-        "memory.max": mem(props["MemoryMax"]),
-        "memory.min": mem(props["MemoryMin"]),
-        "memory.low": mem(props["MemoryLow"]),
-        "memory.high": mem(props["MemoryHigh"]),
-        "pids.max": "max" if props["TasksMax"] == INFINITY else str(props["TasksMax"]),
-    }
+        out["cpu.max"] = "max 100000" if per_sec == INFINITY else f"{per_sec * period // 1_000_000} {period}"
+    for prop, file in (("MemoryMax", "memory.max"), ("MemoryMin", "memory.min"), ("MemoryLow", "memory.low"),
+                       ("MemoryHigh", "memory.high")):
+        if prop in props:
+            out[file] = mem(props[prop])
+    if "TasksMax" in props:
+        out["pids.max"] = "max" if props["TasksMax"] == INFINITY else str(props["TasksMax"])
     return out
 
 
@@ -49,7 +52,7 @@ def test_the_guest_is_cgroup_v2_only_with_its_suites_systemd(v2guest):
     assert v2guest.check("stat -f -c %T /sys/fs/cgroup").strip() == "cgroup2fs"
     assert "memory" in v2guest.check("cat /sys/fs/cgroup/cgroup.controllers").split()
     version = int(v2guest.check("systemctl --version").split()[1])
-    assert version == SUITES[v2guest.suite][1]
+    assert version == SUITES[v2guest.suite]
 
 
 def test_sync_puts_kubelets_v2_values_in_the_kernel_and_then_has_nothing_to_do(v2guest):
@@ -245,3 +248,47 @@ def test_status_and_metrics_read_v2_usage(v2guest):
     series = [ln for ln in text.splitlines() if ln.startswith("sdqos_unit_memory_usage_bytes{") and "nginx" in ln]
     assert series and float(series[0].rsplit(" ", 1)[1]) >= 32 << 20, text[-2000:]
     assert any(ln.startswith("sdqos_unit_cpu_weight{") for ln in text.splitlines())
+
+
+VM = """\
+apiVersion: sdqos.io/v1alpha1
+kind: VirtualMachine
+metadata: {name: vm1}
+spec:
+  resources:
+    requests: {cpu: 500m}
+    limits: {cpu: "1", memory: 64Mi}
+  overhead: {cpu: 100m, memory: 64Mi}
+"""
+
+
+def test_a_vm_in_machine_slice_shares_the_node_budget_on_v2(v2guest):
+    """A qemu (the guest's own kernel as a paused tiny guest) started by `sdqos run --vm` lands in
+    machine.slice with its v2 values; kubepods.slice gets what the VM leaves; the OOM score is set."""
+    g = v2guest
+    cfg = write_config(g)
+    g.check(f"mkdir -p {cfg}/vms && cat > {cfg}/vms/vm1.yaml <<'X'\n{VM}X\n")
+    g.check(f"sdqos sync --config {cfg}")
+    kernel = g.check("ls /boot/vmlinuz-* | tail -1").strip()
+    g.check(f"(sdqos run --config {cfg} --vm vm1 -- qemu-system-x86_64 -S -nodefaults -display none -m 32 "
+            f"-kernel {kernel} >/dev/null 2>&1 &); sleep 1")
+    import time
+
+    deadline = time.monotonic() + 60
+    while g.run("ls -d /sys/fs/cgroup/machine.slice/machine-vm1.scope").rc:
+        assert time.monotonic() < deadline, g.check("systemctl list-units 'machine*' --no-pager")
+        time.sleep(0.5)
+    plan = planned(g, cfg)
+    vp = next(v for v in plan["vms"] if v["name"] == "vm1")
+    want = expected_files(vp["properties"])
+    d = "/sys/fs/cgroup/machine.slice/machine-vm1.scope"
+    got = dict(ln.split("=", 1) for ln in g.check("; ".join(f"echo {f}=$(cat {d}/{f})" for f in want)).splitlines())
+    assert got == want
+    assert got["cpu.max"] == "55000 50000" and got["memory.max"] == str(128 << 20)  # 1.1 CPU per 50 ms; 64 + 64 MiB
+    pid = g.check(f"cat {d}/cgroup.procs").split()[0]
+    assert int(g.check(f"cat /proc/{pid}/oom_score_adj")) == vp["oomScoreAdj"]
+    node = next(u for u in plan["units"] if u["kind"] == "node")
+    machine = next(u for u in plan["units"] if u["name"] == "machine.slice")
+    assert node["properties"]["MemoryMax"] + machine["properties"]["MemoryMax"] <= 7.5 * 2**30
+    assert check_kernel(g, plan) >= 6
+    g.check("pkill -f 'qemu-system-x86_64 -[S]'")
