@@ -12,7 +12,7 @@ import pytest
 
 from . import guest as g
 
-SUITES = [s.strip() for s in os.environ.get("SDQOS_V2_SUITES", "bookworm,trixie").split(",") if s.strip()]
+SUITES = [s.strip() for s in os.environ.get("SDQOS_V2_SUITES", "bookworm,trixie,sid").split(",") if s.strip()]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -38,7 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CACHE = Path(os.environ.get("SDQOS_V2_CACHE", "/var/cache/sdqos-test/v2"))
-SUITES = {"bookworm": 252, "trixie": 257}  # Debian suite → its systemd
+SUITES = {"bookworm": 252, "trixie": 257, "sid": None}  # Debian suite → its systemd (sid: whatever it has)
 QEMU = "qemu-system-x86_64"
 # "-cpu max": measured here, "max,-svm" makes Debian 12's 6.1 kernel under TCG print every mount point
 # in /proc/*/mountinfo as "xxx" (and so no cgroup hierarchy could be found); plain "max" does not.
@@ -140,8 +140,9 @@ def _build(suite: str, work: Path) -> None:
     _run(["mmdebstrap", "--variant=minbase", f"--include={PACKAGES}", *[f"--customize-hook={h}" for h in hooks],
           suite, str(root), f"deb {main} {suite} main", f"deb {main} {suite}-updates main",
           f"deb {sec} {suite}-security main"] if suite not in ("sid", "unstable") else
-         ["mmdebstrap", "--variant=minbase", f"--include={PACKAGES}", *[f"--customize-hook={h}" for h in hooks],
-          suite, str(root), f"deb {main} {suite} main"], "mmdebstrap")
+         # unstable as this archive serves it: its Release file may be past its Valid-Until
+         ["mmdebstrap", "--variant=minbase", "--aptopt=Acquire::Check-Valid-Until \"false\"", f"--include={PACKAGES}",
+          *[f"--customize-hook={h}" for h in hooks], suite, str(root), f"deb {main} {suite} main"], "mmdebstrap")
     # sdqos's dependencies in /opt/venv, as wheels for whatever Python the suite has (no network there)
     py = subprocess.run(["chroot", str(root), "python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                         capture_output=True, text=True, check=True).stdout.strip()
