@@ -317,9 +317,9 @@ CASES = [
          [L(W0, "spec.initContainers[1].restartPolicy", r'Unsupported value: "Sometimes".*')]),
     Case("priority-not-integer", POD, web_sub("spec:\n", "spec:\n  priority: high\n"),
          [L(W0, "spec.priority", r"must be an integer.*")]),
-    # A number in a string field is its text, as sigs.k8s.io/yaml makes it: "5", then no glob.
+    # A number in a string field is refused, as kubectl refuses it (YAML to JSON, then a typed decode).
     Case("annotation-not-string", POD, meta("annotations: {sdqos.io/scopes: 5}"),
-         [L(W0, "metadata.annotations.sdqos.io/scopes", r"'5' is not <container>=<scope glob.*")]),
+         [L(W0, "metadata.annotations.sdqos.io/scopes", r"must be a string.*")]),
     Case("annotation-a-list", POD, meta("annotations: {sdqos.io/scopes: [a]}"),
          [L(W0, "metadata.annotations.sdqos.io/scopes", r"must be a string.*")]),
     Case("scopes-annotation-malformed", POD, meta("annotations: {sdqos.io/scopes: 'nginx=/etc/passwd'}"),

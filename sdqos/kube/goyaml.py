@@ -1,11 +1,11 @@
 """YAML scalars as Kubernetes reads them, without PyYAML.
 
 Kubernetes reads YAML with sigs.k8s.io/yaml: go-yaml v2 decodes it into interface{}, the result is
-converted to JSON (non-string map keys become strings; a number or boolean headed for a Go string
-field becomes its text) and decoded with encoding/json. This module holds those rules
-(goyaml.v2/resolve.go, sigs.k8s.io/yaml's convertToJSONableObject): ``yamlsafe`` resolves plain
-scalars with them, and the manifest and node.yaml checks turn values into strings with them. It
-imports no YAML library, so the checks cost nothing on a sync that parses no file.
+converted to JSON (non-string map keys become strings) and decoded with encoding/json into the typed
+object, where a number in a string field is an error (kubectl, the API server and kubelet's config
+loader all convert without a typed target). This module holds go-yaml v2's resolve rules
+(goyaml.v2/resolve.go) and the key conversion of sigs.k8s.io/yaml's convertToJSONableObject, for
+``yamlsafe``. It imports no YAML library.
 """
 
 from __future__ import annotations
@@ -124,18 +124,3 @@ def go_float_text(f: float, bits: int = 64) -> str:
     if dp >= len(digits):
         return sign + digits + "0" * (dp - len(digits))
     return f"{sign}{digits[:dp]}.{digits[dp:]}"
-
-
-def go_string(value: object) -> object:
-    """A value decoded into a Go string field, as sigs.k8s.io/yaml converts it: ints and bools to
-    their text, floats with FormatFloat(f, 'g', -1, 32); anything else unchanged (and refused by the
-    field's own check)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float_text(value, 32)
-    return value
-
-

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
-from sdqos.kube.goyaml import go_string
 from sdqos.kube.model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
 from sdqos.kube.quantity import Quantity, parse_quantity
 
@@ -118,7 +117,6 @@ class _Doc:
                 self.error(f"{path}.{k}" if path else k, "unknown field")
 
     def string(self, value, path: str, *, required: bool = False) -> str | None:
-        value = go_string(value)  # a number or boolean in a string field: its text, as in Kubernetes
         if value is None:
             if required:
                 self.error(path, "Required value")
@@ -319,7 +317,7 @@ def parse_pod(
             result.invalid_keys.add(f"uid:{stable_uid(namespace, name)}")
     if uid:
         result.invalid_keys.add(f"uid:{uid}")
-    annotations = {k: go_string(v) for k, v in (doc.mapping(meta.get("annotations"), "metadata.annotations") or {}).items()}
+    annotations = doc.mapping(meta.get("annotations"), "metadata.annotations") or {}
     for k, v in annotations.items():
         if not isinstance(v, str):
             doc.error(f"metadata.annotations.{k}", f"must be a string, not {_type_name(v)}")

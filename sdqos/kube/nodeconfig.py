@@ -12,7 +12,6 @@ import re
 from typing import Mapping
 
 from sdqos.errors import InvalidInput, QuantityError
-from sdqos.kube.goyaml import go_string
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
 from sdqos.kube.model import CPU, MEMORY, PID, NodeConfig
 from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
@@ -67,7 +66,6 @@ def parse_go_duration(text: str) -> int:
 
 def _reserved_unit(path) -> str | None:
     """kubelet's systemReservedCgroup/kubeReservedCgroup ("/system.slice") as a unit name."""
-    path = go_string(path)
     if not isinstance(path, str):
         return None
     name = path.rstrip("/").rsplit("/", 1)[-1]
@@ -149,6 +147,12 @@ EVICTION_SIGNALS = frozenset({
 DEFAULT_EVICTION_HARD = {"memory.available": "100Mi"}
 
 
+def _float32(x: float) -> float:
+    import struct
+
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
 def parse_eviction_threshold(signal: str, value) -> Quantity | float | None:
     """kubelet's parseThresholdStatement (pkg/kubelet/eviction/helpers.go): a positive quantity, or
     a percentage as a fraction in (0, 1]; ``0%`` and ``100%`` mean "no threshold" (None). Raises
@@ -172,7 +176,7 @@ def parse_eviction_threshold(signal: str, value) -> Quantity | float | None:
             raise ValueError(f"eviction percentage threshold {signal} must be >= 0%: {value}")
         if pct > 100:
             raise ValueError(f"eviction percentage threshold {signal} must be <= 100%: {value}")
-        return pct / 100
+        return _float32(_float32(pct) / 100)  # parsePercentage: float32(value) / 100, in float32
     try:
         q = parse_quantity(value)
     except QuantityError as exc:
@@ -183,17 +187,18 @@ def parse_eviction_threshold(signal: str, value) -> Quantity | float | None:
 
 
 def _eviction_hard(raw, errors: list) -> dict[str, Quantity | float | None]:
-    """evictionHard, every threshold checked as kubelet checks it at start-up; memory.available
-    defaults to kubelet's 100Mi when not given."""
+    """evictionHard, every threshold checked as kubelet checks it at start-up. kubelet's default
+    (memory.available 100Mi) applies only when the field is absent or null: a given evictionHard
+    replaces it (KubeletConfiguration defaulting; mergeDefaultEvictionSettings is not read)."""
     if raw is None:
-        raw = {}
+        raw = DEFAULT_EVICTION_HARD
     if not isinstance(raw, dict):
         errors.append(_err("evictionHard", "must be a mapping"))
         return {}
     out = {}
-    for signal, value in {**DEFAULT_EVICTION_HARD, **raw}.items():
+    for signal, value in raw.items():
         try:
-            out[str(signal)] = parse_eviction_threshold(str(signal), go_string(value))
+            out[str(signal)] = parse_eviction_threshold(str(signal), value)
         except ValueError as exc:
             errors.append(_err(f"evictionHard.{signal}", str(exc)))
     return out
@@ -262,7 +267,7 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
 
     if not _bool(raw, "cgroupsPerQOS", True, errors):
         errors.append(_err("cgroupsPerQOS", "sdqos builds the QoS cgroup hierarchy; cgroupsPerQOS: false is not supported"))
-    cgroup_root_text = go_string(raw.get("cgroupRoot")) or "/"
+    cgroup_root_text = raw.get("cgroupRoot") or "/"
     root: list[str] = []
     if not isinstance(cgroup_root_text, str):
         errors.append(_err("cgroupRoot", "must be a string"))
@@ -371,8 +376,8 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         memory_throttling_factor=factor,
         memory_reservation_policy=policy,
         feature_gates=gates,
-        eviction_hard={str(k): str(v) for k, v in {**DEFAULT_EVICTION_HARD, **(eviction_raw if isinstance(
-            eviction_raw, dict) else {})}.items() if k in eviction},
+        eviction_hard={str(k): str(v) for k, v in (eviction_raw if isinstance(eviction_raw, dict)
+                                                   else DEFAULT_EVICTION_HARD).items() if k in eviction},
         system_reserved_cgroup=_reserved_cgroup(raw, "systemReservedCgroup", root, errors),
         kube_reserved_cgroup=_reserved_cgroup(raw, "kubeReservedCgroup", root, errors),
         page_size=page_size,

@@ -11,8 +11,9 @@ Plain scalars resolve as Kubernetes resolves them — sigs.k8s.io/yaml, which de
 v2 into interface{} and converts to JSON — not as PyYAML's YAML 1.1 resolver does: ``1:30`` is the
 string "1:30" (no base 60), ``0o17`` is 15, ``1e3`` is a float, ``y``/``n`` are booleans like
 ``yes``/``no``/``on``/``off``, a timestamp stays the text it was, a number too big for int64 and
-uint64 is a big integer, ``1e400`` is a string; map keys that are numbers or booleans become strings
-(``strconv`` formatting), a null key is an error. Quoted scalars are strings. Merge keys (``<<``)
+uint64 is kept exact, ``1e400`` is a string; map keys that are numbers or booleans become strings
+(``strconv`` formatting), a null key is an error; a number where a string belongs is the field
+check's error, as in Kubernetes. Quoted scalars are strings. Merge keys (``<<``)
 work. Like kubectl's strict decoding, a key given twice in one mapping is an error rather than a
 silent "last one wins".
 """

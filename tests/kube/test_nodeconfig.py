@@ -101,8 +101,9 @@ def test_percentage():
 
 # --- evictionHard as kubelet parses it (pkg/kubelet/eviction/helpers.go parseThresholdStatement) ---
 
-@pytest.mark.parametrize("value, expected", [
-    ("100Mi", 100 * 2**20), ("1Gi", 2**30), ("10%", 0.1), ("0%", None), ("100%", None), ("50.5%", 0.505),
+@pytest.mark.parametrize("value, expected", [  # percentages: parsePercentage's float32(value) / 100
+    ("100Mi", 100 * 2**20), ("1Gi", 2**30), ("10%", 0.10000000149011612), ("0%", None), ("100%", None),
+    ("50.5%", 0.5049999952316284),
 ])
 def test_eviction_threshold_accepted(value, expected):
     from sdqos.kube.nodeconfig import parse_eviction_threshold
@@ -173,3 +174,28 @@ def test_node_values_that_could_not_be_sent_are_refused(tmp_path, text, field, m
                        capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.strip() == f"sdqos: error: node.yaml: {field}: {message}"
+
+
+def test_eviction_percentage_of_capacity_is_kubelets_float32_figure():
+    """kubelet: int64(float64(capacity) * float64(float32 percentage)): 10% of 8Gi is 858993472
+    (float64 arithmetic would say 858993459); that much less allocatable for pods."""
+    from sdqos.kube.nodeconfig import _eviction_memory, parse_eviction_threshold
+
+    assert _eviction_memory({"memory.available": parse_eviction_threshold("memory.available", "10%")}, 8 * 2**30) \
+        == 858993472
+
+
+@pytest.mark.parametrize("text, reserved", [
+    ("", 100 * 2**20),  # absent: kubelet's default
+    ("evictionHard: {}\n", 0),  # given: it replaces the default
+    ("evictionHard: {nodefs.available: 10%}\n", 0),
+    ("evictionHard: {memory.available: 1Gi}\n", 2**30),
+])
+def test_eviction_default_applies_only_when_the_field_is_absent(text, reserved):
+    from sdqos.kube.nodeconfig import _eviction_hard, _eviction_memory
+
+    import yaml
+    raw = yaml.safe_load(text) if text else None
+    errors: list = []
+    ev = _eviction_hard((raw or {}).get("evictionHard") if raw is not None else None, errors)
+    assert errors == [] and _eviction_memory(ev, 8 * 2**30) == reserved

@@ -69,16 +69,6 @@ def test_a_null_key_is_refused():
         load_documents("~: a\n")
 
 
-@pytest.mark.parametrize("value, text", [
-    (1.5, "1.5"), (0.1, "0.1"), (1e6, "1e+06"), (123456789.0, "1.2345679e+08"), (1e-5, "1e-05"), (100000.0, "100000"),
-    (3.0, "3"), (-2.5, "-2.5"),
-])
-def test_go_string_of_a_float_is_formatfloat_g_32(value, text):
-    from sdqos.kube.goyaml import go_string
-
-    assert go_string(value) == text
-
-
 def billion_laughs(levels: int = 9) -> str:
     text = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
     prev = "a"
