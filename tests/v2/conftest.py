@@ -12,7 +12,9 @@ import pytest
 
 from . import guest as g
 
-SUITES = [s.strip() for s in os.environ.get("SDQOS_V2_SUITES", "bookworm,trixie,sid").split(",") if s.strip()]
+# sid (Debian unstable, systemd 262 here) passed every test once, then its guest died mid-test in a CI
+# run: opt-in until that is understood (SDQOS_V2_SUITES=bookworm,trixie,sid).
+SUITES = [s.strip() for s in os.environ.get("SDQOS_V2_SUITES", "bookworm,trixie").split(",") if s.strip()]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -221,7 +221,7 @@ class Guest:
                 raise RuntimeError(f"qemu exited ({self.proc.returncode}): {self.proc.stderr.read().decode()[-2000:]}"
                                    f"\nconsole: {self.console_tail()}")
             try:
-                self.run("true", timeout=20)
+                self._run("true", 20, None)
                 break
             except OSError:
                 if time.monotonic() > deadline:
@@ -239,7 +239,17 @@ class Guest:
             return "(no console log)"
 
     def run(self, sh: str, *, timeout: float = 300, env: dict | None = None) -> Result:
-        """``sh -c SH`` in the guest (as root, PATH with /opt/venv/bin first)."""
+        """``sh -c SH`` in the guest (as root, PATH with /opt/venv/bin first). A guest that went away
+        meanwhile is an error that carries the tail of its console (why it went)."""
+        try:
+            return self._run(sh, timeout, env)
+        except (ConnectionError, FileNotFoundError) as exc:
+            if self.proc.poll() is None and self.sock_path.exists():
+                raise
+            raise RuntimeError(f"the {self.suite} guest is gone (qemu exit {self.proc.poll()}) while running "
+                               f"`{sh}`: {exc}; console:\n{self.console_tail(60)}") from None
+
+    def _run(self, sh: str, timeout: float, env: dict | None) -> Result:
         s = socket.socket(socket.AF_UNIX)
         s.settimeout(timeout + 30)
         try:
