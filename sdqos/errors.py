@@ -8,6 +8,7 @@ with a documented status:
     1  error talking to systemd or the host (nothing invalid in the config)
     2  invalid input (config file, field, command-line argument)
     3  another sdqos sync holds the lock and --lock-timeout expired
+    4  `sync --dry-run` / `diff`: changes are pending (0: none), as terraform plan -detailed-exitcode
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_INVALID = 2
 EXIT_LOCKED = 3
+EXIT_PENDING = 4
 
 
 class SdqosError(Exception):

@@ -60,7 +60,9 @@ def usec(n: int | None) -> str:
 
 def prop(name: str, value: int) -> str:
     """One property value in human units, by property name."""
-    if name in ("MemoryLimit", "MemoryMax", "MemoryHigh", "MemoryMin", "MemoryLow"):
+    if name in ("CPUShares", "CPUWeight") and value == 2**64 - 1:
+        return "unset"  # systemd's "not set" for these, not a number of shares
+    if name in ("MemoryLimit", "MemoryMax", "MemoryHigh", "MemoryMin", "MemoryLow", "MemorySwapMax"):
         return size(value)
     if name == "CPUQuotaPerSecUSec":
         return quota(value)

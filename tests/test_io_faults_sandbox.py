@@ -42,7 +42,8 @@ def test_metrics_textfile_in_a_missing_dir_keeps_the_report(clean_sandbox, tmp_p
     r = sdqos_in(sb, "sync", "--config", str(cfg), "--metrics-textfile", "/nonexistent/dir/sdqos.prom")
     assert "Traceback" not in r.stdout + r.stderr
     assert r.returncode == 1
-    assert r.stdout.startswith("8 created")  # the report, then the error
+    assert r.stdout.splitlines()[:2] == ["1 error — details below",  # the report, then the error
+                                         "8 created, 0 updated, 0 removed, 0 reset, 0 unchanged"]
     assert "sdqos: error: cannot write /nonexistent/dir/sdqos.prom: No such file or directory" in r.stderr
 
 

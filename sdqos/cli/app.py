@@ -17,7 +17,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.errors import EXIT_ERROR, EXIT_INVALID, InvalidInput, SdqosError
+from sdqos.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING, InvalidInput, SdqosError
 
 SANDBOX_HELP = "A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in."
 
@@ -39,10 +39,12 @@ class _Commands(TyperGroup):
         return group
 
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     cls=_Commands,
-    no_args_is_help=True,
-    add_completion=False,
+    context_settings=HELP_OPTIONS,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish (typer's own)
     pretty_exceptions_enable=False,  # main() turns an unexpected exception into one line
     rich_markup_mode=None,
     help="Kubelet's QoS model (node allocatable → QoS tiers → pods → containers, plus VMs in "
@@ -125,10 +127,14 @@ def print_errors(errors: list[InvalidInput]) -> None:
 
 @app.callback(invoke_without_command=True)
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
 ) -> None:
     if version:
         typer.echo(f"sdqos {__version__}")
+        raise typer.Exit(0)
+    if ctx.invoked_subcommand is None and not ctx.resilient_parsing:  # bare `sdqos`: help, as git and podman do
+        typer.echo(ctx.get_help())
         raise typer.Exit(0)
 
 
@@ -214,42 +220,6 @@ BusOpt = typer.Option(None, "--bus-address", envvar="DBUS_SYSTEM_BUS_ADDRESS",
                       help="D-Bus address of the system bus (default: the system bus socket).")
 
 
-def report_text(report, verbose: bool = False) -> str:
-    """A sync report for people: a summary line, then what changed, drift, warnings, errors."""
-    from sdqos import humanize as H
-
-    lines = []
-    verb = "would be " if report.dry_run else ""
-    if not report.changed and not report.errors:
-        lines.append(f"nothing to do: {len(report.unchanged)} units already match the plan")
-    else:
-        lines.append(
-            f"{len(report.created)} {verb}created, {len(report.updated)} {verb}updated, "
-            f"{len(report.removed)} {verb}removed, {len(report.reset)} {verb}reset, {len(report.unchanged)} unchanged"
-        )
-    for name in report.created:
-        lines.append(f"  created  {name}")
-    for u in report.updated:
-        changes = ", ".join(f"{p} {H.prop(p, o)} → {H.prop(p, n)}" for p, (o, n) in u["changes"].items())
-        lines.append(f"  updated  {u['unit']}" + (f": {changes}" if changes else ""))
-    for name in report.removed:
-        lines.append(f"  removed  {name}")
-    for name in report.reset:
-        lines.append(f"  reset    {name} (it had failed)")
-    for d in report.drift:
-        changes = ", ".join(f"{p} {o} → {n}" for p, (o, n) in d["changes"].items())
-        lines.append(f"  drift    {d['unit']}: {changes} (changed outside sdqos; restored)")
-    for name in report.foreign:
-        lines.append(f"  foreign  {name} (not created by sdqos; left alone)")
-    if verbose:
-        for name in report.unchanged:
-            lines.append(f"  ok       {name}")
-    for w in report.warnings:
-        lines.append(f"warning: {w}")
-    lines.append(f"({report.duration_s:.2f}s, {report.dbus_calls} D-Bus calls)")
-    return "\n".join(lines)
-
-
 @app.command()
 def sync(
     config: Path = ConfigOpt,
@@ -261,6 +231,8 @@ def sync(
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list units that were already right."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="For timers: print only changes, warnings when they appear or clear, and errors."),
     metrics_textfile: Optional[Path] = typer.Option(None, "--metrics-textfile",
                                                     help="After the sync, write Prometheus metrics here (atomically)."),
     max_removals: str = typer.Option("50%", "--max-removals", metavar="N|P%",
@@ -276,7 +248,7 @@ def sync(
     Exit 0 when everything is in place; 1 when systemd refused something, a planned unit belongs to
     another manager, or removals were held back (--max-removals); 2 when some input was invalid or an
     edit was refused as Kubernetes refuses it (everything else was still synced); 3 when another
-    sync held the lock."""
+    sync held the lock; with --dry-run, 4 when changes are pending (0: none)."""
     import asyncio
 
     from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
@@ -325,11 +297,17 @@ def sync(
         report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
         refused = list(report.invalid)  # edits the diff refused, as Kubernetes refuses them
         report.invalid[:] = [str(e) for e in cfg.errors] + refused
+        standing = sorted(set(report.warnings))
+        shown, cleared = report.warnings, []
         if not dry_run:
             from sdqos.cli import metrics as m
 
+            if quiet:  # the timer: a standing warning once when it appears, and once when it clears
+                before = m.load_sync_record(DEFAULT_RUN_DIR).get("warnings") or []
+                shown = [w for w in report.warnings if w not in before]
+                cleared = [w for w in before if w not in standing]
             try:  # after the units changed: a failure here is reported with the rest, never instead of it
-                rec = m.record_sync(report, DEFAULT_RUN_DIR)
+                rec = m.record_sync(report, DEFAULT_RUN_DIR, warnings=standing)
                 if metrics_textfile is not None:
                     m.write_atomic(metrics_textfile, m.render(observed, rec))
             except HostError as exc:
@@ -337,13 +315,39 @@ def sync(
         if output == Output.json:
             typer.echo(json.dumps(report.as_json(), indent=2))
         else:
-            typer.echo(report_text(report, verbose))
+            from sdqos.cli.render import sync_text
+
+            text = sync_text(report, p, verbose=verbose, quiet=quiet, warnings=shown)
+            text += "".join(f"\ncleared: {w}" for w in cleared)
+            if text.strip():
+                typer.echo(text.strip("\n"))
         print_errors(cfg.errors)
         for e in refused + report.errors:
             err(f"error: {e}")
         if report.aborted or (report.invalid and not report.errors):
             raise typer.Exit(EXIT_INVALID)
-        raise typer.Exit(EXIT_ERROR if report.errors else EXIT_OK)
+        if report.errors:
+            raise typer.Exit(EXIT_ERROR)
+        raise typer.Exit(EXIT_PENDING if dry_run and (report.changed or report.drift) else EXIT_OK)
+
+
+@app.command("diff")
+def diff(
+    config: Path = ConfigOpt,
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text, or json (sync's contract)."),
+    bus_address: Optional[str] = BusOpt,
+    cgroup: CgroupMode = CgroupOpt,
+    insecure: bool = InsecureOpt,
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list units that are already right."),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="As sync's --allow-empty."),
+    max_removals: str = typer.Option("50%", "--max-removals", metavar="N|P%", help="As sync's --max-removals."),
+) -> None:
+    """What sync would change, with the values new units would get (sync --dry-run).
+
+    Exit 0 when nothing is pending, 4 when changes are pending, 1 or 2 as sync."""
+    sync(config=config, dry_run=True, output=output, bus_address=bus_address, allow_empty=allow_empty,
+         lock_timeout=0.0, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=False, metrics_textfile=None,
+         max_removals=max_removals, recreate=[], adopt_existing=False)
 
 
 def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_address, interval: float):
@@ -544,6 +548,14 @@ def adopt(
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
 
 
+@app.command("man")
+def man() -> None:
+    """Print sdqos's man page (roff), generated from this help: sdqos man > /usr/local/share/man/man1/sdqos.1"""
+    from sdqos.cli import manpage
+
+    typer.echo(manpage.render(typer.main.get_group(app), __version__), nl=False)
+
+
 @app.command("install-units")
 def install_units(
     directory: Path = typer.Option(Path("/etc/systemd/system"), "--dir", help="Where to write the unit files."),
@@ -629,7 +641,7 @@ def main() -> None:
 
     gc.set_threshold(*GC_THRESHOLD)
     try:
-        app()
+        app(prog_name="sdqos")  # also as `python -m sdqos`: help, completion and man say sdqos
         code = 0
     except SystemExit as exc:
         code = exc.code

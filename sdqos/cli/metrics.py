@@ -99,8 +99,9 @@ def unit_metrics(status: Status, out: _Out) -> None:
         out.metric("sdqos_unit_flagged", "gauge", "1 if status flags the unit (see sdqos status).", lab, int(bool(r.flags)))
 
 
-def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
-    """Remember the last sync (for `sdqos metrics`), keeping the last success time across runs."""
+def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[str] | None = None) -> dict:
+    """Remember the last sync (for `sdqos metrics`), keeping the last success time across runs, and
+    its standing warnings (what `sync --quiet` compares with, to say each once)."""
     previous = load_sync_record(run_dir)
     now = time.time()
     ok = not report.errors and not report.aborted
@@ -116,6 +117,7 @@ def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
         "dbusCalls": report.dbus_calls,
         "success": ok,
         "lastSuccess": now if ok else previous.get("lastSuccess"),
+        "warnings": list(warnings if warnings is not None else report.warnings),
     }
     rundir.ensure_dir(run_dir)
     write_atomic(run_dir / LAST_SYNC, json.dumps(rec), mode=0o600)

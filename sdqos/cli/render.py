@@ -8,6 +8,8 @@ Property names and values are exactly what goes over D-Bus.
 
 from __future__ import annotations
 
+import re
+
 from sdqos import humanize as H
 from sdqos.kube.model import CPU, MEMORY, PID
 from sdqos.plan.engine import Plan, UnitPlan
@@ -180,3 +182,95 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False) 
     for e in errors or []:
         out.append(f"error: {e}")
     return "\n".join(out)
+
+
+# --- sync reports --------------------------------------------------------------------------------
+
+_DESCRIBED = re.compile(r"^sdqos (?:pod|container) (\S+)")
+
+
+def who(plan: Plan | None, unit: str, description: str | None = None) -> str:
+    """The pod, container or VM a unit is for, as people name it (``shop/db``, ``shop/web/nginx``,
+    ``vm db1``); from the plan, or from the unit's Description for one that left it; "" if neither."""
+    u = plan.unit(unit) if plan is not None else None
+    if u is not None:
+        if u.kind in ("pod", "container"):
+            m = _DESCRIBED.match(u.description)
+            return m.group(1) if m else ""
+        if u.owner and u.owner.startswith("vm:"):
+            return f"vm {u.owner[3:]}"
+        return ""
+    m = _DESCRIBED.match(description or "")
+    return m.group(1) if m else ""
+
+
+def _named(plan: Plan | None, unit: str, descriptions: dict[str, str]) -> str:
+    name = who(plan, unit, descriptions.get(unit))
+    return f"{unit} ({name})" if name else unit
+
+
+def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet: bool = False,
+              warnings: list[str] | None = None) -> str:
+    """A sync report for people. First what was *not* applied and why, then what changed (each
+    pod or container named next to its unit; a dry run shows the values new units would get),
+    drift, warnings. ``quiet`` (the timer): nothing at all when nothing changed and nothing is
+    wrong; ``warnings`` replaces the report's own (the timer passes only new ones)."""
+    warnings = report.warnings if warnings is None else warnings
+    descriptions = getattr(report, "descriptions", None) or {}
+    would = report.dry_run
+    lines: list[str] = []
+    held = []
+    if report.invalid:
+        held.append(f"{len(report.invalid)} invalid input{'s' if len(report.invalid) != 1 else ''} (exit 2)")
+    if report.kept:
+        held.append(f"{len(report.kept)} unit{'s' if len(report.kept) != 1 else ''} kept (see warnings)")
+    if report.foreign:
+        held.append(f"{len(report.foreign)} foreign unit{'s' if len(report.foreign) != 1 else ''} left alone")
+    if report.aborted:
+        held.insert(0, "nothing was changed")
+    errors = f"{len(report.errors)} error{'s' if len(report.errors) != 1 else ''}" if report.errors else ""
+    if held:
+        lines.append("not applied: " + "; ".join(held) + (f"; {errors}" if errors else "") + " — details below")
+    elif errors:
+        lines.append(f"{errors} — details below")
+    held = held or ([errors] if errors else [])
+    if not report.changed and not report.drift:
+        if quiet and not held and not warnings:
+            return ""
+        if not held:
+            lines.append(f"nothing to do: {len(report.unchanged)} units already match the plan")
+        else:
+            lines.append(f"no changes; {len(report.unchanged)} units match the plan")
+    else:
+        v = "would be " if would else ""
+        lines.append(f"{len(report.created)} {v}created, {len(report.updated)} {v}updated, "
+                     f"{len(report.removed)} {v}removed, {len(report.reset)} {v}reset, "
+                     f"{len(report.unchanged)} unchanged" + (" (dry run: nothing was changed)" if would else ""))
+    verbs = ({"created": "create", "updated": "update", "removed": "remove", "reset": "reset"} if would else
+             {"created": "created", "updated": "updated", "removed": "removed", "reset": "reset"})
+    for name in report.created:
+        lines.append(f"  {verbs['created']:<8} {_named(plan, name, descriptions)}")
+        u = plan.unit(name) if plan is not None and would else None
+        if u is not None:
+            lines.append(f"           {props_text(u.properties)}")
+    for u in report.updated:
+        changes = ", ".join(f"{p} {H.prop(p, o)} → {H.prop(p, n)}" for p, (o, n) in u["changes"].items())
+        lines.append(f"  {verbs['updated']:<8} {_named(plan, u['unit'], descriptions)}" + (f": {changes}" if changes else ""))
+    for name in report.removed:
+        lines.append(f"  {verbs['removed']:<8} {_named(plan, name, descriptions)}")
+    for name in report.reset:
+        lines.append(f"  {verbs['reset']:<8} {_named(plan, name, descriptions)} (it had failed)")
+    for d in report.drift:
+        changes = ", ".join(f"{p} {H.prop(p, o)} → {H.prop(p, n)}" for p, (o, n) in d["changes"].items())
+        detail = changes or "a kernel file differed from systemd's value"
+        lines.append(f"  drift    {_named(plan, d['unit'], descriptions)}: {detail} (changed outside sdqos; restored)")
+    for name in report.foreign:
+        lines.append(f"  foreign  {name} (not created by sdqos; left alone)")
+    if verbose:
+        for name in report.unchanged:
+            lines.append(f"  ok       {_named(plan, name, descriptions)}")
+    for w in warnings:
+        lines.append(f"warning: {w}")
+    if not quiet or report.changed:
+        lines.append(f"({report.duration_s:.2f}s, {report.dbus_calls} D-Bus calls)")
+    return "\n".join(lines)

@@ -87,14 +87,15 @@ def expected(props: dict[str, int], mode: str, page: int = 4096) -> dict[str, ob
     else:
         for name in props:
             if name not in ("CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryMax", "MemoryMin",
-                            "MemoryLow", "MemoryHigh", "TasksMax"):
+                            "MemoryLow", "MemoryHigh", "TasksMax", "MemorySwapMax"):
                 return None
         if "CPUWeight" in props:
             out["cpu.weight"] = props["CPUWeight"]
         if "CPUQuotaPerSecUSec" in props:
             out.update(_quota_files(props["CPUQuotaPerSecUSec"], props.get("CPUQuotaPeriodUSec", INFINITY), mode))
         for name, file in (("MemoryMax", "memory.max"), ("MemoryHigh", "memory.high"),
-                           ("MemoryMin", "memory.min"), ("MemoryLow", "memory.low")):
+                           ("MemoryMin", "memory.min"), ("MemoryLow", "memory.low"),
+                           ("MemorySwapMax", "memory.swap.max")):
             if name in props:
                 out[file] = "max" if props[name] == INFINITY else _page(props[name], page)
     if "TasksMax" in props:

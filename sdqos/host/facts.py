@@ -5,15 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sdqos.kube.model import CPU, MEMORY, PID
+from sdqos.kube.model import CPU, MEMORY, PID, SWAP
 from sdqos.kube.quantity import Quantity, parse_quantity
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def detect_capacity(proc: Path = Path("/proc")) -> dict[str, Quantity]:
-    """CPUs this process may run on, MemTotal, and kernel.pid_max — what kubelet reports as capacity.
-    A resource that cannot be read is left out (node.yaml's ``capacity`` must then name it)."""
+    """CPUs this process may run on, MemTotal, and kernel.pid_max — what kubelet reports as capacity —
+    and SwapTotal (``swap``: cadvisor's SwapCapacity, LimitedSwap's pool). A resource that cannot be
+    read is left out (node.yaml's ``capacity`` must then name it)."""
     out: dict[str, Quantity] = {}
     try:
         out[CPU] = parse_quantity(str(len(os.sched_getaffinity(0))))
@@ -23,10 +24,9 @@ def detect_capacity(proc: Path = Path("/proc")) -> dict[str, Quantity]:
             out[CPU] = parse_quantity(str(n))
     try:
         for line in (proc / "meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                kib = int(line.split()[1])
-                out[MEMORY] = parse_quantity(str(kib * 1024))
-                break
+            for key, name in (("MemTotal:", MEMORY), ("SwapTotal:", SWAP)):
+                if line.startswith(key):
+                    out[name] = parse_quantity(str(int(line.split()[1]) * 1024))
     except (OSError, ValueError, IndexError):
         pass
     try:

@@ -20,11 +20,24 @@ After=dbus.service
 
 [Service]
 Type=oneshot
-ExecStart={binary} sync --config {config}{extra}
+ExecStart={binary} sync --quiet --config {config}{extra}
 StandardOutput=journal
 StandardError=journal
 SyslogIdentifier=sdqos
 TimeoutStartSec=10min
+# sdqos reads its config, /proc and /sys, talks to systemd over D-Bus and writes only /run/sdqos
+# (and oom_score_adj of the processes in its scopes). Add ReadWritePaths= in a drop-in for a
+# --metrics-textfile directory.
+RuntimeDirectory=sdqos
+RuntimeDirectoryMode=0755
+RuntimeDirectoryPreserve=yes
+ProtectSystem=strict
+ProtectHome=read-only
+PrivateNetwork=yes
+NoNewPrivileges=yes
+RestrictAddressFamilies=AF_UNIX
+RestrictNamespaces=yes
+LockPersonality=yes
 """
 
 _TIMER = """\

@@ -14,6 +14,7 @@ from sdqos.kube.quantity import Quantity
 CPU = "cpu"
 MEMORY = "memory"
 PID = "pid"
+SWAP = "swap"  # not a Pod resource: the node's swap (SwapTotal), memorySwap LimitedSwap's pool
 
 ResourceList = Mapping[str, Quantity]
 
@@ -125,6 +126,11 @@ class NodeConfig:
     system_reserved_cgroup: str = ""
     kube_reserved_cgroup: str = ""
     page_size: int = 4096
+    # kubelet's container OOM and swap settings (cgroup v2 only): None = kubelet's default for the
+    # cgroup version (v2: the whole container is killed, memory.oom.group=1; v1: one process).
+    single_process_oom_kill: bool | None = None
+    swap_behavior: str = "NoSwap"  # memorySwap.swapBehavior: NoSwap | LimitedSwap
+    swap_capacity: int = 0  # bytes of swap on the node (SwapTotal): LimitedSwap's pool
     warnings: tuple[str, ...] = ()
 
     def gate(self, name: str) -> bool:

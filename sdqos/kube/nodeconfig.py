@@ -13,7 +13,7 @@ from typing import Mapping
 
 from sdqos.errors import InvalidInput, QuantityError
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
-from sdqos.kube.model import CPU, MEMORY, PID, NodeConfig
+from sdqos.kube.model import CPU, MEMORY, PID, SWAP, NodeConfig
 from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
 from sdqos.kube.quantity import Quantity, parse_quantity
 
@@ -233,10 +233,23 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         if key not in KUBELET_CONFIG_FIELDS and key not in SDQOS_FIELDS:
             warnings.append(f'node.yaml: unknown field "{key}" (not a KubeletConfiguration field): ignored')
 
-    override = _resource_map(raw.get("capacity"), "capacity", errors, allow_pids_alias=True)
+    cap_raw = raw.get("capacity")
+    swap_raw = cap_raw.get(SWAP) if isinstance(cap_raw, dict) else None
+    if isinstance(cap_raw, dict) and SWAP in cap_raw:
+        cap_raw = {k: v for k, v in cap_raw.items() if k != SWAP}
+    override = _resource_map(cap_raw, "capacity", errors, allow_pids_alias=True)
     for name in override:
         if name not in (CPU, MEMORY, PID):
-            errors.append(_err(f"capacity.{name}", "only cpu, memory and pids can be set"))
+            errors.append(_err(f"capacity.{name}", "only cpu, memory, pids and swap can be set"))
+    swap_q = detected.get(SWAP)
+    if swap_raw is not None:
+        try:
+            swap_q = parse_quantity(swap_raw)
+            if swap_q.sign() < 0:
+                raise QuantityError(f'"{swap_raw}" must not be negative')
+        except QuantityError as exc:
+            errors.append(_err("capacity.swap", str(exc)))
+            swap_q = None
     capacity = {r: override.get(r, detected.get(r)) for r in (CPU, MEMORY, PID)}
     source = {r: ("node.yaml" if r in override else "detected") for r in (CPU, MEMORY, PID)}
     kube = _resource_map(raw.get("kubeReserved"), "kubeReserved", errors)
@@ -355,6 +368,12 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
     eviction_raw = raw.get("evictionHard")
     eviction = _eviction_hard(eviction_raw, errors)
 
+    single_oom = raw.get("singleProcessOOMKill")
+    if single_oom is not None and not isinstance(single_oom, bool):
+        errors.append(_err("singleProcessOOMKill", f"must be true or false, not {single_oom!r}"))
+        single_oom = None
+    swap_behavior = _swap_behavior(raw.get("memorySwap"), errors)
+
     for r in (CPU, MEMORY, PID):
         if capacity.get(r) is None:
             errors.append(_err(f"capacity.{r}", "could not be detected on this host; set it in node.yaml"))
@@ -381,9 +400,32 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         system_reserved_cgroup=_reserved_cgroup(raw, "systemReservedCgroup", root, errors),
         kube_reserved_cgroup=_reserved_cgroup(raw, "kubeReservedCgroup", root, errors),
         page_size=page_size,
+        single_process_oom_kill=single_oom,
+        swap_behavior=swap_behavior,
+        swap_capacity=swap_q.value() if swap_q is not None else 0,
         warnings=tuple(warnings),
     )
     return cfg, errors
+
+
+SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap")
+
+
+def _swap_behavior(raw, errors: list) -> str:
+    """memorySwap.swapBehavior as kubelet validates it: "" or absent is NoSwap."""
+    if raw is None:
+        return "NoSwap"
+    if not isinstance(raw, dict):
+        errors.append(_err("memorySwap", "must be a mapping like {swapBehavior: LimitedSwap}"))
+        return "NoSwap"
+    for key in raw:
+        if key != "swapBehavior":
+            errors.append(_err(f"memorySwap.{key}", "unknown field"))
+    value = raw.get("swapBehavior") or "NoSwap"
+    if value not in SWAP_BEHAVIORS:
+        errors.append(_err("memorySwap.swapBehavior", f'{value!r} must be one of: "", "NoSwap" or "LimitedSwap"'))
+        return "NoSwap"
+    return value
 
 
 def _check_reservation(capacity, kube, system, eviction, errors) -> None:

@@ -213,7 +213,10 @@ def load_documents(text: str) -> list[object]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        raise YamlError(f"{where}{exc.problem or exc.context}") from None
+        problem = exc.problem or exc.context
+        if problem and "maximum nesting depth" in problem:  # PyYAML >= 6.0.4 scans ahead and stops first
+            problem = f"nesting deeper than {MAX_DEPTH} levels"
+        raise YamlError(f"{where}{problem}") from None
     except yaml.YAMLError as exc:
         raise YamlError(str(exc).splitlines()[0]) from None
     except (ValueError, TypeError) as exc:  # a constructor refusing a scalar (e.g. a bad timestamp)

@@ -315,6 +315,15 @@ def container_resource_config(
     rc = dict(cpu_shares=shares, cpu_quota=quota or None, cpu_period=period if quota else None, memory=mem_lim or None)
     if cgroup == "v2":
         _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits)
+        rc["swap"], swap_why = container_swap(pod, c, qos_class, node)
+        rc["oom_group"] = not node.single_process_oom_kill  # kubelet's v2 default: unset = False
+        if why is not None:
+            why["swap"] = swap_why
+            why["oom_group"] = (
+                "singleProcessOOMKill: true: the kernel kills only the process it chose"
+                if node.single_process_oom_kill else
+                "memory.oom.group=1 (singleProcessOOMKill false or unset, kubelet's cgroup v2 default): "
+                "an OOM kill takes the whole container")
     if why is not None:
         why["cpu_shares"] = (
             f"{H.cpu(cpu_basis)} × 1024 / 1000 (CPU {basis})" if cpu_basis else "kubelet's minimum (no CPU request or limit)"
@@ -326,6 +335,30 @@ def container_resource_config(
         )
         why["memory"] = "the container's memory limit" if mem_lim else "no limit: no memory limit"
     return ResourceConfig(**rc)
+
+
+def container_swap(pod: Pod, c: Container, qos_class: str, node: NodeConfig) -> tuple[int, str]:
+    """kuberuntime's configureContainerSwapResources on cgroup v2: memory.swap.max 0 (NoSwap),
+    except LimitedSwap for a non-critical Burstable pod's container whose memory request differs
+    from its limit: request / node memory × node swap (calcSwapForBurstablePods)."""
+    if node.swap_behavior != "LimitedSwap":
+        return 0, "0: memorySwap.swapBehavior NoSwap (kubelet's default)"
+    req = _bytes(c.requests.get(MEMORY))
+    lim = _bytes(c.limits.get(MEMORY))
+    if qos.is_critical(pod):
+        return 0, "0: a critical pod gets no swap"
+    if qos_class != BURSTABLE:
+        return 0, f"0: LimitedSwap gives swap to Burstable pods only ({qos_class})"
+    if req == 0 and lim == 0:
+        return 0, "0: no memory request or limit"
+    if req == lim:
+        return 0, "0: memory request equals limit"
+    capacity = _bytes(node.capacity.get(MEMORY))
+    if capacity <= 0 or req > capacity:
+        return 0, "0: the request does not fit the node's memory"
+    swap = int(req / capacity * node.swap_capacity)
+    return swap, (f"{H.size(req)} request / {H.size(capacity)} node memory × {H.size(node.swap_capacity)} node swap"
+                  " (LimitedSwap)")
 
 
 def _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits) -> None:

@@ -2,7 +2,9 @@
 
 cgroup v1 (systemd < 258): ``CPUShares`` (exact shares; systemd's CPUWeight conversion is lossy
 there) and ``MemoryLimit``. cgroup v2: ``CPUWeight`` (kubelet's linear rule for its own slices, the
-runtime's rule for container scopes), ``MemoryMax`` and the MemoryQoS trio. CFS quota goes out the
+runtime's rule for container scopes), ``MemoryMax``, the MemoryQoS trio, and for containers
+``MemorySwapMax`` (kubelet's swap behaviour) and ``OOMPolicy`` (memory.oom.group; set when the scope
+is created, see :func:`oom_policy`). CFS quota goes out the
 way runc's systemd driver sends it: per-second, rounded up to a whole percent, because systemd
 stores it as a percentage and would silently truncate anything finer at the next daemon-reload.
 """
@@ -17,7 +19,8 @@ INFINITY = 2**64 - 1
 DEFAULT_PERIOD_US = qos.QUOTA_PERIOD_US
 
 V1_OWNED = ("CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax")
-V2_OWNED = ("CPUWeight", "CPUQuotaPerSecUSec", "MemoryMax", "MemoryMin", "MemoryLow", "MemoryHigh", "TasksMax")
+V2_OWNED = ("CPUWeight", "CPUQuotaPerSecUSec", "MemoryMax", "MemoryMin", "MemoryLow", "MemoryHigh", "TasksMax",
+            "MemorySwapMax")
 # Owned everywhere but only shown when it differs from systemd's default (the kernel's 100 ms).
 PERIOD_PROPERTY = "CPUQuotaPeriodUSec"
 MEMORY_PROPERTIES = ("MemoryLimit", "MemoryMax")
@@ -38,6 +41,8 @@ class ResourceConfig:
     memory_min: int | None = None
     memory_low: int | None = None
     memory_high: int | None = None
+    swap: int | None = None  # memory.swap.max (v2 containers); None: left as it is
+    oom_group: bool | None = None  # memory.oom.group (v2 containers), sent as the scope's OOMPolicy
 
 
 def quota_per_sec_usec(quota: int | None, period: int | None) -> int:
@@ -81,6 +86,8 @@ def to_properties(rc: ResourceConfig, cgroup: str, period_us: int, *, container:
         props["MemoryLow"] = rc.memory_low or 0
         high = rc.memory_high
         props["MemoryHigh"] = INFINITY if high is None or high < 0 else high
+        if rc.swap is not None:
+            props["MemorySwapMax"] = rc.swap
     props["TasksMax"] = rc.pids if rc.pids is not None and rc.pids > 0 else INFINITY
     return props
 
@@ -124,3 +131,13 @@ def memory_limit(props: dict[str, int]) -> int:
         if name in props:
             return props[name]
     return INFINITY
+
+
+def oom_policy(rc: ResourceConfig) -> str | None:
+    """The scope's OOMPolicy for memory.oom.group: ``kill`` makes systemd set memory.oom.group=1 (the
+    kernel kills the whole container, kubelet's v2 default), ``continue`` leaves it 0 (only the chosen
+    process dies: singleProcessOOMKill). systemd takes it only when a scope is created (measured on
+    252 and 257); None (v1, VMs): systemd's default."""
+    if rc.oom_group is None:
+        return None
+    return "kill" if rc.oom_group else "continue"

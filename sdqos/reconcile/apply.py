@@ -11,6 +11,7 @@ from typing import Callable
 from sdqos.errors import CallTimeout, SystemdError, UnitExists
 from sdqos.host.systemd import UNIT, Systemd
 from sdqos.plan.engine import UnitPlan
+from sdqos.plan.properties import oom_policy
 from sdqos.reconcile.diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, Diff
 from sdqos.reconcile.report import Report
 
@@ -29,6 +30,9 @@ def create_properties(u: UnitPlan) -> dict:
         props["Slice"] = u.slice
         props["Delegate"] = True  # processes can later be attached (adopt), as runc does
         props["CollectMode"] = "inactive-or-failed"  # an OOM-killed scope frees its name
+        policy = oom_policy(u.resources)
+        if policy is not None:  # memory.oom.group, settable only now (kubelet's via runc: Unified)
+            props["OOMPolicy"] = policy
     elif u.slice != "-.slice":
         props["Wants"] = [u.slice]  # as runc does: the parent is started first
     return props

@@ -26,6 +26,7 @@ class Report:
     dbus_calls: int = 0
     disconnects: int = 0
     oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
+    descriptions: dict[str, str] = field(default_factory=dict)  # removed units' Descriptions (who they were for)
 
     def as_json(self) -> dict:
         return {

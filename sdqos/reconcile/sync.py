@@ -70,6 +70,8 @@ async def sync(
     report.kept = diff.kept
     report.foreign = diff.foreign + unmatched
     report.unchanged = list(diff.unchanged)
+    report.descriptions = {a.unit: live[a.unit].description for a in diff.actions
+                           if a.kind == "stop" and a.unit in live and live[a.unit].description}
     if diff.abort:
         report.aborted = True
         report.duration_s = time.monotonic() - t0

@@ -16,6 +16,7 @@ def make_app() -> Any:
 
     cli = typer.Typer(
         no_args_is_help=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
         rich_markup_mode=None,  # plain help, as the rest of sdqos
         help="A private, throwaway systemd (own pid/mount/cgroup/uts namespaces and system bus) "
         "to try sdqos on without touching the host's init. Needs root.",

@@ -174,9 +174,18 @@ def test_missing_config_dir_writes_nothing(clean_sandbox, tmp_path):
 def test_dry_run_writes_nothing(clean_sandbox, tmp_path):
     sb = clean_sandbox
     config = copy_config(tmp_path)
-    report = sync_json(sb, config, "--dry-run")
+    report = sync_json(sb, config, "--dry-run", expect=4)  # 4: changes pending
     assert report["dryRun"] and len(report["created"]) == 8
     assert active_state(sb, "kubepods.slice") == "inactive"
+    r = sdqos_in(sb, "diff", "--config", str(config))  # the same as text: each new unit with its values
+    assert r.returncode == 4, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "8 would be created, 0 would be updated, 0 would be removed, 0 would be reset, 0 unchanged (dry run: nothing was changed)"
+    web = next(i for i, ln in enumerate(lines) if ln.startswith("  create   kubepods-burstable-pod") and "(shop/web)" in ln)
+    assert "MiB" in lines[web + 1] and "shares" in lines[web + 1]
+    sync_json(sb, config)
+    assert sync_json(sb, config, "--dry-run", expect=0)["created"] == []  # 0: nothing pending
+    assert sdqos_in(sb, "diff", "--config", str(config)).returncode == 0
 
 
 def test_install_units_stays_in_the_sandbox(clean_sandbox, tmp_path):
@@ -333,3 +342,37 @@ def test_node_change_replans_pods_whose_files_did_not_change(clean_sandbox, tmp_
         assert kernel_values(sb, cgroup_rel(name))["pids.max"] == 2048, name
     again = sync_json(sb, config)
     assert (again["created"], again["updated"], again["removed"], again["drift"]) == ([], [], [], [])
+
+
+def test_quiet_sync_for_the_timer_says_each_thing_once(clean_sandbox, tmp_path):
+    """`sync -q` (the shipped service): changes, a standing warning when it appears and when it
+    clears, errors; nothing at all when nothing changed."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    first = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    assert first.returncode == 0 and first.stdout.startswith("8 created"), first.stdout
+    assert sdqos_in(sb, "sync", "-q", "--config", str(config)).stdout == ""
+    node = config / "node.yaml"
+    node.write_text(node.read_text() + "kubeReserverd: {cpu: 1}\n")
+    warned = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    typo = 'warning: node.yaml: unknown field "kubeReserverd" (not a KubeletConfiguration field): ignored'
+    assert warned.returncode == 0 and typo in warned.stdout.splitlines()
+    assert sdqos_in(sb, "sync", "-q", "--config", str(config)).stdout == ""  # said once
+    assert typo in sdqos_in(sb, "sync", "--config", str(config)).stdout  # without -q: every time
+    node.write_text(node.read_text().replace("kubeReserverd: {cpu: 1}\n", ""))
+    cleared = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    assert cleared.stdout.strip() == "cleared: " + typo[len("warning: "):]
+
+
+def test_the_headline_says_first_what_was_not_applied(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    web = config / "pods" / "web.yaml"
+    web.write_text(web.read_text().replace("cpu: 250m", "cpu: 250x", 1))
+    r = sdqos_in(sb, "sync", "--config", str(config))
+    assert r.returncode == 2
+    lines = r.stdout.splitlines()
+    assert lines[0] == "not applied: 1 invalid input (exit 2); 3 units kept (see warnings) — details below", lines
+    assert lines[1] == "no changes; 5 units match the plan"
+    assert "pods/web.yaml" in r.stderr and "250x" in r.stderr

@@ -32,7 +32,7 @@ def expected_files(props: dict[str, int]) -> dict[str, str]:
         # no quota: systemd leaves the period in cpu.max as it was (the kernel's 100 ms), not CPUQuotaPeriodUSec
         out["cpu.max"] = "max 100000" if per_sec == INFINITY else f"{per_sec * period // 1_000_000} {period}"
     for prop, file in (("MemoryMax", "memory.max"), ("MemoryMin", "memory.min"), ("MemoryLow", "memory.low"),
-                       ("MemoryHigh", "memory.high")):
+                       ("MemoryHigh", "memory.high"), ("MemorySwapMax", "memory.swap.max")):
         if prop in props:
             out[file] = mem(props[prop])
     if "TasksMax" in props:
@@ -154,6 +154,7 @@ def check_kernel(g, plan: dict) -> int:
             if g.run(f"test -d {d}").rc != 0:
                 continue
             want = expected_files(c["properties"])
+            want["memory.oom.group"] = "1"  # kubelet's v2 default (singleProcessOOMKill unset)
             got = dict(ln.split("=", 1) for ln in g.check("; ".join(f"echo {f}=$(cat {d}/{f})" for f in want)).splitlines())
             assert got == want, c["scope"]
             for pid in g.check(f"cat {d}/cgroup.procs").split():
@@ -186,6 +187,48 @@ def test_a_realistic_config_reaches_the_v2_kernel_and_survives_reload_and_reexec
         g.check(step, timeout=120)
         assert check_kernel(g, plan) == 10, step
     assert json.loads(g.check(f"sdqos sync --config {cfg} -o json"))["updated"] == []
+
+
+OOM_PODS = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: hog, namespace: shop}
+spec:
+  containers:
+  - name: app
+    resources: {requests: {memory: 32Mi}, limits: {memory: 48Mi}}
+"""
+
+
+def test_an_oom_kill_takes_the_whole_container_unless_single_process_oom_kill(v2guest):
+    """kubelet on v2 sets memory.oom.group=1 (the scope's OOMPolicy=kill): one process over the
+    limit takes the whole container. singleProcessOOMKill: true leaves memory.oom.group 0 and only
+    the chosen process dies. Either way swap is off (memory.swap.max 0, NoSwap)."""
+    import time
+
+    g = v2guest
+    hog = "sleep 100000 & python3 -c 'a = bytearray(200 << 20)'; sleep 100000"
+    for single, survives in (("", False), ("singleProcessOOMKill: true\n", True)):
+        cfg = write_config(g, NODE + single, OOM_PODS)
+        g.check(f"sdqos sync --config {cfg}")
+        c = planned(g, cfg)["pods"][0]["containers"][0]
+        d = f"/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/{planned(g, cfg)['pods'][0]['slice']}/{c['scope']}"
+        g.check(f"(sdqos run --config {cfg} shop/hog app -- sh -c \"{hog}\" >/dev/null 2>&1 &); sleep 0.2")
+        deadline = time.monotonic() + 60
+        while c["scope"] not in g.run("dmesg | grep oom-kill:").stdout:  # the kernel names the cgroup
+            assert time.monotonic() < deadline, "no OOM kill"
+            time.sleep(0.5)
+        time.sleep(2)
+        state = g.run(f"systemctl is-active {c['scope']}").stdout.strip()
+        if survives:
+            assert state == "active"
+            assert g.check(f"cat {d}/memory.oom.group").strip() == "0"
+            assert g.check(f"cat {d}/memory.swap.max").strip() == "0"
+            assert len(g.check(f"cat {d}/cgroup.procs").split()) >= 2  # sh and sleep are still there
+        else:
+            assert state in ("inactive", "failed", "unknown"), state
+            assert g.run(f"test -d {d}").rc != 0 or g.check(f"cat {d}/cgroup.procs").strip() == ""
+        g.run(f"systemctl stop {c['scope']}; systemctl reset-failed; dmesg -C")
 
 
 def test_drift_in_a_v2_file_is_restored_and_a_removed_pod_goes(v2guest):
@@ -292,3 +335,31 @@ def test_a_vm_in_machine_slice_shares_the_node_budget_on_v2(v2guest):
     assert node["properties"]["MemoryMax"] + machine["properties"]["MemoryMax"] <= 7.5 * 2**30
     assert check_kernel(g, plan) >= 6
     g.check("pkill -f 'qemu-system-x86_64 -[S]'")
+
+
+def test_adopt_moves_a_running_process_with_its_oom_score_on_v2(v2guest):
+    """`sdqos adopt` of a process started elsewhere: it lands in its container's scope, created
+    around it with the container's v2 values (memory.oom.group and memory.swap.max included), and
+    gets the container's OOM score."""
+    import time
+
+    g = v2guest
+    cfg = write_config(g, NODE, OOM_PODS)
+    g.check(f"sdqos sync --config {cfg}")
+    pod = planned(g, cfg)["pods"][0]
+    c = pod["containers"][0]
+    g.check("(systemd-run --unit=loose.scope --scope sleep 100000 >/dev/null 2>&1 </dev/null &); sleep 1")
+    pid = g.check("cat /sys/fs/cgroup/system.slice/loose.scope/cgroup.procs").split()[0]
+    out = g.check(f"sdqos adopt --config {cfg} shop/hog app {pid}")
+    assert out.startswith(f"created {c['scope']}"), out
+    d = f"/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/{pod['slice']}/{c['scope']}"
+    deadline = time.monotonic() + 30
+    while pid not in g.run(f"cat {d}/cgroup.procs").stdout.split():
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    want = expected_files(c["properties"])
+    got = dict(ln.split("=", 1) for ln in g.check("; ".join(f"echo {f}=$(cat {d}/{f})" for f in want)).splitlines())
+    assert got == want
+    assert g.check(f"cat {d}/memory.oom.group").strip() == "1"
+    assert int(g.check(f"cat /proc/{pid}/oom_score_adj")) == c["oomScoreAdj"]
+    g.run(f"systemctl stop {c['scope']} loose.scope; systemctl reset-failed")

@@ -1,0 +1,78 @@
+"""Command-line conventions operators expect: -h, bare `sdqos` shows help, shell completion for
+bash/zsh/fish, and a man page generated from the help (checked against each command's own -h)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+COMMANDS = ["plan", "explain", "sync", "diff", "status", "metrics", "run", "adopt", "man", "install-units", "sandbox"]
+SANDBOX = ["up", "exec", "status", "list", "down"]
+
+
+def sdqos(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "sdqos", *args], capture_output=True, text=True, check=False,
+                          env={**os.environ, **(env or {})})
+
+
+def test_bare_sdqos_shows_help_and_exits_0():
+    r = sdqos()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Usage: sdqos") and "Commands:" in r.stdout
+
+
+@pytest.mark.parametrize("cmd", [[], *([c] for c in COMMANDS), *(["sandbox", s] for s in SANDBOX)])
+def test_dash_h_is_help_everywhere(cmd):
+    short, long_ = sdqos(*cmd, "-h"), sdqos(*cmd, "--help")
+    assert short.returncode == 0 and short.stdout == long_.stdout
+    assert short.stdout.startswith("Usage: sdqos")
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts(shell):
+    r = sdqos("--show-completion", shell, env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "_SDQOS_COMPLETE" in r.stdout
+
+
+def test_completion_completes_commands_and_options():
+    """What the bash script asks at a TAB: the console script's own answer."""
+    env = {"_SDQOS_COMPLETE": "complete_bash", "COMP_WORDS": "sdqos sy", "COMP_CWORD": "1"}
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'sdqos'; from sdqos.cli.app import main; main()"],
+                       capture_output=True, text=True, env={**os.environ, **env}, check=False)
+    assert r.stdout.split() == ["sync"]
+    env.update(COMP_WORDS="sdqos sync --dry", COMP_CWORD="2")
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'sdqos'; from sdqos.cli.app import main; main()"],
+                       capture_output=True, text=True, env={**os.environ, **env}, check=False)
+    assert r.stdout.split() == ["--dry-run"]
+
+
+def _options(help_text: str) -> set[str]:
+    section = help_text.split("Options:", 1)[1] if "Options:" in help_text else ""
+    return set(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", section.split("Commands:", 1)[0]))
+
+
+def test_man_page_has_every_command_and_option_of_the_help():
+    page = sdqos("man").stdout
+    assert page.startswith(".TH SDQOS 1")
+    sections = dict(re.findall(r"^\.SS (sdqos[^\n]*)\n(.*?)(?=^\.SS |^\.SH |\Z)", page, flags=re.S | re.M))
+    expected = [["sdqos", c] for c in COMMANDS] + [["sdqos", "sandbox", s] for s in SANDBOX]
+    assert sorted(sections) == sorted(" ".join(c) for c in expected)
+    for cmd in expected:
+        opts = _options(sdqos(*cmd[1:], "-h").stdout)
+        assert opts, cmd
+        text = sections[" ".join(cmd)].replace("\\-", "-")
+        missing = [o for o in opts if o not in text]
+        assert not missing, (cmd, missing)
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff not installed")
+def test_man_page_is_clean_roff():
+    page = sdqos("man").stdout
+    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=page, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == ""
