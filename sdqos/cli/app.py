@@ -166,6 +166,7 @@ def explain(
     config: Path = ConfigOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text, or json (values and their reasons)."),
 ) -> None:
     """Every value of one pod with the formula and inputs that produced it."""
     from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents
@@ -210,6 +211,12 @@ def explain(
                 raise InvalidInput(f"no such file, and no configured pod named {pod!r}")
             wanted = matches[:1]
         p = build_plan(cfg.node, pods, cfg.vms, resolve_cgroup(cgroup), explain=True)
+        if output == Output.json:
+            from sdqos.plan.explain import explain_json
+
+            typer.echo(json.dumps({"pods": [explain_json(pp) for pp in p.pods if pp.key in wanted],
+                                   "warnings": list(p.warnings)}, indent=2))
+            return
         texts = [explain_pod(p, pp) for pp in p.pods if pp.key in wanted]
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
@@ -377,34 +384,32 @@ def status(
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Only pods of this namespace."),
+    pod: Optional[str] = typer.Option(None, "--pod", metavar="NAME|NS/NAME", help="Only this pod."),
+    full: bool = typer.Option(False, "--full", "-l", help="Do not shorten unit names to fit the terminal."),
 ) -> None:
     """The live QoS tree: class, entitled CPU and memory, usage, OOM scores, and what is off
-    (drift, over-commit, clamped limits, foreign units, VMs not running, usage near a limit)."""
+    (drift, over-commit, clamped limits, foreign units, VMs not running, usage near a limit).
+
+    On a terminal, long unit names are shortened in the middle to fit (as systemctl does; --full
+    keeps them); piped and in JSON they are whole."""
     import time
 
     from sdqos.cli import status as st
 
     with cli_errors():
         tty = sys.stdout.isatty() and output == Output.text
-        if tty:
-            from rich.console import Console
-
-            console = Console()
         while True:
-            result = _collect_status(config, insecure, cgroup, bus_address, interval)
+            result = st.only(_collect_status(config, insecure, cgroup, bus_address, interval), namespace, pod)
             if output == Output.json:
                 typer.echo(json.dumps(result.as_json(), indent=2))
-            elif tty:
-                if watch:
-                    console.clear()
-                console.print(st.render_rich(result))
-                s = result.summary
-                console.print(f"\n{s['pods']} pods · {s['vms']} VMs · {s['running']}/{s['units']} units running · "
-                              f"{s['drift']} drifted · {s['flagged']} flagged")
-                for w in result.warnings:
-                    console.print(f"[yellow]warning:[/yellow] {w}")
             else:
-                typer.echo(st.render_plain(result))
+                import shutil
+
+                if tty and watch:
+                    typer.echo("\x1b[H\x1b[2J", nl=False)  # clear, as watch(1) does
+                width = shutil.get_terminal_size().columns if tty and not full else None
+                typer.echo(st.render_plain(result, width, color=tty))
             if not watch:
                 return
             time.sleep(max(0.0, watch - interval))

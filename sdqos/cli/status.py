@@ -34,6 +34,19 @@ class Row:
     oom_score_adj: list[int] = field(default_factory=list)  # distinct values of its processes
     flags: list[str] = field(default_factory=list)
     drift: dict[str, list[int]] = field(default_factory=dict)
+    namespace: str | None = None  # the pod's, for pod and container units
+    pod: str | None = None
+    container: str | None = None
+    vm: str | None = None
+
+    @property
+    def name(self) -> str:
+        """What people call it: shop/web, shop/web/nginx, vm db1; "" for node, tiers and the like."""
+        if self.vm:
+            return f"vm {self.vm}"
+        if self.pod:
+            return "/".join(x for x in (self.namespace, self.pod, self.container) if x)
+        return ""
 
 
 @dataclass
@@ -91,6 +104,45 @@ def _label(u: UnitPlan) -> str:
     return u.description.removeprefix("sdqos ")
 
 
+def _names(u: UnitPlan, plan: Plan) -> dict[str, str | None]:
+    """namespace/pod/container/vm of a unit, from the plan."""
+    if u.owner and u.owner.startswith("pod:"):
+        ns, _, pod = u.owner[4:].partition("/")
+        container = None
+        if u.kind == "container":
+            pp = plan.pod(u.owner[4:])
+            container = next((c.name for c in pp.containers if c.scope == u.name), None) if pp else None
+        return {"namespace": ns, "pod": pod, "container": container}
+    if u.owner and u.owner.startswith("vm:"):
+        return {"vm": u.owner[3:]}
+    return {}
+
+
+def matches(row: Row, namespace: str | None, pod: str | None) -> bool:
+    """--namespace NS, --pod NAME or NS/NAME."""
+    if pod is not None:
+        ns, _, name = pod.rpartition("/")
+        if row.pod != name or (ns and row.namespace != ns):
+            return False
+    return namespace is None or row.namespace == namespace
+
+
+def only(status: "Status", namespace: str | None, pod: str | None) -> "Status":
+    """The rows of matching pods and containers, with the node and tier rows above them."""
+    if namespace is None and pod is None:
+        return status
+    by_unit = {r.unit: r for r in status.rows}
+    keep: set[str] = set()
+    for r in status.rows:
+        if r.pod is not None and matches(r, namespace, pod):
+            u: Row | None = r
+            while u is not None and u.unit not in keep:
+                keep.add(u.unit)
+                u = by_unit.get(u.parent)
+    rows = [r for r in status.rows if r.unit in keep]
+    return Status(status.cgroup, rows, status.warnings, status.interval_s, status.summary)
+
+
 def _entitled(props: dict[str, int]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for name, key in (("CPUShares", "cpuShares"), ("CPUWeight", "cpuWeight"), ("CPUQuotaPerSecUSec", "cpuQuotaPerSecUSec"),
@@ -130,7 +182,8 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     for u in plan.units:
         lu = obs.live.get(u.name)
         running = bool(lu and lu.exists)
-        row = Row(u.name, u.kind, u.slice, _label(u), _qos_of(u, plan), running, _entitled(u.properties))
+        row = Row(u.name, u.kind, u.slice, _label(u), _qos_of(u, plan), running, _entitled(u.properties),
+                  **_names(u, plan))
         if lu is not None and running:
             row.usage = {"memoryBytes": lu.memory_current, "cpuCores": rates.get(u.name), "tasks": lu.tasks_current}
             row.drift = {p: [o, n] for p, (o, n) in unit_changes(u, lu).items()}
@@ -168,7 +221,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     for v in plan.vms:
         if f"vm:{v.vm.name}" not in bound_vms:
             rows.append(Row(v.scope or f"(vm {v.vm.name})", "vm", "machine.slice", f"vm {v.vm.name} ({v.qos})", v.qos,
-                            False, _entitled(v.properties), flags=["not-running"]))
+                            False, _entitled(v.properties), flags=["not-running"], vm=v.vm.name))
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),
@@ -185,15 +238,15 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
 
 
 def _cpu_text(e: dict) -> str:
-    from sdqos import humanize as H
-
+    """Entitled CPU: shares (v1) or weight (v2), and the quota as a number of CPUs (≤0.5 cpu)."""
     share = f"{e['cpuShares']} sh" if e.get("cpuShares") is not None else (
         f"w {e['cpuWeight']}" if e.get("cpuWeight") is not None else "-")
-    quota = H.quota(e.get("cpuQuotaPerSecUSec")) if "cpuQuotaPerSecUSec" in e else ""
-    return f"{share} · {quota}" if quota and quota != "no quota" else share
+    per_sec = e.get("cpuQuotaPerSecUSec")
+    return f"{share} · ≤{per_sec / 1e6:g} cpu" if per_sec is not None else share
 
 
 def _usage_text(r: Row) -> str:
+    """Memory and CPU in use (tasks are in JSON)."""
     from sdqos import humanize as H
 
     if not r.running:
@@ -201,12 +254,22 @@ def _usage_text(r: Row) -> str:
     u = r.usage
     mem = H.size(u.get("memoryBytes")) if u.get("memoryBytes") is not None else "?"
     cpu = f"{u['cpuCores']:.2f} cpu" if u.get("cpuCores") is not None else "? cpu"
-    tasks = f"{u['tasks']} tasks" if u.get("tasks") is not None else ""
-    return " · ".join(x for x in (mem, cpu, tasks) if x)
+    return f"{mem} · {cpu}"
 
 
-def table(status: Status) -> list[list[str]]:
-    """Rows of (UNIT, CLASS, CPU, MEMORY, USAGE, OOM, FLAGS), the unit indented by tree depth."""
+def ellipsize(text: str, width: int) -> str:
+    """``text`` cut in the middle with … to ``width`` characters, as systemctl shortens unit names."""
+    if width <= 0 or len(text) <= width:
+        return text
+    if width < 5:
+        return text[:width]
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def table(status: Status, width: int | None = None) -> list[list[str]]:
+    """Rows of (UNIT, NAME, CLASS, CPU, MEMORY, USAGE, OOM, FLAGS), the unit indented by tree depth.
+    ``width``: the whole table fits in that many columns, unit names shortened in the middle."""
     from sdqos import humanize as H
 
     depth: dict[str, int] = {}
@@ -216,6 +279,7 @@ def table(status: Status) -> list[list[str]]:
         mem = r.entitled.get("memoryLimit")
         out.append([
             "  " * depth[r.unit] + r.unit,
+            r.name or "-",
             r.qos or r.kind,
             _cpu_text(r.entitled) if r.kind != "foreign" else "-",
             H.size(mem) if mem is not None else ("unlimited" if r.kind != "foreign" else "-"),
@@ -223,33 +287,91 @@ def table(status: Status) -> list[list[str]]:
             ",".join(map(str, r.oom_score_adj)) or "-",
             " ".join(r.flags) or "ok",
         ])
+    if width is not None and out:
+        col = [max(len(h), *(len(row[i]) for row in out)) + 2 for i, h in enumerate(HEADERS)]
+        room = width - sum(col[1:])
+        if room < MIN_UNIT_WIDTH:  # too narrow for both: pods and containers by name, the rest by unit
+            room = width - sum(col[2:])
+            for row, r in zip(out, status.rows):
+                if r.name:
+                    row[0] = "  " * depth[r.unit] + r.name
+                row[1] = ""
+        for row, r in zip(out, status.rows):
+            indent = "  " * depth[r.unit]
+            row[0] = indent + ellipsize(row[0][len(indent):], max(room, MIN_UNIT_WIDTH) - len(indent))
     return out
 
 
-HEADERS = ["UNIT", "CLASS", "CPU", "MEMORY", "USAGE", "OOM", "FLAGS"]
+MIN_UNIT_WIDTH = 28
 
 
-def render_plain(status: Status) -> str:
-    rows = [HEADERS] + table(status)
+HEADERS = ["UNIT", "NAME", "CLASS", "CPU", "MEMORY", "USAGE", "OOM", "FLAGS"]
+
+
+def _headers(cells: list[list[str]]) -> list[str]:
+    """The header row; NAME folded into UNIT when ``table`` had to (a narrow terminal)."""
+    if cells and all(row[1] == "" for row in cells):
+        return ["UNIT/NAME", ""] + HEADERS[2:]
+    return list(HEADERS)
+
+
+_RED = ("drift", "missing", "oom-score-off")
+
+
+def _colored(flags: str) -> str:
+    code = "32" if flags == "ok" else ("31" if any(f in flags for f in _RED) else "33")
+    return f"\x1b[{code}m{flags}\x1b[0m"
+
+
+def _blocks(status: Status, width: int, color: bool) -> list[str]:
+    """The narrow layout (a terminal too narrow for the table): each unit as a few lines — its name,
+    class and flags; its unit name; its values, wrapped between values — each fitted to ``width``."""
+    from sdqos import humanize as H
+
+    depth: dict[str, int] = {}
+    lines = []
+    for r in status.rows:
+        depth[r.unit] = depth.get(r.parent, -1) + 1
+        pad = "  " * depth[r.unit]
+        room = max(20, width - len(pad) - 2)
+        flags = " ".join(r.flags) or "ok"
+        head = f"{pad}{r.name or r.unit}  {r.qos or r.kind}"
+        shown_flags = _colored(flags) if color else flags
+        if len(head) + 2 + len(flags) <= width:
+            lines.append(f"{head}  {shown_flags}")
+        else:
+            lines += [ellipsize(head, width), f"{pad}  {shown_flags}"]
+        if r.name:
+            lines.append(pad + "  " + ellipsize(r.unit, room))
+        mem = r.entitled.get("memoryLimit")
+        oom = ",".join(map(str, r.oom_score_adj))
+        values = [f"cpu {_cpu_text(r.entitled)}", f"memory {H.size(mem) if mem is not None else 'unlimited'}",
+                  f"using {_usage_text(r)}"] + ([f"oom {oom}"] if oom else [])
+        line = ""
+        for v in values:  # wrap between values, never inside one
+            if line and len(line) + 3 + len(v) > room:
+                lines.append(pad + "  " + line)
+                line = v
+            else:
+                line = f"{line} · {v}" if line else v
+        lines.append(pad + "  " + line)
+    return lines
+
+
+def render_plain(status: Status, width: int | None = None, color: bool = False) -> str:
+    """The table (fitted to ``width`` columns when given, or two lines a unit where even the
+    folded table does not fit; flags colored for a terminal), a summary line and the warnings."""
+    cells = table(status, width)
+    rows = [_headers(cells)] + cells
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths) if w).rstrip() for row in rows]
+    if width is not None and any(len(ln) > width for ln in lines):
+        lines = _blocks(status, width, color)
+    elif color:
+        lines[1:] = [ln[: len(ln) - len(row[-1])] + _colored(row[-1]) for ln, row in zip(lines[1:], cells)]
     s = status.summary
     lines.append("")
     lines.append(f"{s['pods']} pods · {s['vms']} VMs · {s['running']}/{s['units']} units running · "
                  f"{s['drift']} drifted · {s['flagged']} flagged")
     lines += [f"warning: {w}" for w in status.warnings]
     return "\n".join(lines)
-
-
-def render_rich(status: Status):
-    """A rich Table for a terminal (flags in color)."""
-    from rich.table import Table
-
-    t = Table(box=None, header_style="bold", pad_edge=False)
-    for h in HEADERS:
-        t.add_column(h, overflow="fold" if h == "UNIT" else None)
-    for row in table(status):
-        flags = row[-1]
-        style = "green" if flags == "ok" else ("red" if any(f in flags for f in ("drift", "missing", "oom-score-off")) else "yellow")
-        t.add_row(*row[:-1], f"[{style}]{flags}[/{style}]")
-    return t

@@ -231,7 +231,7 @@ def _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared)
     elif cpu_req == 0:
         why["cpu_shares"] = "kubelet's minimum (the pod requests no CPU)"
     else:
-        why["cpu_shares"] = f"{H.cpu(cpu_req)} × 1024 / 1000 (pod CPU request: {parts})"
+        why["cpu_shares"] = f"{cpu_req}m × 1024 / 1000m (pod CPU request: {parts})"
     period = node.cpu_cfs_quota_period_us
     if "cpu_quota" in rc:
         if not node.cpu_cfs_quota:
@@ -240,7 +240,7 @@ def _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared)
             why["cpu_quota"] = "no quota: no CPU limit"
         else:
             why["cpu_quota"] = (
-                f"{rc['cpu_quota']}µs per {period}µs period = {H.cpu(cpu_lim)} × {period} / 1000"
+                f"{rc['cpu_quota']}µs per {period}µs period = {cpu_lim}m × {period} / 1000m"
                 f" (pod CPU limit: {_contributions(pod, 'limits', CPU)})"
             )
     elif qos_class == BURSTABLE:
@@ -326,10 +326,10 @@ def container_resource_config(
                 "an OOM kill takes the whole container")
     if why is not None:
         why["cpu_shares"] = (
-            f"{H.cpu(cpu_basis)} × 1024 / 1000 (CPU {basis})" if cpu_basis else "kubelet's minimum (no CPU request or limit)"
+            f"{cpu_basis}m × 1024 / 1000m (CPU {basis})" if cpu_basis else "kubelet's minimum (no CPU request or limit)"
         )
         why["cpu_quota"] = (
-            f"{quota}µs per {period}µs period = {H.cpu(cpu_lim)} × {period} / 1000 (CPU limit)"
+            f"{quota}µs per {period}µs period = {cpu_lim}m × {period} / 1000m (CPU limit)"
             if quota
             else ("no quota: cpuCFSQuota is false" if not node.cpu_cfs_quota else "no quota: no CPU limit")
         )
@@ -622,7 +622,7 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     if vm_plans:
         mwhy = {}
         if explain:
-            mwhy["cpu_shares"] = f"{H.cpu(vm_cpu)} × 1024 / 1000 (Σ VM cpu requests)"
+            mwhy["cpu_shares"] = f"{vm_cpu}m × 1024 / 1000m (Σ VM cpu requests)"
             mwhy["memory"] = "Σ VM memory (limits.memory + overhead)"
         mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(vm_cpu), memory=vm_mem)
         units.append(
@@ -665,7 +665,7 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
     if explain:
         basis = "allocatable" if "pods" in node.enforce_node_allocatable else "capacity (enforceNodeAllocatable lacks 'pods')"
         vm_note = f" − VMs {H.cpu(vm_cpu)}" if vm_cpu else ""
-        why_node["cpu_shares"] = f"{H.cpu(budget[CPU])} × 1024 / 1000 (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
+        why_node["cpu_shares"] = f"{budget[CPU]}m × 1024 / 1000m (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
         vm_mnote = f" − VMs {H.size(vm_mem)}" if vm_mem else ""
         why_node["memory"] = f"node {basis} {H.size(enforced[MEMORY])}{vm_mnote}"
         why_node["pids"] = f"node {basis} pids"
@@ -676,7 +676,7 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
     why_be: dict[str, str] = {}
     if explain:
         members = ", ".join(tier_members[BURSTABLE]) or "no Burstable pods"
-        why_b["cpu_shares"] = f"{H.cpu(tier_cpu[BURSTABLE])} × 1024 / 1000 (Σ Burstable requests: {members})"
+        why_b["cpu_shares"] = f"{tier_cpu[BURSTABLE]}m × 1024 / 1000m (Σ Burstable requests: {members})"
         why_be["cpu_shares"] = "kubelet's fixed BestEffort tier shares"
     pct = node.qos_reserved.get(MEMORY)
     # kubelet's setMemoryReserve starts from GetNodeAllocatableAbsolute (capacity − kubeReserved −
@@ -736,7 +736,7 @@ def _reserved_units(node: NodeConfig, cgroup: str) -> list[UnitPlan]:
                 props["CPUShares"] = shares
             else:
                 props["CPUWeight"] = qos.shares_to_weight_kubelet(shares)
-            why["cpu_shares"] = f"{H.cpu(_milli(reserved[CPU]))} × 1024 / 1000 ({who}Reserved cpu)"
+            why["cpu_shares"] = f"{_milli(reserved[CPU])}m × 1024 / 1000m ({who}Reserved cpu)"
         if plain and MEMORY in reserved:
             props["MemoryLimit" if cgroup == "v1" else "MemoryMax"] = _bytes(reserved[MEMORY])
             why["memory"] = f"{who}Reserved memory"
@@ -780,7 +780,7 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
     why = {}
     if explain:
         oh = " + overhead" if vm.overhead else ""
-        why["cpu_shares"] = f"{H.cpu(reqs[CPU])} × 1024 / 1000 (cpu request{oh})"
+        why["cpu_shares"] = f"{reqs[CPU]}m × 1024 / 1000m (cpu request{oh})"
         why["memory"] = f"limits.memory{oh} (guest RAM + hypervisor)"
         why["oom_score_adj"] = f"{cls} VM"
     return VMPlan(vm, cls, scope, reqs, lims, adj, rc, props, why)

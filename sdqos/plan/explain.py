@@ -20,6 +20,7 @@ _WHY_KEY = {
     "MemoryLimit": "memory",
     "MemoryMax": "memory",
     "TasksMax": "pids",
+    "MemorySwapMax": "swap",
 }
 
 
@@ -96,6 +97,9 @@ def explain_pod(plan: Plan, pp: PodPlan) -> str:
         lines.append(f"    {'oom_score_adj':<20} {c.oom_score_adj:>20}")
         if c.why.get("oom_score_adj"):
             lines.append(f"      = {c.why['oom_score_adj']}")
+        if c.resources.oom_group is not None:
+            policy = "kill" if c.resources.oom_group else "continue"
+            lines.append(f"    {'OOMPolicy':<20} {policy:>20}  (when sdqos creates the scope)\n      = {c.why.get('oom_group', '')}")
     lines.append("")
     lines.append("  Tiers this pod counts toward")
     tier_names = [plan.root_slice]
@@ -114,3 +118,22 @@ def explain_pod(plan: Plan, pp: PodPlan) -> str:
 def _parent(plan: Plan, unit_name: str) -> str:
     u = plan.unit(unit_name)
     return u.slice if u else "?"
+
+
+def explain_json(pp: PodPlan) -> dict:
+    """One pod's values with their reasons, for programs: what ``explain`` prints, as data."""
+    def values(props: dict[str, int], why: dict[str, str]) -> dict:
+        return {name: {"value": value, "shown": H.prop(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
+                for name, value in props.items()}
+
+    pod = pp.pod
+    return {
+        "namespace": pod.namespace, "name": pod.name, "uid": pod.uid, "qos": pp.qos,
+        "qosReason": qos_reason(pod, pp.qos),
+        "requests": {"cpu": H.cpu(pp.requests[CPU]), "memory": pp.requests[MEMORY]},
+        "limits": {"cpu": H.cpu(pp.limits[CPU]) if pp.limits[CPU] else None, "memory": pp.limits[MEMORY] or None},
+        "slice": pp.slice, "properties": values(pp.properties, pp.why),
+        "containers": [{"name": c.name, "kind": c.kind, "scope": c.scope, "oomScoreAdj": c.oom_score_adj,
+                        "oomScoreAdjWhy": c.why.get("oom_score_adj"), "properties": values(c.properties, c.why)}
+                       for c in pp.containers],
+    }

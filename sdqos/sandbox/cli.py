@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import dataclasses
+import json
+from typing import Any, NoReturn, Optional
 
 from sdqos.errors import SandboxError
 from sdqos.sandbox.boot import down, list_sandboxes, status, up
@@ -11,8 +13,24 @@ from sdqos.sandbox.exec import exec_in
 from sdqos.sandbox.units import BOOT_TIMEOUT, DEFAULT_NAME
 
 
+def _is_sandbox(candidate: str) -> bool:
+    return any(s.name == candidate for s in list_sandboxes())
+
+
+def _json(s) -> dict:
+    """A sandbox's status as JSON values (paths as text)."""
+    return json.loads(json.dumps(dataclasses.asdict(s), default=str))
+
+
 def make_app() -> Any:
     import typer
+
+    def _output(value: str) -> str:
+        if value not in ("text", "json"):
+            raise typer.BadParameter(f"{value!r} is not one of 'text', 'json'")
+        return value
+
+    output_opt = typer.Option("text", "--output", "-o", help="text or json", callback=_output)
 
     cli = typer.Typer(
         no_args_is_help=True,
@@ -32,43 +50,61 @@ def make_app() -> Any:
         timeout: float = typer.Option(BOOT_TIMEOUT, help="seconds to wait for systemd on its bus"),
         machined: bool = typer.Option(False, "--machined", help="also run systemd-machined (opt-in)"),
         libvirt: bool = typer.Option(False, "--libvirt", help="also run libvirtd and machined, for qemu domains (opt-in)"),
+        replace: bool = typer.Option(False, "--replace", help="if NAME is running, take it down and boot it afresh"),
     ) -> None:
-        """Boot a sandbox; error if NAME is already running."""
+        """Boot a sandbox. If NAME already runs, it is left as it is (exit 0), or rebooted with --replace."""
         try:
+            current = status(name)
+            if current.running and not replace:
+                typer.echo(current.describe())
+                typer.echo(f"{name}: already running (--replace boots it afresh)")
+                return
+            if current.running:
+                down(name)
             up(name, timeout, machined=machined, libvirt=libvirt)
             typer.echo(status(name).describe())
         except SandboxError as e:
             fail(e)
-        flag = "" if name == DEFAULT_NAME else f" -n {name}"
-        typer.echo(f"run inside: sdqos sandbox exec{flag} -- systemctl status")
+        where = "" if name == DEFAULT_NAME else f" {name}"
+        typer.echo(f"run inside: sdqos sandbox exec{where} -- systemctl status")
 
     @cli.command(
         "exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
     )
     def cmd_exec(
-        argv: list[str] = typer.Argument(..., help="command and its arguments (put -- before them)"),
-        name: str = typer.Option(DEFAULT_NAME, "--name", "-n", help="sandbox name"),
+        argv: list[str] = typer.Argument(..., metavar="[NAME] -- COMMAND...",
+                                         help="sandbox name (as for up/status/down), then -- and the command"),
+        name: Optional[str] = typer.Option(None, "--name", "-n", help="sandbox name (the same as NAME)"),
     ) -> None:
-        """Run a command inside a sandbox (its mount/pid/uts namespaces); exits with its status."""
+        """Run a command inside a sandbox (its mount/pid/uts namespaces); exits with its status.
+
+        `sdqos sandbox exec demo -- systemctl status`; without NAME, the sandbox named sdqos."""
+        if name is None:
+            name = DEFAULT_NAME
+            if len(argv) > 1 and _is_sandbox(argv[0]):
+                name, argv = argv[0], argv[1:]
         try:
             exec_in(name, argv)
         except SandboxError as e:
             fail(e)
 
     @cli.command("status")
-    def cmd_status(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name")) -> None:
+    def cmd_status(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name"), output: str = output_opt) -> None:
         """Show whether NAME runs, its PID, bus address, systemd version, units; exit 1 if not running."""
         try:
             s = status(name)
         except SandboxError as e:
             fail(e)
-        typer.echo(s.describe())
+        typer.echo(json.dumps(_json(s), indent=2) if output == "json" else s.describe())
         if not s.running:
             raise typer.Exit(1)
 
     @cli.command("list")
-    def cmd_list() -> None:
+    def cmd_list(output: str = output_opt) -> None:
         """List sandboxes (running or left over)."""
+        if output == "json":
+            typer.echo(json.dumps([_json(s) for s in list_sandboxes()], indent=2))
+            return
         for s in list_sandboxes():
             what = f"running  pid {s.pid}  {s.bus_address}" if s.running else f"stale ({s.problem})"
             typer.echo(f"{s.name}  {what}")

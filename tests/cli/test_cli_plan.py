@@ -79,8 +79,8 @@ def test_explain_shows_formulas(config):
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "QoS class Burstable" in out
-    assert "= 500m × 1024 / 1000 (pod CPU request: max(nginx 250m + log-shipper 50m (sidecar) = 300m; init migrate 500m))" in out
-    assert "= 1200m × 1024 / 1000 (Σ Burstable requests: shop/api 600m, kube-system/node-agent 100m, shop/web 500m)" in out
+    assert "= 500m × 1024 / 1000m (pod CPU request: max(nginx 250m + log-shipper 50m (sidecar) = 300m; init migrate 500m))" in out
+    assert "= 1200m × 1024 / 1000m (Σ Burstable requests: shop/api 600m, kube-system/node-agent 100m, shop/web 500m)" in out
     assert "oom_score_adj                         993" in out
 
 
@@ -93,7 +93,7 @@ def test_explain_what_if_file(config, tmp_path):
     r = sdqos("explain", "--config", str(config), "--cgroup", "v1", str(new))
     assert r.returncode == 0, r.stderr
     assert "Pod shop/extra" in r.stdout
-    assert "1500m × 1024 / 1000 (Σ Burstable requests:" in r.stdout  # the tier includes the what-if pod
+    assert "1500m × 1024 / 1000m (Σ Burstable requests:" in r.stdout  # the tier includes the what-if pod
 
 
 def test_invalid_pod_file_exit_2_and_line(config):
@@ -151,3 +151,19 @@ def test_sandbox_command_is_loaded_only_when_named(config):
     assert "╭" not in sub.stdout  # plain help, as every other command's
     bad = sdqos("sandbox", "status", "no/such")
     assert bad.returncode != 0 and "sdqos sandbox:" in bad.stderr
+
+
+def test_explain_json_has_each_value_with_its_reason(config):
+    r = sdqos("explain", "shop/web", "--config", str(config), "--cgroup", "v1", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    (pod,) = json.loads(r.stdout)["pods"]
+    assert (pod["namespace"], pod["name"], pod["qos"]) == ("shop", "web", "Burstable")
+    shares = pod["properties"]["CPUShares"]
+    assert shares["value"] == 512 and shares["shown"] == "512 shares"
+    assert shares["why"].startswith("500m × 1024 / 1000m (pod CPU request:")
+    nginx = next(c for c in pod["containers"] if c["name"] == "nginx")
+    planned = json.loads(sdqos("plan", "--config", str(config), "--cgroup", "v1", "-o", "json").stdout)
+    web = next(p for p in planned["pods"] if p["name"] == "web")
+    assert nginx["oomScoreAdj"] == next(c["oomScoreAdj"] for c in web["containers"] if c["name"] == "nginx")
+    assert nginx["oomScoreAdjWhy"].startswith("1000 − 1000 × 128 MiB / 16 GiB")
+    assert set(nginx["properties"]) == {"CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax"}

@@ -47,8 +47,22 @@ def test_status_shows_every_pod_with_class_and_values(clean_sandbox, tmp_path):
     assert units["kubepods-burstable.slice"]["entitled"]["cpuShares"] == 1228
     assert st["summary"]["drift"] == 0 and st["summary"]["pods"] == 5
     text = sdqos_in(sb, "status", "--config", str(cfg), "--interval", "0").stdout
-    assert text.splitlines()[0].split() == ["UNIT", "CLASS", "CPU", "MEMORY", "USAGE", "OOM", "FLAGS"]
+    assert text.splitlines()[0].split() == ["UNIT", "NAME", "CLASS", "CPU", "MEMORY", "USAGE", "OOM", "FLAGS"]
     assert "5 pods · 0 VMs · 8/16 units running · 0 drifted · 0 flagged" in text
+    # Names, as fields in JSON and a column in text; piped text keeps whole unit names.
+    assert {(u["namespace"], u["pod"], u["container"], u["vm"]) for u in st["units"] if u["kind"] == "container"} >= {
+        ("shop", "web", "nginx", None), ("shop", "db", "postgres", None)}
+    assert (db["namespace"], db["pod"], db["container"]) == ("shop", "db", None)
+    assert units["kubepods.slice"]["pod"] is None and units["kubepods.slice"]["kind"] == "node"
+    nginx = next(u for u in st["units"] if u["container"] == "nginx")
+    row = next(ln for ln in text.splitlines() if nginx["unit"] in ln)
+    assert row.split()[1] == "shop/web/nginx"
+    # Filters keep the matching pods with the node and tier above them.
+    web = status_json(sb, cfg, "--interval", "0", "--pod", "shop/web")
+    assert {u["pod"] for u in web["units"]} == {None, "web"}
+    assert [u["kind"] for u in web["units"] if u["pod"] is None] == ["node", "tier"]
+    shop = status_json(sb, cfg, "--interval", "0", "--namespace", "shop")
+    assert {u["pod"] for u in shop["units"] if u["pod"]} == {"db", "web", "api"}
 
 
 def test_drift_is_flagged_by_status_before_the_next_sync(clean_sandbox, tmp_path):

@@ -12,15 +12,24 @@ import pytest
 
 from . import guest as g
 
-# sid (Debian unstable, systemd 262 here) passed every test once, then its guest died mid-test in a CI
-# run: opt-in until that is understood (SDQOS_V2_SUITES=bookworm,trixie,sid).
-SUITES = [s.strip() for s in os.environ.get("SDQOS_V2_SUITES", "bookworm,trixie").split(",") if s.strip()]
+# Debian 12 (systemd 252), 13 (257) and unstable (the newest systemd Debian ships: 262 when this was
+# written; the one where sdqos's systemd >= 258 choices are tested).
+SUITES = [s.strip() for s in os.environ.get("SDQOS_V2_SUITES", "bookworm,trixie,sid").split(",") if s.strip()]
+# Once, a sid guest died mid-test in CI (cause not found: every test passed on it before and since). A
+# test that sees its guest die is run once more on a fresh guest; its assertion failures never are.
+GUEST_GONE = r"guest is gone"
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "v2session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.v2)
+            item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_GONE]))
+
+
+def _prepare(guest) -> None:
+    guest.check("pip install -q --no-index --no-deps /share/sdqos-*.whl && cp -r /share/examples /root/examples",
+                timeout=300)
 
 
 @pytest.fixture(scope="session")
@@ -43,10 +52,15 @@ def v2session(request, sdqos_wheel_dir):
         if os.environ.get("SDQOS_REQUIRE_V2") == "1":
             pytest.fail(reason + " (SDQOS_REQUIRE_V2=1)", pytrace=False)
         pytest.skip(reason)
+    if request.param == "sid":  # unstable's archive can be uninstallable for a day: that is not sdqos's fault
+        try:
+            g.image("sid")
+        except Exception as exc:
+            pytest.skip(f"Debian unstable's image could not be built today ({str(exc).splitlines()[0][:300]}); "
+                        "bookworm and trixie still ran")
     guest = g.Guest.boot(request.param, share=sdqos_wheel_dir)
     try:
-        guest.check("pip install -q --no-index --no-deps /share/sdqos-*.whl && cp -r /share/examples /root/examples",
-                    timeout=300)
+        _prepare(guest)
         yield guest
     finally:
         guest.close()
@@ -55,7 +69,10 @@ def v2session(request, sdqos_wheel_dir):
 @pytest.fixture
 def v2guest(v2session):
     """The session's guest of this suite, with what earlier tests left (processes run by sdqos,
-    the kubepods tree, /run/sdqos) removed first."""
+    the kubepods tree, /run/sdqos) removed first; a fresh guest if the last one died."""
+    if not v2session.alive():
+        v2session.revive()
+        _prepare(v2session)
     v2session.run("pkill -f '[s]leep 100000|[q]emu-system'; systemctl stop kubepods.slice machine.slice; systemctl reset-failed; "
                   "rm -rf /run/sdqos",
                   timeout=120)

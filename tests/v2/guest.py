@@ -187,7 +187,19 @@ class Guest:
     def __init__(self, suite: str, rundir: Path, proc: subprocess.Popen):
         self.suite, self.rundir, self.proc = suite, rundir, proc
         self.sock_path = rundir / "agent.sock"
+        self.share: Path | None = None
         atexit.register(self.close)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def revive(self) -> None:
+        """Boot a fresh guest of the same suite in place of one that died (what died is kept in the
+        error the test that saw it got; the next test gets a pristine machine)."""
+        fresh = Guest.boot(self.suite, self.share)
+        self.close()
+        atexit.unregister(fresh.close)
+        self.rundir, self.proc, self.sock_path = fresh.rundir, fresh.proc, fresh.sock_path
 
     @classmethod
     def boot(cls, suite: str, share: Path | None = None) -> "Guest":
@@ -205,6 +217,7 @@ class Guest:
             argv += ["-virtfs", f"local,path={share},mount_tag=share,security_model=none,readonly=on"]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         g = cls(suite, rundir, proc)
+        g.share = share
         try:
             g._wait_up()
             if share is not None:

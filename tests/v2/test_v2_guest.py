@@ -363,3 +363,18 @@ def test_adopt_moves_a_running_process_with_its_oom_score_on_v2(v2guest):
     assert g.check(f"cat {d}/memory.oom.group").strip() == "1"
     assert int(g.check(f"cat /proc/{pid}/oom_score_adj")) == c["oomScoreAdj"]
     g.run(f"systemctl stop {c['scope']} loose.scope; systemctl reset-failed")
+
+
+def test_the_systemd_version_choice(v2guest):
+    """Manager.Version decides one thing: systemd >= 258 has no cgroup v1 properties, so a sync asked
+    to send them is refused with one line; below 258 systemd still takes them (and maps them to v2)."""
+    g = v2guest
+    major = int(g.check("systemctl --version | head -1").split()[1])
+    r = g.run("sdqos sync --config /root/examples --cgroup v1")
+    if major >= 258:
+        assert r.rc == 1 and r.stdout == ""
+        assert r.stderr.startswith(f"sdqos: error: systemd {major}") and "has no cgroup v1 properties" in r.stderr
+        assert "Traceback" not in r.stderr
+    else:
+        assert r.rc == 0, r.stderr
+    g.run("systemctl stop kubepods.slice; rm -rf /run/sdqos")

@@ -1,0 +1,60 @@
+"""`sdqos status` fits a terminal: unit names shortened in the middle as systemctl does."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdqos.cli.status import Row, Status, ellipsize, render_plain
+
+
+@pytest.mark.parametrize("text,width,out", [
+    ("kubepods-burstable-pod0d5c8a4e_6f3b_4c1e.slice", 20, "kubepods-…4c1e.slice"),
+    ("short.slice", 20, "short.slice"),
+    ("abcdef", 5, "ab…ef"),
+    ("abcdef", 3, "abc"),
+])
+def test_ellipsize_in_the_middle(text, width, out):
+    got = ellipsize(text, width)
+    assert got == out and len(got) <= max(width, 0)
+
+
+def _status():
+    uid = "0d5c8a4e_6f3b_4c1e_9a2d_7b8e1f0c3a55"
+    rows = [Row("kubepods.slice", "node", "-.slice", "node", None, True, {"cpuShares": 7168, "memoryLimit": 2**34}),
+            Row("kubepods-burstable.slice", "tier", "kubepods.slice", "tier", "Burstable", True, {"cpuShares": 1228}),
+            Row(f"kubepods-burstable-pod{uid}.slice", "pod", "kubepods-burstable.slice", "pod", "Burstable", True,
+                {"cpuShares": 256, "memoryLimit": 2**28}, namespace="shop", pod="web"),
+            Row(f"sdqos-pod{uid}-nginx.scope", "container", f"kubepods-burstable-pod{uid}.slice", "c", "Burstable",
+                True, {"cpuShares": 256, "memoryLimit": 2**28}, oom_score_adj=[968], namespace="shop", pod="web",
+                container="nginx")]
+    return Status("v1", rows, [], 0.0, {"pods": 1, "vms": 0, "running": 4, "units": 4, "drift": 0, "flagged": 0})
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_table_fits_the_terminal(width):
+    lines = render_plain(_status(), width).splitlines()
+    table = lines[:5]
+    assert all(len(ln) <= width for ln in table), [len(ln) for ln in table]
+    assert "shop/web/nginx" in table[4]
+    if width == 80:  # too narrow for unit names and names side by side: pods and containers by name
+        assert table[0].split()[0] == "UNIT/NAME" and table[4].split()[0] == "shop/web/nginx"
+    else:  # unit names shortened in the middle, names beside them
+        assert table[0].split()[:2] == ["UNIT", "NAME"] and "…" in table[4] and table[4].split()[1] == "shop/web/nginx"
+
+
+def test_too_narrow_for_any_table_gives_one_block_per_unit():
+    st = _status()
+    st.rows[3].usage = {"memoryBytes": 2**20, "cpuCores": 0.25, "tasks": 3}
+    st.rows[3].flags = ["near-cpu-limit", "oom-score-off"]
+    lines = render_plain(st, 60).splitlines()
+    assert all(len(ln) <= 60 for ln in lines), [len(ln) for ln in lines]
+    i = next(i for i, ln in enumerate(lines) if ln.strip().startswith("shop/web/nginx"))
+    assert [ln.strip() for ln in lines[i:i + 5]] == [
+        "shop/web/nginx  Burstable", "near-cpu-limit oom-score-off",
+        "sdqos-pod0d5c8a4e_6f3b_4c…d_7b8e1f0c3a55-nginx.scope",
+        "cpu 256 sh · memory 256 MiB · using 1 MiB · 0.25 cpu", "oom 968"]
+
+
+def test_whole_names_without_a_width():
+    text = render_plain(_status())
+    assert "sdqos-pod0d5c8a4e_6f3b_4c1e_9a2d_7b8e1f0c3a55-nginx.scope" in text
