@@ -312,7 +312,7 @@ CASES = [
     Case("duplicate-container-name", POD, container("migrate"),
          [L(W0, "spec.containers[0].name", r'Duplicate value: "migrate".*')]),
     Case("unknown-field-typo", POD, web_sub("  - name: nginx\n    resources:", "  - name: nginx\n    resource:"),
-         [L(W0, "spec.containers[0].resource", "unknown field")]),
+         [L(W0, "spec.containers[0].resource", r'unknown field \(did you mean "resources"\?\)')]),
     Case("sidecar-restart-policy", POD, web_sub("restartPolicy: Always", "restartPolicy: Sometimes"),
          [L(W0, "spec.initContainers[1].restartPolicy", r'Unsupported value: "Sometimes".*')]),
     Case("priority-not-integer", POD, web_sub("spec:\n", "spec:\n  priority: high\n"),

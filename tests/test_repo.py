@@ -29,3 +29,12 @@ def test_readme_first_command_syncs_the_example():
 def test_units_dir_is_the_rendered_default():
     for name, text in unitfiles.render().items():
         assert (ROOT / "units" / name).read_text() == text
+
+
+def test_readme_is_short_and_its_links_resolve():
+    """README is for users (under 20 KB); the reference lives in docs/, and every link to it works."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) < 20_000
+    for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", md.read_text()):
+            assert (md.parent / target).exists(), (md.name, target)

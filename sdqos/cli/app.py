@@ -144,6 +144,7 @@ def plan(
     cgroup: CgroupMode = typer.Option(CgroupMode.auto, "--cgroup", help="Which cgroup version to plan for."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text (a tree) or json (a stable contract)."),
     insecure: bool = InsecureOpt,
+    full: bool = typer.Option(False, "--full", "-l", help="Do not fit lines to the terminal."),
 ) -> None:
     """Show the unit tree with kubelet's values for every tier, pod, container and VM. No D-Bus."""
     from sdqos.cli.render import plan_json, plan_text
@@ -154,7 +155,10 @@ def plan(
         if output == Output.json:
             typer.echo(json.dumps(plan_json(p, errors), indent=2))
         else:
-            typer.echo(plan_text(p, color=sys.stdout.isatty()))
+            tty = sys.stdout.isatty()
+            import shutil
+
+            typer.echo(plan_text(p, color=tty, width=shutil.get_terminal_size().columns if tty and not full else None))
         print_errors(cfg.errors)
         if cfg.errors:
             raise typer.Exit(EXIT_INVALID)
@@ -553,6 +557,88 @@ def adopt(
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
 
 
+podman_app = typer.Typer(
+    help="Run a configured pod's containers with podman, with kubelet's values (as kubelet drives its runtime).",
+    no_args_is_help=True, context_settings=HELP_OPTIONS, rich_markup_mode=None)
+app.add_typer(podman_app, name="podman")
+
+
+def _run_spec(config: Path, insecure: bool, pp):
+    """The pod's run spec (images, commands, env) from the manifest document it came from."""
+    from sdqos.kube.runspec import run_spec
+    from sdqos.kube.yamlsafe import load_documents
+    from sdqos.loading.configdir import read_checked_file
+
+    src = pp.pod.source
+    path = config / src.file
+    docs = load_documents(read_checked_file(path, insecure))
+    ns, name = pp.key.split("/", 1)
+    raw = docs[src.index] if src.index < len(docs) else None
+    candidates = raw.get("items", []) if isinstance(raw, dict) and raw.get("kind") in ("List", "PodList") else [raw]
+    for doc in candidates:
+        meta = (doc or {}).get("metadata") or {}
+        if meta.get("name") == name and (meta.get("namespace") or "default") == ns:
+            return run_spec(doc, str(src))
+    raise InvalidInput(f"pod {pp.key} is no longer in {src.file}; run sync", where=str(src))
+
+
+def _configured_pod(p, pod: str):
+    matches = [x for x in p.pods if x.key == pod or ("/" not in pod and x.name == pod)]
+    if len(matches) != 1:
+        raise InvalidInput(f"no pod {pod!r} in the config" if not matches else
+                           f"pod name {pod!r} is ambiguous: {', '.join(x.key for x in matches)}; use namespace/name")
+    return matches[0]
+
+
+@podman_app.command("start")
+def podman_start(
+    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod."),
+    config: Path = ConfigOpt,
+    replace: bool = typer.Option(False, "--replace", help="Stop and remove the pod's podman containers first."),
+    bus_address: Optional[str] = BusOpt,
+    cgroup: CgroupMode = CgroupOpt,
+    insecure: bool = InsecureOpt,
+) -> None:
+    """Start the pod's containers (those with an image) with podman, in its slice, each with kubelet's
+    values: init containers in order to completion, sidecars kept running, then the app containers.
+    Named <namespace>_<pod>_<container>; podman's --restart follows the pod's restartPolicy."""
+    import asyncio
+
+    from sdqos.host.systemd import Systemd
+    from sdqos.reconcile import podman_pods
+
+    with cli_errors():
+        cfg, p = load_planned(config, insecure, cgroup, writes=True)
+        pp = _configured_pod(p, pod)
+        spec = _run_spec(config, insecure, pp)
+
+        async def go():
+            async with Systemd(bus_address) as sd:
+                return await podman_pods.start(sd, p, pp, spec, replace=replace)
+
+        for line in asyncio.run(go()):
+            typer.echo(line)
+
+
+@podman_app.command("stop")
+def podman_stop(
+    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod."),
+    config: Path = ConfigOpt,
+    cgroup: CgroupMode = CgroupOpt,
+    insecure: bool = InsecureOpt,
+) -> None:
+    """Stop and remove the pod's podman containers (SIGTERM, then SIGKILL after its
+    terminationGracePeriodSeconds)."""
+    from sdqos.reconcile import podman_pods
+
+    with cli_errors():
+        _, p = load_planned(config, insecure, cgroup)
+        pp = _configured_pod(p, pod)
+        lines = podman_pods.stop(pp)
+        for line in lines or [f"pod {pp.key} has no podman containers"]:
+            typer.echo(line)
+
+
 @app.command("man")
 def man() -> None:
     """Print sdqos's man page (roff), generated from this help: sdqos man > /usr/local/share/man/man1/sdqos.1"""
@@ -598,9 +684,13 @@ def install_units(
             return
 
         async def activate() -> None:
-            from sdqos.host.systemd import Systemd
+            from sdqos.host.systemd import MANAGER, MANAGER_PATH, Systemd
 
             async with Systemd(bus_address) as sd:
+                paths = (await sd.get_properties(MANAGER_PATH, MANAGER, ["UnitPath"]))["UnitPath"]
+                if not any(os.path.realpath(directory) == os.path.realpath(d) for d in paths):
+                    raise HostError(f"{directory} is not on systemd's unit search path, so systemd cannot start "
+                                    f"{unitfiles.TIMER} from there; use --dir with one of: {', '.join(paths)}")
                 await sd.reload()
                 try:
                     await sd.enable_unit_files([unitfiles.TIMER])

@@ -110,7 +110,7 @@ def _label(u: UnitPlan, ooms: dict[str, int]) -> str:
     if u.kind == "pod":
         return u.description.replace("sdqos pod ", "")
     if u.kind == "container":
-        name = u.description.replace("sdqos container ", "").split(" (")[0].rsplit("/", 1)[-1]
+        name = u.description.replace("sdqos container ", "").split(" (")[0]  # ns/pod/container
         return f"{name} · oom_score_adj {ooms.get(u.name)}"
     if u.kind == "machine":
         return "VMs"
@@ -121,8 +121,11 @@ def _oom_by_scope(plan: Plan) -> dict[str, int]:
     return {c.scope: c.oom_score_adj for pp in plan.pods for c in pp.containers}
 
 
-def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = False) -> list[str]:
-    """The unit tree, children under parents, each line with its label and values."""
+def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = False,
+               width: int | None = None) -> list[str]:
+    """The unit tree, children under parents, each line with its label and values. ``width`` (a
+    terminal's): a line that does not fit gets its unit name shortened in the middle and its values
+    on a line of their own below it."""
     units = units if units is not None else plan.units
     names = {u.name for u in units}
     children: dict[str, list[UnitPlan]] = {}
@@ -136,11 +139,24 @@ def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = Fa
     ooms = _oom_by_scope(plan)
 
     def emit(u: UnitPlan, prefix: str, last: bool) -> None:
-        name = f"\x1b[1m{u.name}\x1b[0m" if color else u.name
-        lines.append(f"{prefix}{'└─' if last else '├─'}{name}  {_label(u, ooms)}  [{props_text(u.properties)}]")
         # Guaranteed pods first, then the tiers, as systemd-cgls lists them.
         kids = sorted(children.get(u.name, []), key=lambda k: k.kind == "tier")
         sub = prefix + ("  " if last else "│ ")
+        head, label, values = f"{prefix}{'└─' if last else '├─'}", _label(u, ooms), f"[{props_text(u.properties)}]"
+        name = u.name
+        one_line = len(head) + len(name) + len(label) + len(values) + 4 <= width if width else True
+        if not one_line:
+            from sdqos.cli.status import ellipsize
+
+            name = ellipsize(name, max(24, width - len(head) - len(label) - 2))
+        shown = f"\x1b[1m{name}\x1b[0m" if color else name
+        if one_line:
+            lines.append(f"{head}{shown}  {label}  {values}")
+        else:  # the label shortened too where even a short name leaves no room for it
+            room = max(8, width - len(head) - len(name) - 2)
+            lines.append(f"{head}{shown}  {ellipsize(label, room)}")
+            cont = f"{sub}{'│ ' if kids else '  '}"
+            lines.append(cont + ellipsize(values, max(8, width - len(cont))))
         for i, k in enumerate(kids):
             emit(k, sub, i == len(kids) - 1)
 
@@ -154,7 +170,7 @@ def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = Fa
     return lines
 
 
-def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False) -> str:
+def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, width: int | None = None) -> str:
     cap, alloc, budget = plan.capacity, plan.allocatable, plan.pods_budget
     head = [
         f"cgroup {plan.cgroup} · {len(plan.pods)} pods · {len(plan.vms)} VMs",
@@ -166,7 +182,7 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False) 
             f"VMs reserve      {H.cpu(plan.vm_reserved[CPU])} CPU, {H.size(plan.vm_reserved[MEMORY])};"
             f" pods get {H.cpu(budget[CPU])} CPU, {H.size(budget[MEMORY])}"
         )
-    out = head + [""] + tree_lines(plan, color=color)
+    out = head + [""] + tree_lines(plan, color=color, width=width)
     for i, v in enumerate(plan.vms):
         if v.vm.libvirt_domain:
             where = f"machine-qemu\\x2d<id>\\x2d{v.vm.libvirt_domain}.scope (libvirt domain)"

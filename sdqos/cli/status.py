@@ -109,9 +109,9 @@ def _names(u: UnitPlan, plan: Plan) -> dict[str, str | None]:
     if u.owner and u.owner.startswith("pod:"):
         ns, _, pod = u.owner[4:].partition("/")
         container = None
-        if u.kind == "container":
-            pp = plan.pod(u.owner[4:])
-            container = next((c.name for c in pp.containers if c.scope == u.name), None) if pp else None
+        if u.kind == "container":  # "sdqos container ns/pod/c (…)": also on scopes a runtime made
+            described = u.description.removeprefix("sdqos container ").split(" (")[0]
+            container = described.rsplit("/", 1)[-1] if described.count("/") == 2 else None
         return {"namespace": ns, "pod": pod, "container": container}
     if u.owner and u.owner.startswith("vm:"):
         return {"vm": u.owner[3:]}
@@ -222,6 +222,11 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         if f"vm:{v.vm.name}" not in bound_vms:
             rows.append(Row(v.scope or f"(vm {v.vm.name})", "vm", "machine.slice", f"vm {v.vm.name} ({v.qos})", v.qos,
                             False, _entitled(v.properties), flags=["not-running"], vm=v.vm.name))
+    # A container that runs in a scope its runtime made (podman's libpod-<id>.scope) is shown there,
+    # not also as the empty scope sdqos would have made for it.
+    running = {(r.namespace, r.pod, r.container) for r in rows if r.kind == "container" and r.running}
+    rows = [r for r in rows if not (r.kind == "container" and not r.running and r.unit.startswith("sdqos-pod")
+                                    and (r.namespace, r.pod, r.container) in running)]
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),

@@ -114,7 +114,7 @@ class _Doc:
     def unknown(self, value: dict, allowed: frozenset[str], path: str) -> None:
         for k in value:
             if k not in allowed:
-                self.error(f"{path}.{k}" if path else k, "unknown field")
+                self.error(f"{path}.{k}" if path else k, "unknown field" + did_you_mean(k, allowed))
 
     def string(self, value, path: str, *, required: bool = False) -> str | None:
         if value is None:
@@ -125,6 +125,14 @@ class _Doc:
             self.error(path, f"must be a string, not {_type_name(value)}")
             return None
         return value
+
+
+def did_you_mean(name: str, known) -> str:
+    """' (did you mean "resources"?)' for the closest known name, as kubectl's hints; "" when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _type_name(value) -> str:

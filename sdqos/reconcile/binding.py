@@ -10,13 +10,24 @@ import os
 import stat
 from dataclasses import dataclass
 
-from sdqos.errors import NoSuchUnit
-from sdqos.host import procfs
+from sdqos.errors import NoSuchUnit, SdqosError
+from sdqos.host import podman, procfs
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.reconcile.diff import LiveUnit
-from sdqos.reconcile.scopes import LiveScope, match_container, pods_by_slice, scopes_from_processes, vm_scope_for
+from sdqos.plan.podman import MANAGED_LABEL
+from sdqos.reconcile.scopes import (
+    PODMAN_CONMON_ID,
+    annotation_hits,
+    PODMAN_SCOPE,
+    LiveScope,
+    match_container,
+    pods_by_slice,
+    runtime_scope,
+    scopes_from_processes,
+    vm_scope_for,
+)
 
 
 async def discover_scopes(sd: Systemd, plan: Plan, live: dict[str, LiveUnit], *, machine: bool) -> dict[str, LiveScope]:
@@ -41,32 +52,73 @@ class Binding:
     oom_score_adj: int
 
 
-def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str]) -> tuple[dict[str, Binding], list[str]]:
+def podman_containers(scopes: dict[str, LiveScope], warnings: list[str]) -> dict[str, podman.PodmanContainer]:
+    """podman's containers by id, asked only when a podman container runs in the tree (a pod slice,
+    or one whose pod left the config)."""
+    if not any(PODMAN_SCOPE.match(n) for n in scopes):
+        return {}
+    try:
+        return {c.id: c for c in podman.containers()}
+    except SdqosError as exc:  # podman missing or broken: the other matching rules still apply
+        warnings.append(f"cannot ask podman which containers run in pod slices: {exc}")
+        return {}
+
+
+def managed_podman_scopes(scopes: dict[str, LiveScope], containers: dict[str, podman.PodmanContainer]) -> dict[str, str]:
+    """Scopes of podman containers that ``sdqos podman start`` made (its label): scope → container
+    name; each container's conmon scope included (stopped with it)."""
+    out = {}
+    for name in scopes:
+        m = PODMAN_SCOPE.match(name) or PODMAN_CONMON_ID.match(name)
+        c = containers.get(m.group(1)) if m else None
+        if c is not None and c.labels.get(MANAGED_LABEL) == "true":
+            out[name] = c.name
+    return out
+
+
+def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
+                containers: dict[str, podman.PodmanContainer] | None = None) -> tuple[dict[str, Binding], list[str]]:
     """Match live scopes to containers and VMs (rules in sdqos.scopes). A matched scope that is
     not sdqos's own name gets a unit in the plan with the container's (VM's) values, so the diff
-    tunes it like any other. Returns the bindings and the unmatched scopes."""
+    tunes it like any other. Returns the bindings and the unmatched scopes (a runtime's own
+    scopes, podman's conmon, are neither)."""
     bindings: dict[str, Binding] = {}
     unmatched: list[str] = []
     by_slice = pods_by_slice(plan)
     planned = {u.name: u for u in plan.units}
+    by_glob: dict[tuple[str, str, str], list[str]] = {}  # (pod, container, glob) → scopes it decided
+    seen_glob: dict[tuple[str, str, str], list[str]] = {}  # … → scopes it matched at all
     for name, scope in sorted(scopes.items()):
         pp = by_slice.get(scope.slice)
-        if pp is None:
+        if pp is None or runtime_scope(name):
             continue
+        hits = annotation_hits(name, pp) if name not in {c.scope for c in pp.containers} else []
+        for c_name, glob in hits:
+            seen_glob.setdefault((pp.key, c_name, glob), []).append(name)
         own = {c.scope: c for c in pp.containers}
         if name in own:
             c = own[name]
         else:
-            cname = match_container(scope, pp)
+            cname = match_container(scope, pp, {i: c.labels for i, c in (containers or {}).items()})
             if cname is None:
                 unmatched.append(name)
                 continue
+            if hits and hits[0][0] == cname:
+                by_glob.setdefault((pp.key, *hits[0]), []).append(name)
             c = next(x for x in pp.containers if x.name == cname)
             base = planned[c.scope]
             props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
             plan.units.append(UnitPlan(name, pp.slice, "container", base.description, props, base.resources,
                                        owner=base.owner, create=False, why=base.why))
         bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj)
+    for (pod, container, glob), names in sorted(by_glob.items()):
+        if len(names) > 1:
+            warnings.append(f"pod {pod}: sdqos.io/scopes {container}={glob} matches {len(names)} scopes "
+                            f"({', '.join(names)}); each gets {container}'s values: make the glob specific")
+    for key, names in sorted(seen_glob.items()):
+        if key not in by_glob:
+            warnings.append(f"pod {key[0]}: sdqos.io/scopes {key[1]}={key[2]} is shadowed by a more specific entry "
+                            f"for every scope it matches ({', '.join(names)})")
     machine = {n: s for n, s in scopes.items() if s.slice == MACHINE_SLICE}
     claimed = set()
     for vp in plan.vms:

@@ -239,8 +239,13 @@ def compute_diff(
     adopt_existing: bool = False,
     recreate: set[str] | frozenset[str] = frozenset(),
     max_removals: RemovalLimit | None = None,
+    runtime_owned: Mapping[str, str] | None = None,
 ) -> Diff:
+    """``runtime_owned``: scopes of containers sdqos started through a runtime (``sdqos podman
+    start``): a pod slice holding only those and sdqos's own units may go; its runtime containers
+    are removed through the runtime first (the caller does that for every slice this stops)."""
     applied = applied or {}
+    runtime_owned = runtime_owned or {}
     d = Diff()
     planned = {u.name: u for u in plan.units}
     tree = _Tree(live, scopes or {})
@@ -307,7 +312,7 @@ def compute_diff(
     for lu in stale:
         if not pod_re.match(lu.name):
             continue
-        others = [n for n in tree.below(lu.name) if not (n in live and live[n].ours)]
+        others = [n for n in tree.below(lu.name) if not (n in live and live[n].ours) and n not in runtime_owned]
         if others:
             keep.add(lu.name)
             d.warnings.append(f"kept: pod slice {lu.name} holds units sdqos did not create "

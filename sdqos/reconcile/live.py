@@ -7,14 +7,14 @@ paths name the scopes they run in (bound to containers and VMs by :mod:`sdqos.re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sdqos.host import cgroupfs, facts
 from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import Plan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
-from sdqos.reconcile.binding import Binding, bind_scopes, discover_scopes
+from sdqos.reconcile.binding import Binding, bind_scopes, discover_scopes, managed_podman_scopes, podman_containers
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
@@ -124,6 +124,7 @@ class Observation:
     scopes: dict[str, LiveScope]
     bindings: dict[str, Binding]
     unmatched: list[str]
+    podman_managed: dict[str, str] = field(default_factory=dict)  # scope → container, made by `sdqos podman start`
 
 
 async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None:
@@ -152,8 +153,9 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
     for name, scope in scopes.items():
         if name in live:
             scope.description = live[name].description
-    bindings, unmatched = bind_scopes(plan, scopes, warnings)
-    return Observation(live, scopes, bindings, unmatched)
+    containers = podman_containers(scopes, warnings)
+    bindings, unmatched = bind_scopes(plan, scopes, warnings, containers)
+    return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers))
 
 
 async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool = False) -> dict[str, LiveUnit]:

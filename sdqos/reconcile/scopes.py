@@ -7,8 +7,13 @@ matched by name. A scope made by something else inside a pod slice — podman, c
 with the systemd cgroup driver and ``--cgroup-parent=<pod slice>`` — is matched to a container by
 this rule, first match wins:
 
+0. what the runtime itself records: a podman container (``libpod-<id>.scope``) whose labels name
+   the pod (its uid) and the container (``io.kubernetes.container.name``), as ``sdqos podman start``
+   and kubelet's CRI runtimes label them; podman's ``libpod-conmon-<id>.scope`` (its monitor) is
+   the runtime's and never gets container values;
 1. the pod annotation ``sdqos.io/scopes``: ``"<container>=<scope glob>,…"``
-   (e.g. ``"nginx=libpod-*.scope"``);
+   (e.g. ``"nginx=libpod-*.scope"``); where several globs match, the most specific wins (most
+   literal characters), whatever their order;
 2. the scope's name contains the container's name as a whole word (``-``, ``_``, ``.`` separated);
 3. the scope's Description contains the container's name as a whole word.
 
@@ -63,17 +68,48 @@ def _has_word(text: str, word: str) -> bool:
     return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text) is not None
 
 
-def match_container(scope: LiveScope, pod: PodPlan) -> str | None:
-    """The container of ``pod`` a foreign scope in its slice belongs to, by the rule above."""
-    names = [c.name for c in pod.containers]
+def _specificity(glob: str) -> tuple[int, int]:
+    """More literal characters, then fewer wildcards: ``libpod-3f2a*.scope`` beats ``libpod-*.scope``."""
+    wild = sum(glob.count(ch) for ch in "*?[")
+    return (len(glob) - wild, -wild)
+
+
+def annotation_hits(scope_name: str, pod: PodPlan) -> list[tuple[str, str]]:
+    """(container, glob) of every ``sdqos.io/scopes`` entry of ``pod`` matching the scope, the most
+    specific first (the one that decides)."""
     raw = pod.pod.annotations.get(SCOPES_ANNOTATION)
-    if raw:
-        try:
-            for container, glob in parse_scopes_annotation(raw).items():
-                if container in names and fnmatch.fnmatchcase(scope.name, glob):
-                    return container
-        except ValueError:
-            pass  # validated at load time; a bad value just matches nothing
+    if not raw:
+        return []
+    try:
+        entries = parse_scopes_annotation(raw).items()
+    except ValueError:
+        return []  # validated at load time; a bad value just matches nothing
+    names = {c.name for c in pod.containers}
+    hits = [(c, g) for c, g in entries if c in names and fnmatch.fnmatchcase(scope_name, g)]
+    return sorted(hits, key=lambda h: _specificity(h[1]), reverse=True)
+
+
+PODMAN_SCOPE = re.compile(r"^libpod-([0-9a-f]{64})\.scope$")
+PODMAN_CONMON_SCOPE = PODMAN_CONMON_ID = re.compile(r"^libpod-conmon-([0-9a-f]{64})\.scope$")
+
+
+def runtime_scope(name: str) -> bool:
+    """A scope a container runtime keeps for itself (podman's conmon), never a container's."""
+    return PODMAN_CONMON_SCOPE.match(name) is not None
+
+
+def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str, str]] | None = None) -> str | None:
+    """The container of ``pod`` a foreign scope in its slice belongs to, by the rule above.
+    ``labelled``: podman's container id → labels."""
+    names = [c.name for c in pod.containers]
+    m = PODMAN_SCOPE.match(scope.name)
+    if m and labelled and m.group(1) in labelled:
+        labels = labelled[m.group(1)]
+        if labels.get("io.kubernetes.pod.uid") == pod.uid and labels.get("io.kubernetes.container.name") in names:
+            return labels["io.kubernetes.container.name"]
+    hits = annotation_hits(scope.name, pod)
+    if hits:
+        return hits[0][0]
     for text in (systemd_unescape(scope.name[: -len(".scope")]), scope.description):
         hits = [n for n in names if _has_word(text, n)]
         if len(hits) == 1:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sdqos.errors import HostError
+from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import MACHINE_SLICE
@@ -62,6 +62,7 @@ async def sync(
         plan, live, applied, complete=complete, removals_safe=removals_safe,
         invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
         adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
+        runtime_owned=obs.podman_managed,
     )
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
@@ -86,6 +87,7 @@ async def sync(
                 merged.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
         report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
     else:
+        _remove_runtime_containers(diff, obs, report)
         done = await apply(sd, diff, report, progress)
         vm_scopes_seen = any(sc.slice == MACHINE_SLICE for sc in scopes.values())
         removed = set(report.removed)
@@ -107,3 +109,24 @@ async def sync(
     report.dbus_calls = sd.stats.calls - calls0
     report.disconnects = sd.stats.disconnects - disc0
     return report
+
+
+def _remove_runtime_containers(diff, obs, report: Report) -> None:
+    """Before a pod slice is stopped, the podman containers ``sdqos podman start`` ran in it are
+    stopped and removed through podman (so podman's own record is right); if podman cannot, the
+    slice stays and the error says why."""
+    from sdqos.host import podman
+
+    stopping = {a.unit for a in diff.actions if a.kind == "stop" and a.unit.endswith(".slice")}
+    by_slice: dict[str, list[str]] = {}
+    for scope, container in obs.podman_managed.items():
+        sc = obs.scopes.get(scope)
+        if sc is not None and sc.slice in stopping and container not in by_slice.get(sc.slice, []):
+            by_slice.setdefault(sc.slice, []).append(container)
+    for slice_name, names in sorted(by_slice.items()):
+        try:
+            podman.remove(names, grace_s=30)
+            report.warnings.append(f"{slice_name}: removed podman containers {', '.join(sorted(names))}")
+        except SdqosError as exc:
+            report.errors.append(f"{slice_name}: not stopped: {exc}")
+            diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]

@@ -11,8 +11,10 @@ import sys
 
 import pytest
 
-COMMANDS = ["plan", "explain", "sync", "diff", "status", "metrics", "run", "adopt", "man", "install-units", "sandbox"]
+COMMANDS = ["plan", "explain", "sync", "diff", "status", "metrics", "run", "adopt", "podman", "man", "install-units",
+            "sandbox"]
 SANDBOX = ["up", "exec", "status", "list", "down"]
+PODMAN = ["start", "stop"]
 
 
 def sdqos(*args, env=None):
@@ -26,7 +28,8 @@ def test_bare_sdqos_shows_help_and_exits_0():
     assert r.stdout.startswith("Usage: sdqos") and "Commands:" in r.stdout
 
 
-@pytest.mark.parametrize("cmd", [[], *([c] for c in COMMANDS), *(["sandbox", s] for s in SANDBOX)])
+@pytest.mark.parametrize("cmd", [[], *([c] for c in COMMANDS), *(["sandbox", s] for s in SANDBOX),
+                                 *(["podman", s] for s in PODMAN)])
 def test_dash_h_is_help_everywhere(cmd):
     short, long_ = sdqos(*cmd, "-h"), sdqos(*cmd, "--help")
     assert short.returncode == 0 and short.stdout == long_.stdout
@@ -61,7 +64,8 @@ def test_man_page_has_every_command_and_option_of_the_help():
     page = sdqos("man").stdout
     assert page.startswith(".TH SDQOS 1")
     sections = dict(re.findall(r"^\.SS (sdqos[^\n]*)\n(.*?)(?=^\.SS |^\.SH |\Z)", page, flags=re.S | re.M))
-    expected = [["sdqos", c] for c in COMMANDS] + [["sdqos", "sandbox", s] for s in SANDBOX]
+    expected = ([["sdqos", c] for c in COMMANDS] + [["sdqos", "sandbox", s] for s in SANDBOX]
+                + [["sdqos", "podman", s] for s in PODMAN])
     assert sorted(sections) == sorted(" ".join(c) for c in expected)
     for cmd in expected:
         opts = _options(sdqos(*cmd[1:], "-h").stdout)

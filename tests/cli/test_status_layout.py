@@ -58,3 +58,22 @@ def test_too_narrow_for_any_table_gives_one_block_per_unit():
 def test_whole_names_without_a_width():
     text = render_plain(_status())
     assert "sdqos-pod0d5c8a4e_6f3b_4c1e_9a2d_7b8e1f0c3a55-nginx.scope" in text
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_plan_fits_the_terminal_and_names_every_container(width):
+    from pathlib import Path
+
+    from sdqos.cli.render import plan_text
+    from sdqos.loading.configdir import load_config
+    from sdqos.plan.engine import build_plan
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    cfg = load_config(examples, insecure=True)
+    plan = build_plan(cfg.node, cfg.pods, cfg.vms, "v1")
+    text = plan_text(plan, width=width)
+    assert all(len(ln) <= width for ln in text.splitlines())
+    assert "shop/web/nginx · oom_score_adj" in text and "shop/db (Guaranteed)" in text
+    whole = plan_text(plan)
+    assert max(len(ln) for ln in whole.splitlines()) > 120  # piped: nothing shortened
+    assert "sdqos-podb3edc188_0213_5f84_afdc_caf4bbcd1698-nginx.scope  shop/web/nginx" in whole

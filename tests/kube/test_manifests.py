@@ -60,7 +60,7 @@ ERRORS = [
     ("request > limit", with_(f"{REQ}.cpu", "2"), f'pods/t.yaml[0]: {REQ}.cpu: "2" must be less than or equal to cpu limit of "500m"'),
     ("bool quantity", with_(f"{LIM}.cpu", True), f"pods/t.yaml[0]: {LIM}.cpu: true is not a quantity"),
     ("unknown resource", with_(f"{LIM}.cpus", "1"), f'pods/t.yaml[0]: {LIM}.cpus: "cpus" is not a resource name (cpu, memory, ephemeral-storage, hugepages-<size>, or a fully-qualified extended resource)'),
-    ("typo in resources", with_(f"{C0}.resource", {}), f"pods/t.yaml[0]: {C0}.resource: unknown field"),
+    ("typo in resources", with_(f"{C0}.resource", {}), f'pods/t.yaml[0]: {C0}.resource: unknown field (did you mean "resources"?)'),
     ("no name", with_("metadata.name", DELETE), "pods/t.yaml[0]: metadata.name: Required value"),
     ("name not DNS", with_("metadata.name", "Web_1"), 'pods/t.yaml[0]: metadata.name: "Web_1" is not a valid DNS-1123 subdomain (lowercase letters, digits and \'-\', \'.\', starting and ending with a letter or digit)'),
     ("namespace not DNS", with_("metadata.namespace", "a.b"), 'pods/t.yaml[0]: metadata.namespace: "a.b" is not a valid DNS-1123 label (lowercase letters, digits and \'-\', starting and ending with a letter or digit)'),

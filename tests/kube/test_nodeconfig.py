@@ -36,7 +36,7 @@ def test_real_kubelet_config_is_accepted_and_typos_warned():
         "kubeReserverd": {"cpu": "1"},
     })
     assert errors == []
-    assert cfg.warnings == ('node.yaml: unknown field "kubeReserverd" (not a KubeletConfiguration field): ignored',)
+    assert cfg.warnings == ('node.yaml: unknown field "kubeReserverd" (not a KubeletConfiguration field; did you mean "kubeReserved"?): ignored',)
 
 
 def test_capacity_override_and_pids_alias():

@@ -355,7 +355,7 @@ def test_quiet_sync_for_the_timer_says_each_thing_once(clean_sandbox, tmp_path):
     node = config / "node.yaml"
     node.write_text(node.read_text() + "kubeReserverd: {cpu: 1}\n")
     warned = sdqos_in(sb, "sync", "-q", "--config", str(config))
-    typo = 'warning: node.yaml: unknown field "kubeReserverd" (not a KubeletConfiguration field): ignored'
+    typo = 'warning: node.yaml: unknown field "kubeReserverd" (not a KubeletConfiguration field; did you mean "kubeReserved"?): ignored'
     assert warned.returncode == 0 and typo in warned.stdout.splitlines()
     assert sdqos_in(sb, "sync", "-q", "--config", str(config)).stdout == ""  # said once
     assert typo in sdqos_in(sb, "sync", "--config", str(config)).stdout  # without -q: every time
@@ -376,3 +376,22 @@ def test_the_headline_says_first_what_was_not_applied(clean_sandbox, tmp_path):
     assert lines[0] == "not applied: 1 invalid input (exit 2); 3 units kept (see warnings) — details below", lines
     assert lines[1] == "no changes; 5 units match the plan"
     assert "pods/web.yaml" in r.stderr and "250x" in r.stderr
+
+
+def test_install_units_in_a_dir_systemd_does_not_read_says_so(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    r = sdqos_in(sb, "install-units", "--dir", str(tmp_path / "units"), "--config", str(copy_config(tmp_path)), "--now")
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"sdqos: error: {tmp_path / 'units'} is not on systemd's unit search path")
+    assert "/etc/systemd/system" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_removed_units_are_named_by_the_pod_they_were_for(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    (config / "pods" / "web.yaml").unlink()
+    r = sdqos_in(sb, "sync", "--config", str(config))
+    assert r.returncode == 0, r.stderr
+    removed = [ln for ln in r.stdout.splitlines() if ln.startswith("  removed  ")]
+    assert len(removed) == 1 and removed[0].endswith(".slice (shop/web)"), r.stdout

@@ -157,7 +157,7 @@ def test_up_where_run_is_a_mount(sandbox: sbx.Sandbox, sandbox_name: str, tmp_pa
         mkdir /run/user && mount -t tmpfs tmpfs /run/user
         trap '{sdqos} sandbox down {name} >/dev/null' EXIT
         {sdqos} sandbox up {name} >/dev/null
-        {sdqos} sandbox exec -n {name} -- {sdqos} sync --config {sbx_examples()}
+        {sdqos} sandbox exec {name} -- {sdqos} sync --config {sbx_examples()}
         {sdqos} sandbox exec -n {name} -- systemctl is-active kubepods.slice
         {sdqos} sandbox exec -n {name} -- findmnt -n -o TARGET /run/user || echo "no /run/user inside"
     """

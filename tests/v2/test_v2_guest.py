@@ -77,7 +77,7 @@ def test_readme_first_command_works_where_run_is_a_tmpfs(v2guest):
     g = v2guest
     # /run is a tmpfs of its own, as on every systemd host (the mount point's file system differs from /'s)
     assert g.check("stat -f -c %T /run; stat -f -c %T /").split() == ["tmpfs", "ext2/ext3"]
-    r = g.run("cd /root && sdqos sandbox up demo && sdqos sandbox exec -n demo -- sdqos sync --config examples "
+    r = g.run("cd /root && sdqos sandbox up demo && sdqos sandbox exec demo -- sdqos sync --config examples "
               "&& sdqos sandbox exec -n demo -- systemctl is-active kubepods.slice; rc=$?; sdqos sandbox down demo; "
               "exit $rc", timeout=300)
     assert r.rc == 0, r.stdout + r.stderr

@@ -1,0 +1,77 @@
+"""podman, as sdqos talks to it: its command line, run as a subprocess with the caller's
+environment (so ``CONTAINERS_CONF``/``CONTAINERS_STORAGE_CONF`` and ``SDQOS_PODMAN`` choose which
+podman and which storage). Rootful, with the systemd cgroup manager, as kubelet's CRI runtimes run.
+
+``containers()`` is how ``sync`` recognises podman's containers in pod slices: podman's own record
+of each container's id, name and labels (``podman ps --all --format json``), not guessing from a
+scope name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from sdqos.errors import HostError
+
+TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class PodmanContainer:
+    id: str
+    name: str
+    labels: dict[str, str]
+    state: str
+
+
+def command() -> list[str]:
+    """podman and its global flags (``SDQOS_PODMAN``, e.g. ``podman --root /srv/c``)."""
+    argv = shlex.split(os.environ.get("SDQOS_PODMAN", "podman"))
+    return argv + ["--cgroup-manager=systemd"]
+
+
+def available() -> bool:
+    return shutil.which(shlex.split(os.environ.get("SDQOS_PODMAN", "podman"))[0]) is not None
+
+
+def run(args: list[str], *, timeout: float = TIMEOUT_S, capture: bool = True) -> subprocess.CompletedProcess:
+    """One podman command; a podman that is missing or hangs is a HostError naming the command."""
+    argv = command() + args
+    try:
+        return subprocess.run(argv, capture_output=capture, text=True, timeout=timeout, check=False,
+                              stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise HostError(f"{argv[0]} not found (install podman, or set SDQOS_PODMAN)") from None
+    except subprocess.TimeoutExpired:
+        raise HostError(f"podman {args[0]} did not finish within {timeout:g}s") from None
+
+
+def check(args: list[str], **kw) -> str:
+    r = run(args, **kw)
+    if r.returncode != 0:
+        last = (r.stderr or "").strip().splitlines()[-1:] or [f"exit {r.returncode}"]
+        raise HostError(f"podman {args[0]} failed: {last[0]}")
+    return r.stdout
+
+
+def containers(label: str | None = None) -> list[PodmanContainer]:
+    """Every container podman knows (optionally those with ``label``)."""
+    args = ["ps", "--all", "--format", "json"] + ([f"--filter=label={label}"] if label else [])
+    rows = json.loads(check(args) or "[]")
+    out = []
+    for row in rows or []:
+        names = row.get("Names") or []
+        out.append(PodmanContainer(row.get("Id", ""), names[0] if names else "", dict(row.get("Labels") or {}),
+                                   row.get("State", "")))
+    return out
+
+
+def remove(names: list[str], *, grace_s: int = 10) -> None:
+    """Stop (SIGTERM, then SIGKILL after ``grace_s``) and remove containers; missing ones are fine."""
+    if names:
+        check(["rm", "--force", "--ignore", f"--time={grace_s}", *names], timeout=grace_s + TIMEOUT_S)

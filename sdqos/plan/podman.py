@@ -1,0 +1,83 @@
+"""A configured pod's containers as ``podman run`` arguments: kubelet's container values as podman
+flags, the way kubelet hands them to its runtime over CRI. Pure.
+
+- ``--cgroup-parent`` the pod slice: podman (crun, systemd cgroup manager) creates the container's
+  ``libpod-<id>.scope`` there, as a CRI runtime creates its scope in the pod's slice.
+- ``--cpu-shares`` (the request, or the limit without one), ``--cpu-quota``/``--cpu-period`` (only
+  with a CPU limit and cpuCFSQuota), ``--memory`` (the limit), ``--oom-score-adj`` (kubelet's
+  policy), ``--pids-limit -1`` (kubelet limits pids per pod, not per container; podman's own
+  default would be 2048). On cgroup v2 also ``memory.swap.max`` (memorySwap) and
+  ``memory.oom.group`` (singleProcessOOMKill) through ``--cgroup-conf``.
+- Named ``<namespace>_<pod>_<container>`` and labelled as kubelet labels CRI containers
+  (``io.kubernetes.pod.namespace``, ``.name``, ``.uid``, ``io.kubernetes.container.name``) plus
+  ``sdqos.io/managed=true``: what ``sync`` recognises a container by.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sdqos.kube.runspec import RunSpec
+from sdqos.plan.engine import ContainerPlan, PodPlan
+
+MANAGED_LABEL = "sdqos.io/managed"
+NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+POD_LABEL = "io.kubernetes.pod.name"
+UID_LABEL = "io.kubernetes.pod.uid"
+CONTAINER_LABEL = "io.kubernetes.container.name"
+# The pod's restartPolicy as podman's --restart; sidecars always restart (kubelet restarts them).
+RESTART = {"Always": "always", "OnFailure": "on-failure", "Never": "no"}
+
+
+def container_name(pp: PodPlan, container: str) -> str:
+    ns, name = pp.key.split("/", 1)
+    return f"{ns}_{name}_{container}"
+
+
+def labels(pp: PodPlan, container: str) -> dict[str, str]:
+    ns, name = pp.key.split("/", 1)
+    return {NAMESPACE_LABEL: ns, POD_LABEL: name, UID_LABEL: pp.uid, CONTAINER_LABEL: container, MANAGED_LABEL: "true"}
+
+
+def resource_flags(c: ContainerPlan, cgroup: str) -> list[str]:
+    """kubelet's container values (generateLinuxContainerResources) as podman flags."""
+    rc = c.resources
+    out = [f"--cpu-shares={rc.cpu_shares}"]
+    if rc.cpu_quota and rc.cpu_quota > 0:
+        out += [f"--cpu-quota={rc.cpu_quota}", f"--cpu-period={rc.cpu_period}"]
+    if rc.memory:
+        out.append(f"--memory={rc.memory}")
+    out += [f"--oom-score-adj={c.oom_score_adj}", "--pids-limit=-1"]
+    if cgroup == "v2":
+        if rc.swap is not None:
+            out.append(f"--cgroup-conf=memory.swap.max={rc.swap}")
+        if rc.oom_group is not None:
+            out.append(f"--cgroup-conf=memory.oom.group={1 if rc.oom_group else 0}")
+        if rc.memory_min:
+            out.append(f"--cgroup-conf=memory.min={rc.memory_min}")
+        if rc.memory_low:
+            out.append(f"--cgroup-conf=memory.low={rc.memory_low}")
+        if rc.memory_high and rc.memory_high > 0:
+            out.append(f"--cgroup-conf=memory.high={rc.memory_high}")
+    return out
+
+
+def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, cgroup: str) -> list[str]:
+    """``podman run`` arguments (after ``podman [global flags]``) for one container."""
+    args = ["run", f"--name={container_name(pp, c.name)}", f"--cgroup-parent={pp.slice}"]
+    if spec.kind != "init":
+        args.append("--detach")
+        args.append(f"--restart={'always' if spec.kind == 'sidecar' else RESTART[restart_policy]}")
+    for k, v in labels(pp, c.name).items():
+        args.append(f"--label={k}={v}")
+    args += resource_flags(c, cgroup)
+    for k, v in spec.env:
+        args.append(f"--env={k}={v}")
+    if spec.working_dir:
+        args.append(f"--workdir={spec.working_dir}")
+    if spec.command is not None:
+        args.append(f"--entrypoint={json.dumps(list(spec.command))}")
+    args.append(spec.image)
+    if spec.args is not None:
+        args += list(spec.args)
+    return args

@@ -1,0 +1,94 @@
+"""A pod's containers as `podman run` arguments (sdqos.plan.podman) and the run spec read from the
+manifest (sdqos.kube.runspec): kubelet's values as podman flags, names and labels."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdqos.errors import InvalidInput
+from sdqos.kube.runspec import run_spec
+from sdqos.plan.engine import build_plan
+from sdqos.plan.podman import container_name, labels, run_args
+
+from ..helpers import node, pod_from
+
+DOC = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop"},
+    "spec": {
+        "initContainers": [
+            {"name": "migrate", "image": "bb", "command": ["/bin/sh", "-c", "true"],
+             "resources": {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}},
+            {"name": "shipper", "image": "bb", "restartPolicy": "Always", "args": ["-v"]},
+        ],
+        "containers": [
+            {"name": "nginx", "image": "nginx:1", "env": [{"name": "A", "value": "1"}], "workingDir": "/srv",
+             "resources": {"requests": {"cpu": "250m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}},
+        ],
+    },
+}
+
+
+def planned(cgroup="v1", **kw):
+    plan = build_plan(node(**kw), [pod_from(DOC)], cgroup=cgroup)
+    return plan.pods[0]
+
+
+def test_run_spec_from_the_manifest():
+    spec = run_spec(DOC, "pods/web.yaml[0]")
+    assert spec.restart_policy == "Always"
+    assert [(c.name, c.kind, c.image) for c in spec.containers] == [
+        ("migrate", "init", "bb"), ("shipper", "sidecar", "bb"), ("nginx", "app", "nginx:1")]
+    nginx = spec.containers[2]
+    assert (nginx.command, nginx.args, nginx.env, nginx.working_dir) == (None, None, (("A", "1"),), "/srv")
+
+
+@pytest.mark.parametrize("mutate,where", [
+    (lambda d: d["spec"]["containers"][0].update(env=[{"name": "A", "valueFrom": {"secretKeyRef": {}}}]),
+     "pods/web.yaml[0]: spec.containers[0].env[0].valueFrom"),
+    (lambda d: d["spec"]["containers"][0].update(command="sh -c x"), "pods/web.yaml[0]: spec.containers[0].command"),
+    (lambda d: d["spec"].update(restartPolicy="Sometimes"), "pods/web.yaml[0]: spec.restartPolicy"),
+    (lambda d: d["spec"]["containers"][0].update(image=""), "pods/web.yaml[0]: spec.containers[0].image"),
+])
+def test_run_spec_refuses_what_it_cannot_run(mutate, where):
+    import copy
+
+    doc = copy.deepcopy(DOC)
+    mutate(doc)
+    with pytest.raises(InvalidInput) as exc:
+        run_spec(doc, "pods/web.yaml[0]")
+    assert str(exc.value).startswith(where + ": ")
+
+
+def test_app_container_flags_are_kubelets_values():
+    pp = planned()
+    nginx = next(c for c in pp.containers if c.name == "nginx")
+    spec = run_spec(DOC, "x").containers[2]
+    args = run_args(pp, nginx, spec, "Always", "v1")
+    assert args[:3] == ["run", "--name=shop_web_nginx", f"--cgroup-parent={pp.slice}"]
+    assert "--detach" in args and "--restart=always" in args
+    assert "--cpu-shares=256" in args and "--cpu-quota=50000" in args and "--cpu-period=100000" in args
+    assert f"--memory={256 * 2**20}" in args and f"--oom-score-adj={nginx.oom_score_adj}" in args
+    assert "--pids-limit=-1" in args and "--env=A=1" in args and "--workdir=/srv" in args
+    assert args[-1] == "nginx:1" and not any(a.startswith("--cgroup-conf") for a in args)
+    assert {f"--label={k}={v}" for k, v in labels(pp, "nginx").items()} <= set(args)
+    assert labels(pp, "nginx")["io.kubernetes.pod.uid"] == pp.uid
+
+
+def test_init_and_sidecar_and_entrypoint():
+    pp = planned()
+    spec = run_spec(DOC, "x")
+    migrate = run_args(pp, pp.containers[0], spec.containers[0], "Never", "v1")
+    assert "--detach" not in migrate and not any(a.startswith("--restart") for a in migrate)
+    assert migrate[-2:] == ["--entrypoint=[\"/bin/sh\", \"-c\", \"true\"]", "bb"]
+    shipper = run_args(pp, pp.containers[1], spec.containers[1], "Never", "v1")
+    assert "--restart=always" in shipper and shipper[-2:] == ["bb", "-v"]  # args after the image
+    assert "--cpu-quota" not in " ".join(shipper)  # no CPU limit: no quota, as kubelet
+    assert container_name(pp, "shipper") == "shop_web_shipper"
+
+
+def test_v2_adds_swap_and_oom_group():
+    pp = planned("v2")
+    nginx = next(c for c in pp.containers if c.name == "nginx")
+    args = run_args(pp, nginx, run_spec(DOC, "x").containers[2], "OnFailure", "v2")
+    assert "--cgroup-conf=memory.swap.max=0" in args and "--cgroup-conf=memory.oom.group=1" in args
+    assert "--restart=on-failure" in args

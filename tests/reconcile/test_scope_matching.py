@@ -1,0 +1,79 @@
+"""Which live scope is which container (sdqos.reconcile.scopes, .binding), pure: podman's labels
+first, conmon never, the most specific sdqos.io/scopes glob whatever the order, and warnings for a
+glob that matches several scopes or never decides."""
+
+from __future__ import annotations
+
+from sdqos.host.podman import PodmanContainer
+from sdqos.plan.engine import build_plan
+from sdqos.reconcile.binding import bind_scopes, managed_podman_scopes
+from sdqos.reconcile.scopes import LiveScope
+
+from ..helpers import node, pod_from
+
+A, B, C = "a" * 64, "b" * 64, "c" * 64
+
+
+def plan_with(annotation: str | None = None):
+    meta = {"name": "web", "namespace": "shop"}
+    if annotation:
+        meta["annotations"] = {"sdqos.io/scopes": annotation}
+    pod = pod_from({"metadata": meta, "spec": {"containers": [
+        {"name": "nginx", "resources": {"requests": {"cpu": "250m"}}},
+        {"name": "sidecar", "resources": {"requests": {"cpu": "50m"}}}]}})
+    return build_plan(node(), [pod], cgroup="v1")
+
+
+def scope(plan, name):
+    sl = plan.pods[0].slice
+    return name, LiveScope(name, sl, f"/kubepods.slice/kubepods-burstable.slice/{sl}/{name}", [100])
+
+
+def test_podman_labels_decide_and_conmon_is_never_a_container():
+    plan = plan_with()
+    uid = plan.pods[0].uid
+    scopes = dict([scope(plan, f"libpod-{A}.scope"), scope(plan, f"libpod-conmon-{A}.scope"), scope(plan, f"libpod-{B}.scope")])
+    containers = {A: PodmanContainer(A, "shop_web_sidecar", {"io.kubernetes.pod.uid": uid,
+                                                             "io.kubernetes.container.name": "sidecar",
+                                                             "sdqos.io/managed": "true"}, "running")}
+    warnings: list[str] = []
+    bindings, unmatched = bind_scopes(plan, scopes, warnings, containers)
+    assert bindings[f"libpod-{A}.scope"].owner == "pod shop/web container sidecar"
+    assert unmatched == [f"libpod-{B}.scope"]  # no labels: nothing says whose it is
+    assert f"libpod-conmon-{A}.scope" not in bindings and f"libpod-conmon-{A}.scope" not in unmatched
+    assert managed_podman_scopes(scopes, containers) == {f"libpod-{A}.scope": "shop_web_sidecar",
+                                                         f"libpod-conmon-{A}.scope": "shop_web_sidecar"}
+
+
+def test_labels_of_another_pod_do_not_count():
+    plan = plan_with()
+    scopes = dict([scope(plan, f"libpod-{A}.scope")])
+    containers = {A: PodmanContainer(A, "x", {"io.kubernetes.pod.uid": "someone-else",
+                                              "io.kubernetes.container.name": "nginx"}, "running")}
+    bindings, unmatched = bind_scopes(plan, scopes, [], containers)
+    assert bindings == {} and unmatched == [f"libpod-{A}.scope"]
+
+
+def test_the_most_specific_glob_wins_whatever_the_order():
+    plan = plan_with(f"nginx=libpod-*.scope,sidecar=libpod-{B[:8]}*.scope")
+    scopes = dict([scope(plan, f"libpod-{A}.scope"), scope(plan, f"libpod-{B}.scope")])
+    warnings: list[str] = []
+    bindings, _ = bind_scopes(plan, scopes, warnings)
+    assert bindings[f"libpod-{A}.scope"].owner == "pod shop/web container nginx"
+    assert bindings[f"libpod-{B}.scope"].owner == "pod shop/web container sidecar"
+    assert warnings == []
+
+
+def test_a_glob_matching_several_scopes_or_never_deciding_is_a_warning():
+    plan = plan_with(f"nginx=libpod-*.scope,sidecar=libpod-{A}.scope")
+    scopes = dict([scope(plan, f"libpod-{A}.scope"), scope(plan, f"libpod-{B}.scope"), scope(plan, f"libpod-{C}.scope")])
+    warnings: list[str] = []
+    bindings, _ = bind_scopes(plan, scopes, warnings)
+    assert bindings[f"libpod-{A}.scope"].owner == "pod shop/web container sidecar"
+    assert warnings == [f"pod shop/web: sdqos.io/scopes nginx=libpod-*.scope matches 2 scopes "
+                        f"(libpod-{B}.scope, libpod-{C}.scope); each gets nginx's values: make the glob specific"]
+    plan = plan_with(f"nginx=libpod-*.scope,sidecar=libpod-{A}.scope")
+    warnings = []
+    bind_scopes(plan, dict([scope(plan, f"libpod-{A}.scope")]), warnings)
+    assert warnings == [f"pod shop/web: sdqos.io/scopes nginx=libpod-*.scope is shadowed by a more specific entry "
+                        f"for every scope it matches (libpod-{A}.scope)"]
