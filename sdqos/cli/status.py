@@ -17,6 +17,7 @@ from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.diff import LiveUnit, unit_changes
 from sdqos.reconcile.live import Observation, observe
+from sdqos.reconcile.scopes import owning_slice
 
 NEAR_LIMIT = 0.9  # usage at or above 90 % of a limit is flagged
 
@@ -182,7 +183,8 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     for u in plan.units:
         lu = obs.live.get(u.name)
         running = bool(lu and lu.exists)
-        row = Row(u.name, u.kind, u.slice, _label(u), _qos_of(u, plan), running, _entitled(u.properties),
+        parent = owning_slice(u.slice) if u.kind == "container" else u.slice  # a podman pod's sub-slice
+        row = Row(u.name, u.kind, parent, _label(u), _qos_of(u, plan), running, _entitled(u.properties),
                   **_names(u, plan))
         if lu is not None and running:
             row.usage = {"memoryBytes": lu.memory_current, "cpuCores": rates.get(u.name), "tasks": lu.tasks_current}

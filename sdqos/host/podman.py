@@ -27,6 +27,7 @@ class PodmanContainer:
     name: str
     labels: dict[str, str]
     state: str
+    infra: bool = False  # a podman pod's infra (pause) container: the runtime's, as conmon is
 
 
 def command() -> list[str]:
@@ -67,7 +68,7 @@ def containers(label: str | None = None) -> list[PodmanContainer]:
     for row in rows or []:
         names = row.get("Names") or []
         out.append(PodmanContainer(row.get("Id", ""), names[0] if names else "", dict(row.get("Labels") or {}),
-                                   row.get("State", "")))
+                                   row.get("State", ""), bool(row.get("IsInfra"))))
     return out
 
 

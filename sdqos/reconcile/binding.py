@@ -20,6 +20,7 @@ from sdqos.plan.podman import MANAGED_LABEL
 from sdqos.reconcile.scopes import (
     PODMAN_CONMON_ID,
     annotation_hits,
+    owning_slice,
     PODMAN_SCOPE,
     LiveScope,
     match_container,
@@ -52,16 +53,16 @@ class Binding:
     oom_score_adj: int
 
 
-def podman_containers(scopes: dict[str, LiveScope], warnings: list[str]) -> dict[str, podman.PodmanContainer]:
+def podman_containers(scopes: dict[str, LiveScope], warnings: list[str]) -> dict[str, podman.PodmanContainer] | None:
     """podman's containers by id, asked only when a podman container runs in the tree (a pod slice,
-    or one whose pod left the config)."""
+    or one whose pod left the config); None when podman could not be asked."""
     if not any(PODMAN_SCOPE.match(n) for n in scopes):
         return {}
     try:
         return {c.id: c for c in podman.containers()}
     except SdqosError as exc:  # podman missing or broken: the other matching rules still apply
         warnings.append(f"cannot ask podman which containers run in pod slices: {exc}")
-        return {}
+        return None
 
 
 def managed_podman_scopes(scopes: dict[str, LiveScope], containers: dict[str, podman.PodmanContainer]) -> dict[str, str]:
@@ -88,9 +89,14 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
     planned = {u.name: u for u in plan.units}
     by_glob: dict[tuple[str, str, str], list[str]] = {}  # (pod, container, glob) → scopes it decided
     seen_glob: dict[tuple[str, str, str], list[str]] = {}  # … → scopes it matched at all
+    def runtimes_own(name: str) -> bool:  # podman's conmon, or a podman pod's infra container
+        m = PODMAN_SCOPE.match(name)
+        c = (containers or {}).get(m.group(1)) if m else None
+        return runtime_scope(name) or (c is not None and c.infra)
+
     for name, scope in sorted(scopes.items()):
-        pp = by_slice.get(scope.slice)
-        if pp is None or runtime_scope(name):
+        pp = by_slice.get(owning_slice(scope.slice))
+        if pp is None or runtimes_own(name):
             continue
         hits = annotation_hits(name, pp) if name not in {c.scope for c in pp.containers} else []
         for c_name, glob in hits:
@@ -108,7 +114,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             c = next(x for x in pp.containers if x.name == cname)
             base = planned[c.scope]
             props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
-            plan.units.append(UnitPlan(name, pp.slice, "container", base.description, props, base.resources,
+            plan.units.append(UnitPlan(name, scope.slice, "container", base.description, props, base.resources,
                                        owner=base.owner, create=False, why=base.why))
         bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj)
     for (pod, container, glob), names in sorted(by_glob.items()):
@@ -119,7 +125,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
         if key not in by_glob:
             warnings.append(f"pod {key[0]}: sdqos.io/scopes {key[1]}={key[2]} is shadowed by a more specific entry "
                             f"for every scope it matches ({', '.join(names)})")
-    machine = {n: s for n, s in scopes.items() if s.slice == MACHINE_SLICE}
+    machine = {n: s for n, s in scopes.items() if owning_slice(s.slice) == MACHINE_SLICE}
     claimed = set()
     for vp in plan.vms:
         found = vm_scope_for(vp, machine, read_pid_file(vp.vm.pid_file, warnings) if vp.vm.pid_file else None)
@@ -141,7 +147,16 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
                                        vp.resources, owner=f"vm:{vp.vm.name}", create=False, why=vp.why))
         bindings[found] = Binding(f"vm {vp.vm.name}", vp.oom_score_adj)
     for name in sorted(set(machine) - claimed):
-        warnings.append(f"{name} in machine.slice is not a VM in the config: left running, untouched")
+        if runtimes_own(name):
+            continue
+        m = PODMAN_SCOPE.match(name)
+        c = (containers or {}).get(m.group(1)) if m else None
+        if m:
+            who = f"podman container {c.name}" if c else "a podman container"
+            warnings.append(f"{name} in machine.slice is {who}, not a VM: left running, untouched (run it in a pod "
+                            "slice with `sdqos podman start`, or podman's --cgroup-parent)")
+        else:
+            warnings.append(f"{name} in machine.slice is not a VM in the config: left running, untouched")
     return bindings, unmatched
 
 

@@ -45,6 +45,11 @@ SDQOS_DESCRIPTION = "sdqos "
 DEFAULT_MAX_REMOVALS = "50%"
 
 PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK = range(4)
+# systemd's defaults for what sdqos sets on a scope it tunes: CPUShares/CPUWeight "unset", no quota,
+# no limits, no protection.
+RESET_VALUES = {"CPUShares": INFINITY, "CPUWeight": INFINITY, "CPUQuotaPerSecUSec": INFINITY,
+                "MemoryLimit": INFINITY, "MemoryMax": INFINITY, "MemoryHigh": INFINITY, "MemorySwapMax": INFINITY,
+                "MemoryMin": 0, "MemoryLow": 0}
 
 
 @dataclass(slots=True)
@@ -102,6 +107,7 @@ class Diff:
     foreign: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # stale or frozen units deliberately left alone
     invalid: list[str] = field(default_factory=list)  # edits refused as Kubernetes refuses them (exit 2)
+    released: list[str] = field(default_factory=list)  # others' scopes sdqos tuned and no longer matches
     abort: bool = False  # refuse to write anything at all
 
     @property
@@ -240,6 +246,7 @@ def compute_diff(
     recreate: set[str] | frozenset[str] = frozenset(),
     max_removals: RemovalLimit | None = None,
     runtime_owned: Mapping[str, str] | None = None,
+    unsure: frozenset[str] = frozenset(),
 ) -> Diff:
     """``runtime_owned``: scopes of containers sdqos started through a runtime (``sdqos podman
     start``): a pod slice holding only those and sdqos's own units may go; its runtime containers
@@ -427,6 +434,24 @@ def compute_diff(
                     Action("update", u.name, phase, props={p: n for p, (_, n) in part.items()}, changes=part,
                            drift=any(p in drifted for p in part), plan=u)
                 )
+
+    # A scope another runtime made, tuned by sdqos while it matched a container (applied.json says
+    # what was set) but matched by nothing now: what sdqos set goes back to systemd's defaults.
+    for name, last in sorted(applied.items()):
+        lu = live.get(name)
+        if (name in planned or name in unsure or name in runtime_owned or not name.endswith(".scope")
+                or lu is None or lu.ours or not lu.exists):
+            continue  # (containers sdqos started through a runtime go with their pod, through the runtime)
+        if scopes is not None and name not in scopes:
+            continue
+        reset = {p: RESET_VALUES[p] for p in last if p in RESET_VALUES}
+        changes = {p: (lu.props.get(p, INFINITY), v) for p, v in reset.items() if lu.props.get(p, INFINITY) != v}
+        d.released.append(name)
+        if changes:
+            d.actions.append(Action("update", name, PHASE_GROW, props={p: v for p, (_, v) in changes.items()},
+                                    changes=changes, reason="no longer matches a container"))
+            d.warnings.append(f"{name} no longer matches a container: the values sdqos set on it were reset "
+                              f"({', '.join(sorted(changes))})")
 
     order = {name: i for i, name in enumerate(planned)}
     d.actions.sort(

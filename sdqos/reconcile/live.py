@@ -125,6 +125,7 @@ class Observation:
     bindings: dict[str, Binding]
     unmatched: list[str]
     podman_managed: dict[str, str] = field(default_factory=dict)  # scope → container, made by `sdqos podman start`
+    unsure: frozenset[str] = frozenset()  # scopes whose owner could not be asked (podman failed): keep as they are
 
 
 async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None:
@@ -154,8 +155,10 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
         if name in live:
             scope.description = live[name].description
     containers = podman_containers(scopes, warnings)
+    unsure = frozenset(n for n in scopes if containers is None and n.startswith("libpod-"))
+    containers = containers or {}
     bindings, unmatched = bind_scopes(plan, scopes, warnings, containers)
-    return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers))
+    return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure)
 
 
 async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool = False) -> dict[str, LiveUnit]:

@@ -89,6 +89,16 @@ def annotation_hits(scope_name: str, pod: PodPlan) -> list[tuple[str, str]]:
     return sorted(hits, key=lambda h: _specificity(h[1]), reverse=True)
 
 
+_PODMAN_POD_SLICE = re.compile(r"^(.+)-libpod_pod_[0-9a-f]{64}\.slice$")
+
+
+def owning_slice(slice_name: str) -> str:
+    """The slice a scope counts under: a podman pod's sub-slice (``podman pod create
+    --cgroup-parent=<slice>`` makes ``<slice stem>-libpod_pod_<id>.slice``) counts as its parent."""
+    m = _PODMAN_POD_SLICE.match(slice_name)
+    return f"{m.group(1)}.slice" if m else slice_name
+
+
 PODMAN_SCOPE = re.compile(r"^libpod-([0-9a-f]{64})\.scope$")
 PODMAN_CONMON_SCOPE = PODMAN_CONMON_ID = re.compile(r"^libpod-conmon-([0-9a-f]{64})\.scope$")
 

@@ -62,7 +62,7 @@ async def sync(
         plan, live, applied, complete=complete, removals_safe=removals_safe,
         invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
         adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
-        runtime_owned=obs.podman_managed,
+        runtime_owned=obs.podman_managed, unsure=obs.unsure,
     )
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
@@ -97,7 +97,7 @@ async def sync(
         for name in done | set(diff.unchanged):
             if name in planned:
                 new_applied[name] = dict(planned[name].properties)
-        for name in removed:
+        for name in [*removed, *diff.released]:
             new_applied.pop(name, None)
         if new_applied != applied:
             try:
@@ -116,13 +116,15 @@ def _remove_runtime_containers(diff, obs, report: Report) -> None:
     stopped and removed through podman (so podman's own record is right); if podman cannot, the
     slice stays and the error says why."""
     from sdqos.host import podman
+    from sdqos.reconcile.scopes import owning_slice
 
     stopping = {a.unit for a in diff.actions if a.kind == "stop" and a.unit.endswith(".slice")}
     by_slice: dict[str, list[str]] = {}
     for scope, container in obs.podman_managed.items():
         sc = obs.scopes.get(scope)
-        if sc is not None and sc.slice in stopping and container not in by_slice.get(sc.slice, []):
-            by_slice.setdefault(sc.slice, []).append(container)
+        owner = owning_slice(sc.slice) if sc is not None else ""
+        if sc is not None and owner in stopping and container not in by_slice.get(owner, []):
+            by_slice.setdefault(owner, []).append(container)
     for slice_name, names in sorted(by_slice.items()):
         try:
             podman.remove(names, grace_s=30)

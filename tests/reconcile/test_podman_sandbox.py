@@ -189,3 +189,27 @@ def test_a_failing_init_container_starts_nothing(podman_env):
     r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), "--replace", env=env)
     assert r.returncode == 2 and r.stderr.strip() == ("sdqos: error: pods/shop.yaml[0]: spec.containers[0].env[0].valueFrom: "
                                                        "valueFrom needs the Kubernetes API; give a value")
+
+
+def test_a_podman_pod_in_the_pod_slice_is_matched_through_its_sub_slice(podman_env):
+    """`podman pod create --cgroup-parent=<pod slice>` puts its containers one slice deeper
+    (`<pod slice stem>-libpod_pod_<id>.slice`); a container there labelled with the pod's uid and
+    a container name (as kubelet's CRI labels them) still gets that container's values."""
+    sb, env, config = podman_env
+    sync_json(sb, config, env=env)
+    pod = json.loads(sdqos_in(sb, "plan", "--config", str(config), "-o", "json").stdout)["pods"][0]
+    podman(sb, env, "pod", "create", "--name=p1", f"--cgroup-parent={pod['slice']}")  # with its infra (catatonit)
+    cid = podman(sb, env, "run", "--detach", "--pod=p1", "--name=manual", f"--label=io.kubernetes.pod.uid={pod['uid']}",
+                 "--label=io.kubernetes.container.name=nginx", "localhost/bb", "/bin/sleep", "100000").strip()
+    report = sync_json(sb, config, env=env)
+    scope = f"libpod-{cid}.scope"
+    assert scope in {u["unit"] for u in report["updated"]}, json.dumps(report)
+    assert not any(f.startswith("libpod-") for f in report["foreign"])
+    nginx = next(c for c in pod["containers"] if c["name"] == "nginx")
+    pid = inspect(sb, env, "manual")["State"]["Pid"]
+    cgroup = sbx.run(sb, ["cat", f"/proc/{pid}/cgroup"]).stdout
+    assert f"/{pod['slice'][:-len('.slice')]}-libpod_pod_" in cgroup
+    assert int(sbx.run(sb, ["cat", f"/proc/{pid}/oom_score_adj"]).stdout) == nginx["oomScoreAdj"]
+    show = sbx.run(sb, ["systemctl", "show", scope, "-p", "MemoryLimit", "-p", "CPUShares"]).stdout.split()
+    assert show == [f"CPUShares={nginx['properties']['CPUShares']}", f"MemoryLimit={nginx['properties']['MemoryLimit']}"]
+    podman(sb, env, "pod", "rm", "--force", "p1")

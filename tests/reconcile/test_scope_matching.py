@@ -77,3 +77,27 @@ def test_a_glob_matching_several_scopes_or_never_deciding_is_a_warning():
     bind_scopes(plan, dict([scope(plan, f"libpod-{A}.scope")]), warnings)
     assert warnings == [f"pod shop/web: sdqos.io/scopes nginx=libpod-*.scope is shadowed by a more specific entry "
                         f"for every scope it matches (libpod-{A}.scope)"]
+
+
+def test_a_podman_pods_sub_slice_counts_as_its_pod_slice():
+    plan = plan_with()
+    pp = plan.pods[0]
+    sub = pp.slice[: -len(".slice")] + f"-libpod_pod_{C}.slice"
+    name = f"libpod-{A}.scope"
+    scopes = {name: LiveScope(name, sub, f"/x/{sub}/{name}", [100])}
+    containers = {A: PodmanContainer(A, "n", {"io.kubernetes.pod.uid": pp.uid, "io.kubernetes.container.name": "nginx"},
+                                     "running")}
+    bindings, unmatched = bind_scopes(plan, scopes, [], containers)
+    assert bindings[name].owner == "pod shop/web container nginx" and unmatched == []
+    assert plan.unit(name).slice == sub  # tuned where it is
+
+
+def test_podman_containers_in_machine_slice_are_named_as_containers():
+    plan = build_plan(node(), [], [], cgroup="v1")
+    name = f"libpod-{A}.scope"
+    scopes = {name: LiveScope(name, "machine.slice", f"/machine.slice/{name}", [100]),
+              f"libpod-conmon-{A}.scope": LiveScope(f"libpod-conmon-{A}.scope", "machine.slice", "/m", [101])}
+    warnings: list[str] = []
+    bind_scopes(plan, scopes, warnings, {A: PodmanContainer(A, "web1", {}, "running")})
+    assert warnings == [f"{name} in machine.slice is podman container web1, not a VM: left running, untouched "
+                        "(run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]

@@ -251,3 +251,32 @@ def test_removing_a_pod_leaves_no_scope_and_no_process(clean_sandbox, config):
         assert not (sb.cgroup_path("cpu") / cgroup_rel(BURST_SLICE)).exists()
     finally:
         kill_all(p)
+
+
+def test_a_scope_that_stops_matching_gets_its_values_reset(clean_sandbox, config):
+    """A glob in sdqos.io/scopes tunes a runtime's scope; when it no longer matches (the annotation
+    changed), what sdqos set there goes back to systemd's defaults, once."""
+    sb = clean_sandbox
+    pod = config / "pods" / "burst.yaml"
+    pod.write_text(BURST.replace("metadata: {name: burst, namespace: t}",
+                                 'metadata: {name: burst, namespace: t, annotations: {sdqos.io/scopes: "app=thing-*.scope"}}'))
+    sync_json(sb, config)
+    starter = sbx.popen(sb, ["systemd-run", "--scope", "--unit=thing-7.scope", f"--slice={BURST_SLICE}", "sleep", "300"])
+    try:
+        wait_for(lambda: active_state(sb, "thing-7.scope") == "active", what="the runtime's scope")
+        report = sync_json(sb, config)
+        assert "thing-7.scope" in {u["unit"] for u in report["updated"]}
+        rel = cgroup_rel("thing-7.scope", BURST_SLICE)
+        assert kernel(sb, "memory", rel, "memory.limit_in_bytes") == 64 * 2**20
+        pod.write_text(BURST)  # the annotation is gone: nothing names thing-7.scope any more
+        report = sync_json(sb, config)
+        assert any(w.startswith("thing-7.scope no longer matches a container: the values sdqos set on it were reset")
+                   for w in report["warnings"]), report["warnings"]
+        assert kernel(sb, "memory", rel, "memory.limit_in_bytes") > 2**40
+        shown = sbx.run(sb, ["systemctl", "show", "thing-7.scope", "-p", "CPUQuotaPerSecUSec", "-p", "MemoryLimit"]).stdout
+        assert shown.split() == ["CPUQuotaPerSecUSec=infinity", "MemoryLimit=infinity"]  # (no cpu cgroup needed any more)
+        assert active_state(sb, "thing-7.scope") == "active"  # reset, never stopped
+        again = sync_json(sb, config)
+        assert again["updated"] == [] and not any("no longer matches" in w for w in again["warnings"])
+    finally:
+        kill_all(starter)
