@@ -81,3 +81,18 @@ def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, 
     if spec.args is not None:
         args += list(spec.args)
     return args
+
+
+def update_args(c: ContainerPlan) -> list[str]:
+    """``podman update`` arguments bringing a running container to kubelet's current values (what
+    kubelet's UpdateContainerResources does for a resized pod): crun keeps a container's limits in
+    its own cgroup below the scope, where the scope's values alone would not reach."""
+    rc = c.resources
+    out = ["update", f"--cpu-shares={rc.cpu_shares}"]
+    if rc.cpu_quota and rc.cpu_quota > 0:
+        out += [f"--cpu-quota={rc.cpu_quota}", f"--cpu-period={rc.cpu_period}"]
+    else:
+        out.append("--cpu-quota=-1")
+    if rc.memory:
+        out.append(f"--memory={rc.memory}")
+    return out

@@ -51,6 +51,8 @@ class Binding:
 
     owner: str  # "pod ns/name container c" or "vm name"
     oom_score_adj: int
+    pod: str | None = None  # ns/name, for a container
+    container: str | None = None
 
 
 def podman_containers(scopes: dict[str, LiveScope], warnings: list[str]) -> dict[str, podman.PodmanContainer] | None:
@@ -116,7 +118,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
             plan.units.append(UnitPlan(name, scope.slice, "container", base.description, props, base.resources,
                                        owner=base.owner, create=False, why=base.why))
-        bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj)
+        bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj, pp.key, c.name)
     for (pod, container, glob), names in sorted(by_glob.items()):
         if len(names) > 1:
             warnings.append(f"pod {pod}: sdqos.io/scopes {container}={glob} matches {len(names)} scopes "

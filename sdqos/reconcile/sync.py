@@ -88,6 +88,7 @@ async def sync(
         report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
     else:
         _remove_runtime_containers(diff, obs, report)
+        _update_runtime_containers(plan, diff, obs, bindings, report)  # before: systemd then writes the scope last
         done = await apply(sd, diff, report, progress)
         vm_scopes_seen = any(sc.slice == MACHINE_SLICE for sc in scopes.values())
         removed = set(report.removed)
@@ -132,3 +133,23 @@ def _remove_runtime_containers(diff, obs, report: Report) -> None:
         except SdqosError as exc:
             report.errors.append(f"{slice_name}: not stopped: {exc}")
             diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
+
+
+def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report) -> None:
+    """A container ``sdqos podman start`` ran whose values just changed on its scope: the same values
+    through ``podman update``, so they reach the cgroup the runtime keeps below the scope."""
+    from sdqos.host import podman
+    from sdqos.plan.podman import update_args
+
+    changed = {a.unit for a in diff.actions if a.kind == "update"}
+    for scope in sorted(changed & set(obs.podman_managed)):
+        b = bindings.get(scope)
+        pp = plan.pod(b.pod) if b is not None and b.pod else None
+        c = next((x for x in pp.containers if x.name == b.container), None) if pp is not None else None
+        if c is None:
+            continue
+        try:
+            podman.check(update_args(c) + [obs.podman_managed[scope]])
+        except SdqosError as exc:
+            report.errors.append(f"{scope} ({b.pod}/{b.container}): its scope has the new values, the container "
+                                 f"does not: {exc}")

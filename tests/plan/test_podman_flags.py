@@ -92,3 +92,14 @@ def test_v2_adds_swap_and_oom_group():
     args = run_args(pp, nginx, run_spec(DOC, "x").containers[2], "OnFailure", "v2")
     assert "--cgroup-conf=memory.swap.max=0" in args and "--cgroup-conf=memory.oom.group=1" in args
     assert "--restart=on-failure" in args
+
+
+def test_update_args_bring_a_running_container_to_the_current_values():
+    from sdqos.plan.podman import update_args
+
+    pp = planned()
+    nginx = next(c for c in pp.containers if c.name == "nginx")
+    assert update_args(nginx) == ["update", "--cpu-shares=256", "--cpu-quota=50000", "--cpu-period=100000",
+                                  f"--memory={256 * 2**20}"]
+    shipper = next(c for c in pp.containers if c.name == "shipper")
+    assert update_args(shipper) == ["update", "--cpu-shares=2", "--cpu-quota=-1"]  # no limits: quota removed

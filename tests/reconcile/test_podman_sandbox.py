@@ -146,6 +146,16 @@ def test_podman_start_runs_the_pod_with_kubelets_values(podman_env):
     row = next(u for u in status["units"] if u["unit"] == nginx_scope)
     assert (row["pod"], row["container"], row["flags"], row["oomScoreAdj"]) == ("web", "nginx", [], [want["nginx"]["oomScoreAdj"]])
 
+    # An edited limit reaches the running container itself (podman update), not only its scope.
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}", "limits: {cpu: 300m, memory: 200Mi}"))
+    report = sync_json(sb, config, env=env)
+    assert nginx_scope in {u["unit"] for u in report["updated"]} and report["errors"] == []
+    pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 200 * 2**20
+    assert int(cgroup_file(sb, pid, "cpu", "cpu.cfs_quota_us")) == 30_000
+    assert sdqos_in(sb, "sync", "--config", str(config), env=env).stdout.startswith("nothing to do")
+
     again = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
     assert again.returncode == 1 and "already has podman containers" in again.stderr and "--replace" in again.stderr
     stop = sdqos_in(sb, "podman", "stop", "shop/web", "--config", str(config), env=env)
