@@ -557,7 +557,7 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
     for rname in list(reqs) + list(lims):
         if rname not in (CPU, MEMORY):
             doc.error(f"spec.resources.{rname}", "only cpu and memory are supported for VMs")
-    if MEMORY not in lims and res:
+    if MEMORY not in lims and spec.get("resources") is not None:  # {} too: a VM has a RAM size
         doc.error("spec.resources.limits.memory", "Required value: the guest's RAM")
     _check_request_limit(doc, reqs, lims, "spec.resources")
     for rname, lim in lims.items():

@@ -167,9 +167,11 @@ def test_vm_parses_with_default_overhead():
     assert vm.requests[MEMORY] == parse_quantity("2Gi")  # defaulted from the limit
 
 
-def test_vm_requires_memory_limit():
+@pytest.mark.parametrize("resources", [{"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}, {}])
+def test_vm_requires_memory_limit(resources):
+    """Also `resources: {}`: a VM always has a RAM size; an 'unlimited VM' is a mistake."""
     doc = copy.deepcopy(VM)
-    del doc["spec"]["resources"]["limits"]["memory"]
+    doc["spec"]["resources"] = resources
     result = ParseResult()
     parse_vm_documents([doc], "vms/vm1.yaml", result)
     assert [str(e) for e in result.errors] == ["vms/vm1.yaml[0]: spec.resources.limits.memory: Required value: the guest's RAM"]
