@@ -75,3 +75,13 @@ def prop(name: str, value: int) -> str:
     if name == "TasksMax":
         return f"{count(value)} tasks"
     return str(value)
+
+
+def ellipsize(text: str, width: int) -> str:
+    """``text`` cut in the middle with … to ``width`` characters, as systemctl shortens unit names."""
+    if width <= 0 or len(text) <= width:
+        return text
+    if width < 5:
+        return text[:width]
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]

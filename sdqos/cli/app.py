@@ -582,14 +582,6 @@ def _run_spec(config: Path, insecure: bool, pp):
     raise InvalidInput(f"pod {pp.key} is no longer in {src.file}; run sync", where=str(src))
 
 
-def _configured_pod(p, pod: str):
-    matches = [x for x in p.pods if x.key == pod or ("/" not in pod and x.name == pod)]
-    if len(matches) != 1:
-        raise InvalidInput(f"no pod {pod!r} in the config" if not matches else
-                           f"pod name {pod!r} is ambiguous: {', '.join(x.key for x in matches)}; use namespace/name")
-    return matches[0]
-
-
 @podman_app.command("start")
 def podman_start(
     pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod."),
@@ -605,11 +597,11 @@ def podman_start(
     import asyncio
 
     from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import podman_pods
+    from sdqos.reconcile import launch, podman_pods
 
     with cli_errors():
         cfg, p = load_planned(config, insecure, cgroup, writes=True)
-        pp = _configured_pod(p, pod)
+        pp = launch.find_pod(p, pod)
         spec = _run_spec(config, insecure, pp)
 
         async def go():
@@ -629,11 +621,11 @@ def podman_stop(
 ) -> None:
     """Stop and remove the pod's podman containers (SIGTERM, then SIGKILL after its
     terminationGracePeriodSeconds)."""
-    from sdqos.reconcile import podman_pods
+    from sdqos.reconcile import launch, podman_pods
 
     with cli_errors():
         _, p = load_planned(config, insecure, cgroup)
-        pp = _configured_pod(p, pod)
+        pp = launch.find_pod(p, pod)
         lines = podman_pods.stop(pp)
         for line in lines or [f"pod {pp.key} has no podman containers"]:
             typer.echo(line)

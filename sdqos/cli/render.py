@@ -146,17 +146,15 @@ def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = Fa
         name = u.name
         one_line = len(head) + len(name) + len(label) + len(values) + 4 <= width if width else True
         if not one_line:
-            from sdqos.cli.status import ellipsize
-
-            name = ellipsize(name, max(24, width - len(head) - len(label) - 2))
+            name = H.ellipsize(name, max(24, width - len(head) - len(label) - 2))
         shown = f"\x1b[1m{name}\x1b[0m" if color else name
         if one_line:
             lines.append(f"{head}{shown}  {label}  {values}")
         else:  # the label shortened too where even a short name leaves no room for it
             room = max(8, width - len(head) - len(name) - 2)
-            lines.append(f"{head}{shown}  {ellipsize(label, room)}")
+            lines.append(f"{head}{shown}  {H.ellipsize(label, room)}")
             cont = f"{sub}{'│ ' if kids else '  '}"
-            lines.append(cont + ellipsize(values, max(8, width - len(cont))))
+            lines.append(cont + H.ellipsize(values, max(8, width - len(cont))))
         for i, k in enumerate(kids):
             emit(k, sub, i == len(kids) - 1)
 
@@ -205,19 +203,24 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
 _DESCRIBED = re.compile(r"^sdqos (?:pod|container) (\S+)")
 
 
+def described(description: str | None) -> str:
+    """Who a pod or container unit is for, from the Description sdqos gives it ("sdqos container
+    shop/web/nginx (Burstable)" → "shop/web/nginx"); "" for any other."""
+    m = _DESCRIBED.match(description or "")
+    return m.group(1) if m else ""
+
+
 def who(plan: Plan | None, unit: str, description: str | None = None) -> str:
     """The pod, container or VM a unit is for, as people name it (``shop/db``, ``shop/web/nginx``,
     ``vm db1``); from the plan, or from the unit's Description for one that left it; "" if neither."""
     u = plan.unit(unit) if plan is not None else None
     if u is not None:
         if u.kind in ("pod", "container"):
-            m = _DESCRIBED.match(u.description)
-            return m.group(1) if m else ""
+            return described(u.description)
         if u.owner and u.owner.startswith("vm:"):
             return f"vm {u.owner[3:]}"
         return ""
-    m = _DESCRIBED.match(description or "")
-    return m.group(1) if m else ""
+    return described(description)
 
 
 def _named(plan: Plan | None, unit: str, descriptions: dict[str, str]) -> str:
@@ -232,19 +235,22 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
     drift, warnings. ``quiet`` (the timer): nothing at all when nothing changed and nothing is
     wrong; ``warnings`` replaces the report's own (the timer passes only new ones)."""
     warnings = report.warnings if warnings is None else warnings
-    descriptions = getattr(report, "descriptions", None) or {}
+    descriptions = report.descriptions
     would = report.dry_run
     lines: list[str] = []
+    def n(items, noun: str) -> str:
+        return f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+
     held = []
     if report.invalid:
-        held.append(f"{len(report.invalid)} invalid input{'s' if len(report.invalid) != 1 else ''} (exit 2)")
+        held.append(f"{n(report.invalid, 'invalid input')} (exit 2)")
     if report.kept:
-        held.append(f"{len(report.kept)} unit{'s' if len(report.kept) != 1 else ''} kept (see warnings)")
+        held.append(f"{n(report.kept, 'unit')} kept (see warnings)")
     if report.foreign:
-        held.append(f"{len(report.foreign)} foreign unit{'s' if len(report.foreign) != 1 else ''} left alone")
+        held.append(f"{n(report.foreign, 'foreign unit')} left alone")
     if report.aborted:
         held.insert(0, "nothing was changed")
-    errors = f"{len(report.errors)} error{'s' if len(report.errors) != 1 else ''}" if report.errors else ""
+    errors = n(report.errors, "error") if report.errors else ""
     if held:
         lines.append("not applied: " + "; ".join(held) + (f"; {errors}" if errors else "") + " — details below")
     elif errors:

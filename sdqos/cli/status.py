@@ -11,8 +11,10 @@ import asyncio
 import time
 from dataclasses import asdict, dataclass, field
 
+from sdqos.cli.render import described
 from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, Systemd
+from sdqos.humanize import ellipsize
 from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.diff import LiveUnit, unit_changes
@@ -110,9 +112,9 @@ def _names(u: UnitPlan, plan: Plan) -> dict[str, str | None]:
     if u.owner and u.owner.startswith("pod:"):
         ns, _, pod = u.owner[4:].partition("/")
         container = None
-        if u.kind == "container":  # "sdqos container ns/pod/c (…)": also on scopes a runtime made
-            described = u.description.removeprefix("sdqos container ").split(" (")[0]
-            container = described.rsplit("/", 1)[-1] if described.count("/") == 2 else None
+        if u.kind == "container":  # from its Description: also on scopes a runtime made
+            full = described(u.description)  # ns/pod/container
+            container = full.rsplit("/", 1)[-1] if full.count("/") == 2 else None
         return {"namespace": ns, "pod": pod, "container": container}
     if u.owner and u.owner.startswith("vm:"):
         return {"vm": u.owner[3:]}
@@ -264,14 +266,12 @@ def _usage_text(r: Row) -> str:
     return f"{mem} · {cpu}"
 
 
-def ellipsize(text: str, width: int) -> str:
-    """``text`` cut in the middle with … to ``width`` characters, as systemctl shortens unit names."""
-    if width <= 0 or len(text) <= width:
-        return text
-    if width < 5:
-        return text[:width]
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+def _depths(rows: list[Row]) -> dict[str, int]:
+    """Each row's depth in the tree (rows come parents first)."""
+    depth: dict[str, int] = {}
+    for r in rows:
+        depth[r.unit] = depth.get(r.parent, -1) + 1
+    return depth
 
 
 def table(status: Status, width: int | None = None) -> list[list[str]]:
@@ -279,10 +279,9 @@ def table(status: Status, width: int | None = None) -> list[list[str]]:
     ``width``: the whole table fits in that many columns, unit names shortened in the middle."""
     from sdqos import humanize as H
 
-    depth: dict[str, int] = {}
+    depth = _depths(status.rows)
     out = []
     for r in status.rows:
-        depth[r.unit] = depth.get(r.parent, -1) + 1
         mem = r.entitled.get("memoryLimit")
         out.append([
             "  " * depth[r.unit] + r.unit,
@@ -335,10 +334,9 @@ def _blocks(status: Status, width: int, color: bool) -> list[str]:
     class and flags; its unit name; its values, wrapped between values — each fitted to ``width``."""
     from sdqos import humanize as H
 
-    depth: dict[str, int] = {}
+    depth = _depths(status.rows)
     lines = []
     for r in status.rows:
-        depth[r.unit] = depth.get(r.parent, -1) + 1
         pad = "  " * depth[r.unit]
         room = max(20, width - len(pad) - 2)
         flags = " ".join(r.flags) or "ok"

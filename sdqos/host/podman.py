@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 from dataclasses import dataclass
 
@@ -34,10 +33,6 @@ def command() -> list[str]:
     """podman and its global flags (``SDQOS_PODMAN``, e.g. ``podman --root /srv/c``)."""
     argv = shlex.split(os.environ.get("SDQOS_PODMAN", "podman"))
     return argv + ["--cgroup-manager=systemd"]
-
-
-def available() -> bool:
-    return shutil.which(shlex.split(os.environ.get("SDQOS_PODMAN", "podman"))[0]) is not None
 
 
 def run(args: list[str], *, timeout: float = TIMEOUT_S, capture: bool = True) -> subprocess.CompletedProcess:

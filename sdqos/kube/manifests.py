@@ -114,7 +114,9 @@ class _Doc:
     def unknown(self, value: dict, allowed: frozenset[str], path: str) -> None:
         for k in value:
             if k not in allowed:
-                self.error(f"{path}.{k}" if path else k, "unknown field" + did_you_mean(k, allowed))
+                close = closest(k, allowed)
+                self.error(f"{path}.{k}" if path else k,
+                           "unknown field" + (f' (did you mean "{close}"?)' if close else ""))
 
     def string(self, value, path: str, *, required: bool = False) -> str | None:
         if value is None:
@@ -127,12 +129,13 @@ class _Doc:
         return value
 
 
-def did_you_mean(name: str, known) -> str:
-    """' (did you mean "resources"?)' for the closest known name, as kubectl's hints; "" when none is close."""
+def closest(name: str, known) -> str | None:
+    """The known name a typo most likely meant ("resource" → "resources"), for a "did you mean"
+    hint as kubectl gives; None when none is close."""
     import difflib
 
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
-    return f' (did you mean "{close[0]}"?)' if close else ""
+    return close[0] if close else None
 
 
 def _type_name(value) -> str:

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from sdqos.errors import InvalidInput, QuantityError
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
-from sdqos.kube.manifests import did_you_mean
+from sdqos.kube.manifests import closest
 from sdqos.kube.model import CPU, MEMORY, PID, SWAP, NodeConfig
 from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
 from sdqos.kube.quantity import Quantity, parse_quantity
@@ -232,8 +232,8 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         errors.append(_err("kind", f'must be "{KIND}", not "{raw.get("kind")}"'))
     for key in raw:
         if key not in KUBELET_CONFIG_FIELDS and key not in SDQOS_FIELDS:
-            close = did_you_mean(key, KUBELET_CONFIG_FIELDS | SDQOS_FIELDS) if isinstance(key, str) else ""
-            hint = f"; {close[2:-1]}" if close else ""  # ' (did you mean "x"?)' → '; did you mean "x"?'
+            close = closest(key, KUBELET_CONFIG_FIELDS | SDQOS_FIELDS) if isinstance(key, str) else None
+            hint = f'; did you mean "{close}"?' if close else ""
             warnings.append(f'node.yaml: unknown field "{key}" (not a KubeletConfiguration field{hint}): ignored')
 
     cap_raw = raw.get("capacity")

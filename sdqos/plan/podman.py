@@ -39,15 +39,23 @@ def labels(pp: PodPlan, container: str) -> dict[str, str]:
     return {NAMESPACE_LABEL: ns, POD_LABEL: name, UID_LABEL: pp.uid, CONTAINER_LABEL: container, MANAGED_LABEL: "true"}
 
 
-def resource_flags(c: ContainerPlan, cgroup: str) -> list[str]:
-    """kubelet's container values (generateLinuxContainerResources) as podman flags."""
+def _cpu_memory_flags(c: ContainerPlan, *, no_quota: list[str]) -> list[str]:
+    """Shares, quota and period (``no_quota`` when there is no CPU limit), memory limit."""
     rc = c.resources
     out = [f"--cpu-shares={rc.cpu_shares}"]
     if rc.cpu_quota and rc.cpu_quota > 0:
         out += [f"--cpu-quota={rc.cpu_quota}", f"--cpu-period={rc.cpu_period}"]
+    else:
+        out += no_quota
     if rc.memory:
         out.append(f"--memory={rc.memory}")
-    out += [f"--oom-score-adj={c.oom_score_adj}", "--pids-limit=-1"]
+    return out
+
+
+def resource_flags(c: ContainerPlan, cgroup: str) -> list[str]:
+    """kubelet's container values (generateLinuxContainerResources) as podman flags."""
+    rc = c.resources
+    out = _cpu_memory_flags(c, no_quota=[]) + [f"--oom-score-adj={c.oom_score_adj}", "--pids-limit=-1"]
     if cgroup == "v2":
         if rc.swap is not None:
             out.append(f"--cgroup-conf=memory.swap.max={rc.swap}")
@@ -87,12 +95,4 @@ def update_args(c: ContainerPlan) -> list[str]:
     """``podman update`` arguments bringing a running container to kubelet's current values (what
     kubelet's UpdateContainerResources does for a resized pod): crun keeps a container's limits in
     its own cgroup below the scope, where the scope's values alone would not reach."""
-    rc = c.resources
-    out = ["update", f"--cpu-shares={rc.cpu_shares}"]
-    if rc.cpu_quota and rc.cpu_quota > 0:
-        out += [f"--cpu-quota={rc.cpu_quota}", f"--cpu-period={rc.cpu_period}"]
-    else:
-        out.append("--cpu-quota=-1")
-    if rc.memory:
-        out.append(f"--memory={rc.memory}")
-    return out
+    return ["update", *_cpu_memory_flags(c, no_quota=["--cpu-quota=-1"])]  # -1: a quota set before goes

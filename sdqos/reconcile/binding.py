@@ -15,15 +15,15 @@ from sdqos.host import podman, procfs
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import Plan, UnitPlan
-from sdqos.reconcile.diff import LiveUnit
 from sdqos.plan.podman import MANAGED_LABEL
+from sdqos.reconcile.diff import LiveUnit
 from sdqos.reconcile.scopes import (
     PODMAN_CONMON_ID,
-    annotation_hits,
-    owning_slice,
     PODMAN_SCOPE,
     LiveScope,
+    annotation_hits,
     match_container,
+    owning_slice,
     pods_by_slice,
     runtime_scope,
     scopes_from_processes,
@@ -67,13 +67,19 @@ def podman_containers(scopes: dict[str, LiveScope], warnings: list[str]) -> dict
         return None
 
 
+def _podman_container(scope: str, containers: dict[str, podman.PodmanContainer], *, conmon: bool = False
+                      ) -> podman.PodmanContainer | None:
+    """The podman container a ``libpod-<id>.scope`` runs (with ``conmon``: or monitors), if podman knows it."""
+    m = PODMAN_SCOPE.match(scope) or (PODMAN_CONMON_ID.match(scope) if conmon else None)
+    return containers.get(m.group(1)) if m else None
+
+
 def managed_podman_scopes(scopes: dict[str, LiveScope], containers: dict[str, podman.PodmanContainer]) -> dict[str, str]:
     """Scopes of podman containers that ``sdqos podman start`` made (its label): scope → container
     name; each container's conmon scope included (stopped with it)."""
     out = {}
     for name in scopes:
-        m = PODMAN_SCOPE.match(name) or PODMAN_CONMON_ID.match(name)
-        c = containers.get(m.group(1)) if m else None
+        c = _podman_container(name, containers, conmon=True)
         if c is not None and c.labels.get(MANAGED_LABEL) == "true":
             out[name] = c.name
     return out
@@ -91,23 +97,25 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
     planned = {u.name: u for u in plan.units}
     by_glob: dict[tuple[str, str, str], list[str]] = {}  # (pod, container, glob) → scopes it decided
     seen_glob: dict[tuple[str, str, str], list[str]] = {}  # … → scopes it matched at all
+    containers = containers or {}
+    labelled = {i: c.labels for i, c in containers.items()}
+
     def runtimes_own(name: str) -> bool:  # podman's conmon, or a podman pod's infra container
-        m = PODMAN_SCOPE.match(name)
-        c = (containers or {}).get(m.group(1)) if m else None
+        c = _podman_container(name, containers)
         return runtime_scope(name) or (c is not None and c.infra)
 
     for name, scope in sorted(scopes.items()):
         pp = by_slice.get(owning_slice(scope.slice))
         if pp is None or runtimes_own(name):
             continue
-        hits = annotation_hits(name, pp) if name not in {c.scope for c in pp.containers} else []
+        own = {c.scope: c for c in pp.containers}
+        hits = annotation_hits(name, pp) if name not in own else []
         for c_name, glob in hits:
             seen_glob.setdefault((pp.key, c_name, glob), []).append(name)
-        own = {c.scope: c for c in pp.containers}
         if name in own:
             c = own[name]
         else:
-            cname = match_container(scope, pp, {i: c.labels for i, c in (containers or {}).items()})
+            cname = match_container(scope, pp, labelled)
             if cname is None:
                 unmatched.append(name)
                 continue
@@ -151,9 +159,8 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
     for name in sorted(set(machine) - claimed):
         if runtimes_own(name):
             continue
-        m = PODMAN_SCOPE.match(name)
-        c = (containers or {}).get(m.group(1)) if m else None
-        if m:
+        if PODMAN_SCOPE.match(name):
+            c = _podman_container(name, containers)
             who = f"podman container {c.name}" if c else "a podman container"
             warnings.append(f"{name} in machine.slice is {who}, not a VM: left running, untouched (run it in a pod "
                             "slice with `sdqos podman start`, or podman's --cgroup-parent)")

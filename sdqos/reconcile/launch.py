@@ -18,7 +18,7 @@ from sdqos.errors import InvalidInput, SdqosError, SystemdError, UnitExists
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE, machine_scope
-from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.plan.engine import Plan, PodPlan, UnitPlan
 from sdqos.reconcile.apply import create_properties
 
 
@@ -49,21 +49,26 @@ def grace_period_us(seconds: int | None) -> int:
     return min(s, 2**64 // 1_000_000 - 1) * 1_000_000
 
 
-def container_target(plan: Plan, pod_ref: str, container: str) -> Target:
-    """POD (namespace/name, or name when unique) and CONTAINER → its scope and ancestors."""
+def find_pod(plan: Plan, pod_ref: str) -> PodPlan:
+    """POD as the commands take it: namespace/name, or name when only one namespace has it."""
     matches = [p for p in plan.pods if p.key == pod_ref or ("/" not in pod_ref and p.name == pod_ref)]
     if not matches:
         raise InvalidInput(f"no pod {pod_ref!r} in the config")
     if len(matches) > 1:
         raise InvalidInput(f"pod name {pod_ref!r} is ambiguous: " + ", ".join(p.key for p in matches) + "; use namespace/name")
-    pp = matches[0]
+    return matches[0]
+
+
+def container_target(plan: Plan, pod_ref: str, container: str) -> Target:
+    """POD (namespace/name, or name when unique) and CONTAINER → its scope and ancestors."""
+    pp = find_pod(plan, pod_ref)
     c = next((c for c in pp.containers if c.name == container), None)
     if c is None:
         names = ", ".join(x.name for x in pp.containers)
         raise InvalidInput(f"pod {pp.key} has no container {container!r} (it has: {names})")
     unit = plan.unit(c.scope)
     assert unit is not None
-    return Target(unit, _ancestors(plan, unit.slice), c.oom_score_adj, f"pod {pp.key} container {c.name}",
+    return Target(unit, ancestors(plan, unit.slice), c.oom_score_adj, f"pod {pp.key} container {c.name}",
                   grace_period_us(pp.grace_period))
 
 
@@ -75,10 +80,11 @@ def vm_target(plan: Plan, name: str) -> Target:
     scope = vp.scope or machine_scope(name)
     unit = plan.unit(scope) or UnitPlan(scope, MACHINE_SLICE, "vm", f"sdqos vm {name} ({vp.qos})", dict(vp.properties),
                                         vp.resources, owner=f"vm:{name}", create=False)
-    return Target(unit, _ancestors(plan, MACHINE_SLICE), vp.oom_score_adj, f"vm {name}")
+    return Target(unit, ancestors(plan, MACHINE_SLICE), vp.oom_score_adj, f"vm {name}")
 
 
-def _ancestors(plan: Plan, slice_name: str) -> list[UnitPlan]:
+def ancestors(plan: Plan, slice_name: str) -> list[UnitPlan]:
+    """The slice and the slices above it in the plan, top-down."""
     chain = []
     u = plan.unit(slice_name)
     while u is not None:

@@ -44,7 +44,7 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
         done.append(f"removed {len(existing)} earlier container(s) of pod {pp.key}")
     unit = plan.unit(pp.slice)
     assert unit is not None
-    target = launch.Target(unit, launch._ancestors(plan, pp.slice), 0, f"pod {pp.key}")
+    target = launch.Target(unit, launch.ancestors(plan, pp.slice), 0, f"pod {pp.key}")
     for name in await launch.ensure_ancestors(sd, target):
         done.append(f"created {name}")
     by_name = {c.name: c for c in pp.containers}

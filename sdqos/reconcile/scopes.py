@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from sdqos.kube.manifests import SCOPES_ANNOTATION, parse_scopes_annotation
 from sdqos.kube.naming import machine_scope, systemd_unescape
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
+from sdqos.plan.podman import CONTAINER_LABEL, UID_LABEL
 
 
 @dataclass(slots=True)
@@ -115,8 +116,8 @@ def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str
     m = PODMAN_SCOPE.match(scope.name)
     if m and labelled and m.group(1) in labelled:
         labels = labelled[m.group(1)]
-        if labels.get("io.kubernetes.pod.uid") == pod.uid and labels.get("io.kubernetes.container.name") in names:
-            return labels["io.kubernetes.container.name"]
+        if labels.get(UID_LABEL) == pod.uid and labels.get(CONTAINER_LABEL) in names:
+            return labels[CONTAINER_LABEL]
     hits = annotation_hits(scope.name, pod)
     if hits:
         return hits[0][0]

@@ -123,9 +123,9 @@ def _remove_runtime_containers(diff, obs, report: Report) -> None:
     by_slice: dict[str, list[str]] = {}
     for scope, container in obs.podman_managed.items():
         sc = obs.scopes.get(scope)
-        owner = owning_slice(sc.slice) if sc is not None else ""
-        if sc is not None and owner in stopping and container not in by_slice.get(owner, []):
-            by_slice.setdefault(owner, []).append(container)
+        owner = owning_slice(sc.slice) if sc is not None else None
+        if owner in stopping and container not in by_slice.setdefault(owner, []):
+            by_slice[owner].append(container)
     for slice_name, names in sorted(by_slice.items()):
         try:
             podman.remove(names, grace_s=30)

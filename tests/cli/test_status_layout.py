@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sdqos.cli.status import Row, Status, ellipsize, render_plain
+from sdqos.cli.status import Row, Status, render_plain
+from sdqos.humanize import ellipsize
 
 
 @pytest.mark.parametrize("text,width,out", [
