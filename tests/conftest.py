@@ -111,6 +111,10 @@ def sandbox(sandbox_name: str):
 
 @pytest.fixture
 def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
-    """The session sandbox with no kubepods*.slice / machine-*.scope units and no failed units."""
+    """The session sandbox with no kubepods*.slice / machine-*.scope units and no failed units,
+    machine.slice back to its unit file, and no record of earlier tests' syncs (applied values,
+    what the last sync counted) in its /run/sdqos (where its unit files also live)."""
     sbx.reset_units(sandbox)
+    sbx.run(sandbox, ["systemctl", "revert", "machine.slice"])
+    sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json"])
     return sandbox

@@ -52,6 +52,7 @@ MACHINED_PATH = "/org/freedesktop/machine1"
 MACHINED_MANAGER = MACHINED + ".Manager"
 MACHINE_TASKS_MAX = 16384  # machined's TasksMax for every machine scope
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,23}")  # file names; the QMP socket path must fit 108 bytes
+_DOMAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # libvirt shortens its own socket paths
 _MACHINE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # what machined accepts (hostname characters)
 
 
@@ -394,12 +395,16 @@ class Domain:
     inner_pid: int  # qemu's PID inside the sandbox
 
 
-def domain_xml(name: str, memory_mib: int = 64, inner_dir: str = INNER_DIR) -> str:
-    """A transient TCG domain: no disk, no NIC, no display, the halt kernel as its OS."""
+def domain_xml(name: str, memory_mib: int = 64, inner_dir: str = INNER_DIR, partition: str | None = None) -> str:
+    """A transient TCG domain: no disk, no NIC, no display, the halt kernel as its OS; in a
+    libvirt resource partition (``/machine/tenant1``) when given."""
+    from xml.sax.saxutils import escape
+
+    resource = f"\n  <resource><partition>{escape(partition)}</partition></resource>" if partition else ""
     return f"""<domain type='qemu'>
-  <name>{name}</name>
+  <name>{escape(name)}</name>
   <memory unit='MiB'>{memory_mib}</memory>
-  <vcpu>1</vcpu>
+  <vcpu>1</vcpu>{resource}
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>{inner_dir}/halt.bin</kernel>
@@ -421,15 +426,16 @@ def virsh(sb: sbx.Sandbox, *args: str, check: bool = True, timeout: float = 60.0
     return sb.run(["virsh", "-q", "-c", "qemu:///system", *args], check=check, timeout=timeout)
 
 
-def libvirt_start_domain(sb: sbx.Sandbox, name: str, memory_mib: int = 64, *, timeout: float = 60.0) -> Domain:
+def libvirt_start_domain(sb: sbx.Sandbox, name: str, memory_mib: int = 64, *, timeout: float = 60.0,
+                         partition: str | None = None) -> Domain:
     """``virsh create`` a transient domain `name` in a sandbox booted with ``libvirt=True``; libvirtd
     starts qemu and registers it with machined, which creates its scope. Returns what machined
     recorded. Destroy it with `libvirt_destroy_domain`."""
-    if not _NAME.fullmatch(name):
-        raise ValueError(f"domain name {name!r}: use 1-24 of [A-Za-z0-9_.-]")
+    if not _DOMAIN_NAME.fullmatch(name):
+        raise ValueError(f"domain name {name!r}: use 1-100 of [A-Za-z0-9_.-]")
     _require(sb, "libvirtd.service", "libvirt")
     d = vm_dir(sb)
-    (d / f"{name}.xml").write_text(domain_xml(name, memory_mib))
+    (d / f"{name}.xml").write_text(domain_xml(name, memory_mib, partition=partition))
     virsh(sb, "create", f"{INNER_DIR}/{name}.xml", timeout=timeout)
     try:
         dom_id = int(virsh(sb, "domid", name).stdout.strip())

@@ -103,15 +103,20 @@ def load_cached(config: Path, insecure: bool):
     return load_config(config, insecure=insecure, cache_dir=usable_run_dir(create=False), cache_write=False)
 
 
-def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writes: bool = False):
+def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writes: bool = False, machines=None):
     """(config, plan), reusing validated files and unchanged pods' plans from /run/sdqos when this
     process may keep a cache (sdqos.loading.incremental). Only a command that ``writes`` (sync, run, adopt)
-    updates the cache; plan, explain, status and a dry run leave it, and the host, as they are."""
+    updates the cache; plan, explain, status and a dry run leave it, and the host, as they are.
+    ``machines``: what runs in machine.slice besides declared VMs (default: what the last sync counted)."""
+    from sdqos.cli.metrics import last_machines
     from sdqos.loading.cache import usable_run_dir
     from sdqos.loading.incremental import load_plan
 
     mode = resolve_cgroup(cgroup) if isinstance(cgroup, CgroupMode) else cgroup
-    return load_plan(config, mode, insecure=insecure, cache_dir=usable_run_dir(create=writes), cache_write=writes)
+    run_dir = usable_run_dir(create=writes)
+    if machines is None:
+        machines = last_machines(run_dir) if run_dir is not None else ()
+    return load_plan(config, mode, insecure=insecure, cache_dir=run_dir, cache_write=writes, machines=machines)
 
 
 def resolve_cgroup(mode: CgroupMode) -> str:
@@ -166,13 +171,15 @@ def plan(
 
 @app.command()
 def explain(
-    pod: str = typer.Argument(..., help="A pod manifest file (what-if: added to the config), or namespace/name of a configured pod."),
+    pod: Optional[str] = typer.Argument(None, help="A pod manifest file (what-if: added to the config), or "
+                                                   "namespace/name of a configured pod."),
+    vm: Optional[str] = typer.Option(None, "--vm", help="Explain this declared VM instead of a pod."),
     config: Path = ConfigOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
     output: Output = typer.Option(Output.text, "--output", "-o", help="text, or json (values and their reasons)."),
 ) -> None:
-    """Every value of one pod with the formula and inputs that produced it."""
+    """Every value of one pod (or VM) with the formula and inputs that produced it."""
     from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents
     from sdqos.kube.yamlsafe import YamlError, load_documents
     from sdqos.plan.engine import build_plan
@@ -180,6 +187,9 @@ def explain(
 
     with cli_errors():
         cfg = load_cached(config, insecure)
+        if vm is not None or pod is None:
+            _explain_vm(cfg, vm, pod, cgroup, output)
+            return
         pods = list(cfg.pods)
         wanted: list[str] = []
         path = Path(pod)
@@ -225,6 +235,30 @@ def explain(
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
             err(f"warning: {w}")
+
+
+def _explain_vm(cfg, vm: str | None, pod: str | None, cgroup, output) -> None:
+    from sdqos.cli.metrics import last_machines
+    from sdqos.kube.manifests import closest
+    from sdqos.loading.cache import usable_run_dir
+    from sdqos.plan.engine import build_plan
+    from sdqos.plan.explain import explain_vm, explain_vm_json
+
+    if vm is None or pod is not None:
+        raise InvalidInput("give a pod (NS/NAME or a manifest file), or --vm NAME")
+    run_dir = usable_run_dir(create=False)
+    p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup), explain=True,
+                   machines=last_machines(run_dir) if run_dir is not None else ())
+    vp = next((v for v in p.vms if v.vm.name == vm), None)
+    if vp is None:
+        hint = closest(vm, [v.vm.name for v in p.vms])
+        raise InvalidInput(f"no VM {vm!r} in the config (vms/*.yaml)" + (f"; did you mean {hint!r}?" if hint else ""))
+    if output == Output.json:
+        typer.echo(json.dumps({"vms": [explain_vm_json(p, vp)], "warnings": list(p.warnings)}, indent=2))
+        return
+    typer.echo(explain_vm(p, vp))
+    for w in p.warnings:
+        err(f"warning: {w}")
 
 
 BusOpt = typer.Option(None, "--bus-address", envvar="DBUS_SYSTEM_BUS_ADDRESS",
@@ -277,6 +311,9 @@ def sync(
         mode = resolve_cgroup(cgroup)
         cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
         unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
+
+        def replan(machines):  # what runs in machine.slice changed since the last sync: count it
+            return load_planned(config, insecure, mode, writes=not dry_run, machines=machines)[1]
         if unknown:
             raise InvalidInput(f"no pod {', '.join(unknown)} in the config (NS/NAME)", where="--recreate")
 
@@ -290,6 +327,7 @@ def sync(
                     invalid_keys=cfg.invalid_keys, allow_empty=allow_empty, dry_run=dry_run,
                     progress=_progress_bar() if output == Output.text else None,
                     adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit,
+                    replan=replan,
                 )
 
         async def run_and_measure():
@@ -300,11 +338,12 @@ def sync(
             from sdqos.host import rundir
 
             async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
-                return report, await st.collect(sd, p, rundir.load_applied(DEFAULT_RUN_DIR), interval=0)
+                return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR), interval=0)
 
         lock = contextlib.nullcontext() if dry_run else SyncLock(DEFAULT_RUN_DIR, lock_timeout)
         with lock:
             report, observed = asyncio.run(run_and_measure())
+        p = report.plan or p
         report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
         refused = list(report.invalid)  # edits the diff refused, as Kubernetes refuses them
         report.invalid[:] = [str(e) for e in cfg.errors] + refused
@@ -481,6 +520,11 @@ def run(
             raise InvalidInput("no command to run (put it after --)")
         _, p = load_planned(config, insecure, cgroup, writes=True)
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
+        if vm is not None and not force:
+            from sdqos.kube.qos import value
+
+            vp = next(v for v in p.vms if v.vm.name == vm)
+            launch.check_guest_size(target, value(vp.vm.limits.get("memory")), command)
 
         async def prepare() -> None:
             async with Systemd(bus_address) as sd:
@@ -490,9 +534,10 @@ def run(
                         raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                            "pass --force to start another")
                 await launch.start_scope(sd, target, [os.getpid()], replace=replace)
+                return await launch.apply_budget(sd, p) if vm is not None else []
 
-        asyncio.run(prepare())
-        for w in launch.set_oom([os.getpid()], target):
+        warnings = asyncio.run(prepare())
+        for w in warnings + launch.set_oom([os.getpid()], target):
             err(f"warning: {w}")
         sys.stdout.flush()
         try:
@@ -549,10 +594,11 @@ def adopt(
                         raise InvalidInput(f"VM {vm} runs in {owned}, which libvirt or machined manage; adopting it "
                                            "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
                                            "Pass --force to take it anyway")
-                return await launch.adopt(sd, target, all_pids)
+                how = await launch.adopt(sd, target, all_pids)
+                return how, (await launch.apply_budget(sd, p) if vm is not None else [])
 
-        how = asyncio.run(move())
-        for w in launch.set_oom(all_pids, target):
+        how, warnings = asyncio.run(move())
+        for w in warnings + launch.set_oom(all_pids, target):
             err(f"warning: {w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
 
@@ -644,10 +690,12 @@ def install_units(
     directory: Path = typer.Option(Path("/etc/systemd/system"), "--dir", help="Where to write the unit files."),
     config: Path = typer.Option(Path("/etc/sdqos"), "--config", "-c", help="Config directory the timer syncs."),
     binary: Optional[Path] = typer.Option(None, "--sdqos", help="Absolute path of sdqos (default: this one)."),
-    now: bool = typer.Option(False, "--now", help="Also daemon-reload, enable and start the timer (over D-Bus)."),
+    now: bool = typer.Option(False, "--now", help="Also daemon-reload, enable and start the timer and the path "
+                                                  "unit (over D-Bus)."),
     bus_address: Optional[str] = BusOpt,
 ) -> None:
-    """Install sdqos-sync.service and sdqos-sync.timer (sync at boot and every 30 s)."""
+    """Install sdqos-sync.service, sdqos-sync.timer (sync at boot and every 30 s) and sdqos-sync.path
+    (sync within a second when the config changes or a VM starts)."""
     import asyncio
     import os
 
@@ -672,7 +720,7 @@ def install_units(
         for name in files:
             typer.echo(f"wrote {directory / name}")
         if not now:
-            typer.echo("next: systemctl daemon-reload && systemctl enable --now sdqos-sync.timer")
+            typer.echo("next: systemctl daemon-reload && systemctl enable --now sdqos-sync.timer sdqos-sync.path")
             return
 
         async def activate() -> None:
@@ -684,14 +732,15 @@ def install_units(
                     raise HostError(f"{directory} is not on systemd's unit search path, so systemd cannot start "
                                     f"{unitfiles.TIMER} from there; use --dir with one of: {', '.join(paths)}")
                 await sd.reload()
-                try:
-                    await sd.enable_unit_files([unitfiles.TIMER])
-                except SdqosError as exc:  # e.g. no timers.target in a minimal system
-                    err(f"warning: could not enable {unitfiles.TIMER}: {exc}")
-                await sd.start_unit(unitfiles.TIMER)
+                for unit in (unitfiles.TIMER, unitfiles.PATH):
+                    try:
+                        await sd.enable_unit_files([unit])
+                    except SdqosError as exc:  # e.g. no timers.target in a minimal system
+                        err(f"warning: could not enable {unit}: {exc}")
+                    await sd.start_unit(unit)
 
         asyncio.run(activate())
-        typer.echo(f"started {unitfiles.TIMER}")
+        typer.echo(f"started {unitfiles.TIMER} and {unitfiles.PATH}")
 
 
 def _progress_bar():

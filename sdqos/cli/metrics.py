@@ -4,6 +4,7 @@ collector never reads half a file."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -118,6 +119,7 @@ def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[s
         "success": ok,
         "lastSuccess": now if ok else previous.get("lastSuccess"),
         "warnings": list(warnings if warnings is not None else report.warnings),
+        "machines": [dataclasses.asdict(m) for m in getattr(report.plan, "machines", ())],
     }
     rundir.ensure_dir(run_dir)
     write_atomic(run_dir / LAST_SYNC, json.dumps(rec), mode=0o600)
@@ -130,6 +132,21 @@ def load_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def last_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple:
+    """What the last sync counted in machine.slice besides declared VMs (plan, explain and status
+    show the budget that sync applied); () when unknown."""
+    from sdqos.plan.engine import MachineCharge
+
+    out = []
+    for m in load_sync_record(run_dir).get("machines") or []:
+        try:
+            out.append(MachineCharge(str(m["unit"]), str(m["what"]), int(m["cpu"]), int(m["memory"]),
+                                     bool(m.get("bounded", True))))
+        except (KeyError, TypeError, ValueError):
+            return ()
+    return tuple(sorted(out, key=lambda m: m.unit))
 
 
 def sync_metrics(rec: dict, out: _Out) -> None:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from sdqos.cli.render import described
 from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, Systemd
+from sdqos import humanize as H
 from sdqos.humanize import ellipsize
 from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, memory_limit
@@ -217,6 +218,15 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         rows.append(Row(name, "foreign", sc.slice, lu.description or "not created by sdqos", None, True,
                         usage={"memoryBytes": lu.memory_current, "cpuCores": None, "tasks": lu.tasks_current},
                         flags=["foreign"]))
+    for c in obs.machines:  # everything else in machine.slice: not sdqos's, but counted in the budget
+        sc = obs.scopes.get(c.unit)
+        if sc is None:
+            continue
+        lu = obs.live.get(c.unit) or LiveUnit(c.unit)
+        counted = f"counted {H.size(c.memory)}" + ("" if c.bounded else " by its usage")
+        rows.append(Row(c.unit, "foreign", sc.slice, f"{c.what}, not declared ({counted})", None, True,
+                        usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(c.unit),
+                               "tasks": lu.tasks_current}, flags=["undeclared"]))
     if any("requests exceed node allocatable" in w for w in warnings):
         for r in rows:
             if r.kind == "node":

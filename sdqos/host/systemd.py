@@ -650,6 +650,22 @@ class Systemd:
         m = re.match(r"\D*(\d+)", raw)
         return (int(m.group(1)) if m else 0), raw
 
+    async def call_service(self, dest: str, path: str, iface: str, member: str, sig: str = "",
+                           body: Sequence[Any] = (), *, repeatable: bool = False) -> list[Any]:
+        """A call to another service on this bus (systemd-machined), with this connection's error
+        mapping and timeout; retried across a lost bus only when ``repeatable`` (and then a service
+        that is not there is waited for as systemd is: only for a service that must come back).
+        Never starts the service (NO_AUTOSTART): one that is not running is a SystemdError
+        (org.freedesktop.DBus.Error.ServiceUnknown)."""
+        if repeatable:
+            return await self._retrying(self._call, path, iface, member, sig, body, dest=dest)
+        await self._ready()
+        return await self._call(path, iface, member, sig, body, dest=dest)
+
+    def variant_properties(self, properties: Mapping[str, Any], unit: str) -> list[list[Any]]:
+        """Plain property values → a(sv), as StartTransientUnit takes them (for machined's CreateMachine)."""
+        return self._props(properties, unit)
+
     async def get_unit(self, name: str) -> str:
         """Object path of a loaded unit (NoSuchUnit otherwise)."""
         return (await self._retrying(self._call, MANAGER_PATH, MANAGER, "GetUnit", "s", [name], unit=name))[0]

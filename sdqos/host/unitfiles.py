@@ -1,13 +1,18 @@
 """The systemd units that run ``sdqos sync`` periodically (shipped rendered in ``units/``).
 
 Transient units vanish at reboot; the timer brings the QoS tree back shortly after boot and then
-re-applies it every 30 s, which also repairs drift and picks up config edits.
+re-applies it every 30 s, which also repairs drift. The path unit starts the same sync within
+about a second when the config changes or a VM appears (libvirt writes its status file, machined
+its machine file), so a libvirt VM is limited from its first second, without a daemon.
 """
 
 from __future__ import annotations
 
 SERVICE = "sdqos-sync.service"
 TIMER = "sdqos-sync.timer"
+PATH = "sdqos-sync.path"
+LIBVIRT_STATE = "/run/libvirt/qemu"  # a status file per running domain (sdqos.host.libvirt)
+MACHINED_STATE = "/run/systemd/machines"  # a file per registered machine
 DEFAULT_BINARY = "/usr/local/bin/sdqos"
 DEFAULT_CONFIG = "/etc/sdqos"
 
@@ -54,6 +59,23 @@ WantedBy=timers.target
 """
 
 
+_PATH = """\
+[Unit]
+Description=Run sdqos sync when {config} changes or a VM starts or stops
+
+[Path]
+PathChanged={config}
+PathChanged={config}/pods
+PathChanged={config}/vms
+PathChanged={libvirt}
+PathChanged={machined}
+Unit={service}
+
+[Install]
+WantedBy=paths.target
+"""
+
+
 def render(command: list[str] | None = None, config: str = DEFAULT_CONFIG, extra_args: str = "") -> dict[str, str]:
     """File name → content. ``command`` is how to start sdqos (default /usr/local/bin/sdqos; e.g.
     ``[python, "-m", "sdqos"]``): absolute paths and plain words only, nothing systemd would expand."""
@@ -65,7 +87,8 @@ def render(command: list[str] | None = None, config: str = DEFAULT_CONFIG, extra
         if not value or any(c.isspace() or c in "\"'\\;$`%" for c in value):
             raise ValueError(f"{value!r} must not contain spaces or special characters")
     extra = f" {extra_args}" if extra_args else ""
-    return {SERVICE: _SERVICE.format(binary=" ".join(command), config=config, extra=extra), TIMER: _TIMER}
+    return {SERVICE: _SERVICE.format(binary=" ".join(command), config=config, extra=extra), TIMER: _TIMER,
+            PATH: _PATH.format(config=config, libvirt=LIBVIRT_STATE, machined=MACHINED_STATE, service=SERVICE)}
 
 
 def default_command() -> list[str]:

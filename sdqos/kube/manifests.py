@@ -21,7 +21,9 @@ from sdqos.kube.quantity import Quantity, parse_quantity
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LIBVIRT_DOMAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")
+# libvirt's own rule for a domain name: not empty, no '/' (it names files), no newline; it also
+# keeps its status and pid files under it, so a name longer than a file name cannot run.
+LIBVIRT_DOMAIN = re.compile(r"^[^/\x00-\x1f\x7f]{1,250}$")
 UID_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,126}[A-Za-z0-9])?$")
 UID_NAMESPACE = uuid.UUID("5b0a7a5e-3d1c-5f2e-9a57-7364716f7300")  # sdqos' own uuid5 namespace
 INT64_MAX = 2**63 - 1
@@ -61,11 +63,25 @@ VM_SPEC_FIELDS = frozenset({"resources", "overhead", "libvirt", "scope", "pidFil
 VM_API_VERSION = "sdqos.io/v1alpha1"
 SCOPES_ANNOTATION = "sdqos.io/scopes"  # "<container>=<scope glob>,…": see sdqos.reconcile.scopes
 
-# Hypervisor overhead when a VM does not say (documented in README): QEMU's own process needs
-# roughly 100m CPU and 64 MiB + 1/64 of guest RAM for page tables, device emulation and I/O.
+# Hypervisor overhead when a VM does not say (docs/vms.md): 100m CPU, and memory with the structure
+# of KubeVirt's GetMemoryOverhead (pkg/virt-controller/services/renderresources.go), for the parts
+# that live in the QEMU process, which is all a VM's scope holds here (virt-launcher, virtlogd and
+# virtqemud are KubeVirt's per-VM processes; on a libvirt host its daemons run in system.slice):
+# QemuOverhead 30 MiB, page tables guest RAM / 512, 8 MiB per vCPU, 8 MiB for an IO thread, 32 MiB
+# of video RAM (KubeVirt attaches a graphics device by default).
 VM_DEFAULT_OVERHEAD_CPU_MILLI = 100
-VM_DEFAULT_OVERHEAD_MEMORY_BASE = 64 * 2**20
-VM_DEFAULT_OVERHEAD_MEMORY_RATIO = 64
+VM_OVERHEAD_QEMU = 30 * 2**20
+VM_OVERHEAD_PER_VCPU = 8 * 2**20
+VM_OVERHEAD_IOTHREAD = 8 * 2**20
+VM_OVERHEAD_VIDEO = 32 * 2**20
+VM_PAGETABLE_DIVISOR = 512
+MAX_VCPUS = 4096  # QEMU's own maximum (-smp maxcpus)
+
+
+def vm_memory_overhead(guest_ram: int, vcpus: int) -> int:
+    """QEMU's own memory beside a guest of ``guest_ram`` bytes with ``vcpus`` vCPUs (see above)."""
+    return (VM_OVERHEAD_QEMU + VM_OVERHEAD_IOTHREAD + VM_OVERHEAD_VIDEO + VM_OVERHEAD_PER_VCPU * max(1, vcpus)
+            + math.ceil(guest_ram / VM_PAGETABLE_DIVISOR))
 
 
 @dataclass
@@ -523,10 +539,14 @@ def check_duplicate_vms(result: ParseResult) -> None:
 # --- VirtualMachine ------------------------------------------------------------------------------
 
 
-def default_vm_overhead(limits: dict[str, Quantity]) -> dict[str, Quantity]:
+def default_vm_overhead(limits: dict[str, Quantity], requests: dict[str, Quantity] | None = None
+                        ) -> dict[str, Quantity]:
+    """The overhead of a VM that declares none; its vCPUs are its CPU limit (else request), rounded up."""
     mem = limits.get(MEMORY)
     guest = mem.value() if mem is not None else 0
-    overhead_mem = VM_DEFAULT_OVERHEAD_MEMORY_BASE + math.ceil(guest / VM_DEFAULT_OVERHEAD_MEMORY_RATIO)
+    cpu = limits.get(CPU) or (requests or {}).get(CPU)
+    vcpus = min(MAX_VCPUS, -(-cpu.milli_value() // 1000)) if cpu is not None else 1
+    overhead_mem = vm_memory_overhead(guest, vcpus)
     return {CPU: parse_quantity(f"{VM_DEFAULT_OVERHEAD_CPU_MILLI}m"), MEMORY: parse_quantity(str(overhead_mem))}
 
 
@@ -567,7 +587,7 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
         reqs.setdefault(rname, lim)
     overhead_raw = spec.get("overhead")
     if overhead_raw is None:
-        overhead = default_vm_overhead(lims)
+        overhead = default_vm_overhead(lims, reqs)
         defaulted = True
     else:
         overhead = parse_resource_list(doc, overhead_raw, "spec.overhead")
@@ -576,8 +596,10 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
     domain = None
     if libvirt is not None:
         domain = doc.string(libvirt.get("domain"), "spec.libvirt.domain", required=True)
-        if domain is not None and not LIBVIRT_DOMAIN.match(domain):
-            doc.error("spec.libvirt.domain", f"{_quote(domain)} is not a libvirt domain name")
+        if domain is not None and (not LIBVIRT_DOMAIN.match(domain) or not domain.strip()
+                                   or len(domain.encode()) > 250):
+            doc.error("spec.libvirt.domain", f"{_quote(domain)} is not a libvirt domain name (libvirt refuses an "
+                      "empty name, '/', control characters, and names too long for a file name)")
             domain = None
     scope = doc.string(spec.get("scope"), "spec.scope")
     if scope is not None and not (scope.endswith(".scope") and _unit_name_ok(scope)):

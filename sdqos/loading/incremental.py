@@ -98,6 +98,7 @@ def load_plan(
     cache_dir: Path | None = None,
     cache_write: bool = True,
     workers: int | None = None,
+    machines: Sequence[engine.MachineCharge] = (),
 ) -> tuple[Config, engine.Plan]:
     """``load_config`` and ``build_plan`` in one, with the same results and errors, reusing
     fragments from ``cache_dir`` (none without one: then it only does what the two do)."""
@@ -112,7 +113,7 @@ def load_plan(
             add_entry(vm_files, vm_failed, f.rel, scan.objects(f))
     vms = ParseResult(vms=vm_files.vms)
     check_duplicate_vms(vms)
-    basis = engine.plan_basis(scan.node, vms.vms, cgroup)
+    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines)
     ctx = basis.context
     key = context_key(ctx) if cache.path is not None else ""
 

@@ -9,8 +9,12 @@ which is what ``sdqos explain`` prints. The tree, parents before children:
         kubepods-burstable-pod<uid>.slice
       kubepods-besteffort.slice         BestEffort tier
         kubepods-besteffort-pod<uid>.slice
-    machine.slice                       VMs, when any are declared
+    machine.slice                       VMs, when any are declared or anything else runs there
       machine-<name>.scope
+
+One node budget: declared VMs take their reservation, and whatever else runs in machine.slice
+(an undeclared VM, a podman or nspawn container) is charged by what it can hold
+(:class:`MachineCharge`, measured by sync), before any pod is planned.
 """
 
 from __future__ import annotations
@@ -105,6 +109,19 @@ class PodPlan:
         return m
 
 
+@dataclass(frozen=True, slots=True)
+class MachineCharge:
+    """Something running in machine.slice that is not a declared VM, charged to the node budget
+    while it runs: its memory limit, or (``bounded`` False) its usage rounded up, since nothing
+    bounds it; its CPU weight as millicores. sync measures these; the engine only adds them up."""
+
+    unit: str
+    what: str  # "libvirt domain db", "podman container web", "machine x", "scope"
+    cpu: int  # millicores
+    memory: int  # bytes
+    bounded: bool = True
+
+
 @dataclass(slots=True)
 class VMPlan:
     """One VM: its QoS class, its scope's properties and the oom_score_adj of its processes."""
@@ -135,6 +152,7 @@ class Plan:
     vms: list[VMPlan]
     warnings: list[str]
     root_slice: str = "kubepods.slice"
+    machines: tuple[MachineCharge, ...] = ()  # undeclared things in machine.slice, counted
     errors: list[InvalidInput] = field(default_factory=list)  # pods left out: they cannot be sent (pod_problems)
 
     def unit(self, name: str) -> UnitPlan | None:
@@ -439,25 +457,37 @@ class PlanBasis:
     vm_mem: int
     warnings: list[str]
     context: PodContext
+    machines: tuple[MachineCharge, ...] = ()
 
 
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
-               explain: bool = False) -> PlanBasis:
-    """Node values and VMs: VMs take their share of the node first (one node budget)."""
+               explain: bool = False, machines: Iterable[MachineCharge] = ()) -> PlanBasis:
+    """Node values and VMs: VMs, and whatever else runs in machine.slice (``machines``), take
+    their share of the node first (one node budget)."""
     warnings = list(node.warnings)
     capacity, allocatable = node_values(node)
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
     vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain) for vm in vms]
-    vm_cpu = sum(v.requests[CPU] for v in vm_plans)
-    vm_mem = sum(v.limits[MEMORY] for v in vm_plans)
+    machines = tuple(sorted(machines, key=lambda m: m.unit))
+    vm_cpu = sum(v.requests[CPU] for v in vm_plans) + sum(m.cpu for m in machines)
+    vm_mem = sum(v.limits[MEMORY] for v in vm_plans) + sum(m.memory for m in machines)
     budget = {CPU: max(0, enforced[CPU] - vm_cpu), MEMORY: max(0, enforced[MEMORY] - vm_mem), PID: enforced[PID]}
-    if vm_plans and (vm_cpu > enforced[CPU] or vm_mem > enforced[MEMORY]):
+    if (vm_plans or machines) and (vm_cpu > enforced[CPU] or vm_mem > enforced[MEMORY]):
+        who = "VMs and what runs in machine.slice" if machines else "VMs"
         warnings.append(
-            f"VMs reserve more than the node has for workloads: cpu {H.cpu(vm_cpu)} of {H.cpu(enforced[CPU])},"
+            f"{who} reserve more than the node has for workloads: cpu {H.cpu(vm_cpu)} of {H.cpu(enforced[CPU])},"
             f" memory {H.size(vm_mem)} of {H.size(enforced[MEMORY])}"
+            + ("; kubepods.slice gets no memory limit (a zero budget is no limit, as for kubelet)"
+               if vm_mem >= enforced[MEMORY] else "")
         )
+    for m in machines:
+        if not m.bounded:
+            warnings.append(f"{m.unit} ({m.what}) in machine.slice has no memory limit: counted by its usage "
+                            f"{H.size(m.memory)}; machine.slice gets no memory limit while it runs (give it one, "
+                            "or declare it as a VM)")
     context = PodContext(node, cgroup, capacity[MEMORY], budget[MEMORY])
-    return PlanBasis(node, cgroup, capacity, allocatable, enforced, budget, vm_plans, vm_cpu, vm_mem, warnings, context)
+    return PlanBasis(node, cgroup, capacity, allocatable, enforced, budget, vm_plans, vm_cpu, vm_mem, warnings, context,
+                     machines)
 
 
 def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
@@ -540,9 +570,10 @@ def build_plan(
     cgroup: str = "v1",
     *,
     explain: bool = False,
+    machines: Iterable[MachineCharge] = (),
 ) -> Plan:
     """Compute every unit, property and OOM score kubelet would (plus machine.slice for VMs)."""
-    basis = plan_basis(node, vms, cgroup, explain=explain)
+    basis = plan_basis(node, vms, cgroup, explain=explain, machines=machines)
     plans, errors = [], []
     for pod in pods:
         pp = plan_pod(pod, basis.context, explain=explain)
@@ -619,12 +650,19 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
                     why=cp.why,
                 )
             )
-    if vm_plans:
+    machines = basis.machines
+    if vm_plans or machines:
         mwhy = {}
+        unbounded = [m for m in machines if not m.bounded]
         if explain:
-            mwhy["cpu_shares"] = f"{vm_cpu}m × 1024 / 1000m (Σ VM cpu requests)"
-            mwhy["memory"] = "Σ VM memory (limits.memory + overhead)"
-        mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(vm_cpu), memory=vm_mem)
+            others = "".join(f" + {m.unit} ({m.what}) {H.cpu(m.cpu)}" for m in machines)
+            mwhy["cpu_shares"] = f"{vm_cpu}m × 1024 / 1000m (Σ VM cpu requests{others})"
+            if unbounded:
+                mwhy["memory"] = "no limit: " + ", ".join(f"{m.unit} has none" for m in unbounded)
+            else:
+                others = "".join(f" + {m.unit} ({m.what}) {H.size(m.memory)}" for m in machines)
+                mwhy["memory"] = f"Σ VM memory (limits.memory + overhead){others}"
+        mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(vm_cpu), memory=None if unbounded else vm_mem)
         units.append(
             UnitPlan(
                 name=naming.MACHINE_SLICE,
@@ -650,6 +688,7 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
         vms=vm_plans,
         warnings=warnings,
         root_slice=kubepods,
+        machines=machines,
     )
 
 
@@ -779,10 +818,23 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
         scope = naming.machine_scope(vm.name)
     why = {}
     if explain:
-        oh = " + overhead" if vm.overhead else ""
-        why["cpu_shares"] = f"{reqs[CPU]}m × 1024 / 1000m (cpu request{oh})"
-        why["memory"] = f"limits.memory{oh} (guest RAM + hypervisor)"
-        why["oom_score_adj"] = f"{cls} VM"
+        oh_cpu, oh_mem = _resource_int(vm.overhead, CPU), _resource_int(vm.overhead, MEMORY)
+        src = ("sdqos's default: 100m; QEMU 30 MiB + IO thread 8 MiB + video 32 MiB + 8 MiB per vCPU + guest RAM / 512,"
+               " KubeVirt's terms" if vm.overhead_defaulted else "spec.overhead")
+        why["cpu_shares"] = (f"{reqs[CPU]}m × 1024 / 1000m (cpu request {H.cpu(reqs[CPU] - oh_cpu)}"
+                             f" + overhead {H.cpu(oh_cpu)}, {src})")
+        if quota:
+            why["cpu_quota"] = (f"({H.cpu(lims[CPU] - oh_cpu)} limit + {H.cpu(oh_cpu)} overhead) × {period}µs / 1000m"
+                                f" = {quota}µs per {period}µs")
+        else:
+            why["cpu_quota"] = "no cpu limit" if not lims[CPU] else "cpuCFSQuota is off in node.yaml"
+        why["memory"] = (f"limits.memory {H.size(lims[MEMORY] - oh_mem)} (guest RAM) + overhead {H.size(oh_mem)}"
+                         f" ({src})")
+        if cls == GUARANTEED:
+            why["oom_score_adj"] = "Guaranteed VM: -997, as kubelet gives Guaranteed pods"
+        else:
+            why["oom_score_adj"] = (f"{cls} VM: 1000 − 1000 × {H.size(reqs[MEMORY])} (memory request + overhead) / "
+                                    f"{H.size(memory_capacity)} (node memory), as kubelet's GetContainerOOMScoreAdjust")
     return VMPlan(vm, cls, scope, reqs, lims, adj, rc, props, why)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sdqos import humanize as H
 from sdqos.kube import qos
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
-from sdqos.plan.engine import Plan, PodPlan
+from sdqos.plan.engine import Plan, PodPlan, VMPlan
 from sdqos.plan.properties import INFINITY, kernel_quota_us
 
 # Which engine reasoning explains which systemd property.
@@ -136,4 +136,52 @@ def explain_json(pp: PodPlan) -> dict:
         "containers": [{"name": c.name, "kind": c.kind, "scope": c.scope, "oomScoreAdj": c.oom_score_adj,
                         "oomScoreAdjWhy": c.why.get("oom_score_adj"), "properties": values(c.properties, c.why)}
                        for c in pp.containers],
+    }
+
+
+def explain_vm(plan: Plan, vp: VMPlan) -> str:
+    """One VM's values (its scope, its OOM score) and the node budget it takes from the pods."""
+    vm = vp.vm
+    period = plan.node.cpu_cfs_quota_period_us
+    where = (f"libvirt domain {vm.libvirt_domain} (found by libvirt's record)" if vm.libvirt_domain
+             else f"the scope holding the PID in {vm.pid_file}" if vm.pid_file
+             else f"{vp.scope}" + (" (spec.scope)" if vm.scope else " (sdqos run --vm / adopt --vm)"))
+    lines = [
+        f"VM {vm.name}" + (f", from {vm.source}" if vm.source else ""),
+        f"  QoS class {vp.qos}: the pod rules with the VM as its only container",
+        f"  requests cpu {H.cpu(vp.requests[CPU])}, memory {H.size(vp.requests[MEMORY])}; limits cpu "
+        f"{H.cpu(vp.limits[CPU]) if vp.limits[CPU] else 'none'}, memory {H.size(vp.limits[MEMORY])} (with overhead)",
+        f"  runs in {where}",
+        "",
+        f"  {vp.scope or 'its scope'}  (VM, in machine.slice)",
+    ]
+    for name, value in vp.properties.items():
+        lines.append(_prop_line(name, value, vp.why, period))
+    lines.append(f"    {'oom_score_adj':<20} {vp.oom_score_adj:>20}")
+    if vp.why.get("oom_score_adj"):
+        lines.append(f"      = {vp.why['oom_score_adj']}")
+    lines.append("")
+    lines.append("  The node budget it takes from the pods")
+    for name in ("machine.slice", plan.root_slice):
+        unit = plan.unit(name)
+        if unit is None:
+            continue
+        lines.append(f"  {unit.name}  ({unit.kind})")
+        for prop, value in unit.properties.items():
+            lines.append(_prop_line(prop, value, unit.why, period))
+    return "\n".join(lines)
+
+
+def explain_vm_json(plan: Plan, vp: VMPlan) -> dict:
+    def values(props: dict[str, int], why: dict[str, str]) -> dict:
+        return {name: {"value": value, "shown": H.prop(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
+                for name, value in props.items()}
+
+    return {
+        "name": vp.vm.name, "qos": vp.qos, "scope": vp.scope, "libvirtDomain": vp.vm.libvirt_domain,
+        "pidFile": vp.vm.pid_file, "requests": {"cpu": H.cpu(vp.requests[CPU]), "memory": vp.requests[MEMORY]},
+        "limits": {"cpu": H.cpu(vp.limits[CPU]) if vp.limits[CPU] else None, "memory": vp.limits[MEMORY]},
+        "oomScoreAdj": vp.oom_score_adj, "oomScoreAdjWhy": vp.why.get("oom_score_adj"),
+        "properties": values(vp.properties, vp.why),
+        "budget": {u.name: values(u.properties, u.why) for u in plan.units if u.kind in ("machine", "node")},
     }

@@ -11,9 +11,9 @@ import stat
 from dataclasses import dataclass
 
 from sdqos.errors import NoSuchUnit, SdqosError
-from sdqos.host import podman, procfs
+from sdqos.host import libvirt, podman, procfs
 from sdqos.host.systemd import Systemd
-from sdqos.kube.naming import MACHINE_SLICE
+from sdqos.kube.naming import MACHINE_SLICE, systemd_unescape
 from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.plan.podman import MANAGED_LABEL
 from sdqos.reconcile.diff import LiveUnit
@@ -22,6 +22,7 @@ from sdqos.reconcile.scopes import (
     PODMAN_SCOPE,
     LiveScope,
     annotation_hits,
+    in_machine_tree,
     match_container,
     owning_slice,
     pods_by_slice,
@@ -86,7 +87,9 @@ def managed_podman_scopes(scopes: dict[str, LiveScope], containers: dict[str, po
 
 
 def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
-                containers: dict[str, podman.PodmanContainer] | None = None) -> tuple[dict[str, Binding], list[str]]:
+                containers: dict[str, podman.PodmanContainer] | None = None,
+                domains: dict[str, libvirt.Domain] | None = None,
+                machines: list | None = None) -> tuple[dict[str, Binding], list[str]]:
     """Match live scopes to containers and VMs (rules in sdqos.scopes). A matched scope that is
     not sdqos's own name gets a unit in the plan with the container's (VM's) values, so the diff
     tunes it like any other. Returns the bindings and the unmatched scopes (a runtime's own
@@ -135,11 +138,26 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
         if key not in by_glob:
             warnings.append(f"pod {key[0]}: sdqos.io/scopes {key[1]}={key[2]} is shadowed by a more specific entry "
                             f"for every scope it matches ({', '.join(names)})")
-    machine = {n: s for n, s in scopes.items() if owning_slice(s.slice) == MACHINE_SLICE}
-    claimed = set()
+    machine = machine_scopes(scopes)
+    claimed, left_alone = set(), set()
+    domains = domains or {}
     for vp in plan.vms:
-        found = vm_scope_for(vp, machine, read_pid_file(vp.vm.pid_file, warnings) if vp.vm.pid_file else None)
+        if vp.vm.pid_file:
+            pid = read_pid_file(vp.vm.pid_file, warnings)
+        elif vp.vm.libvirt_domain and vp.vm.libvirt_domain in domains:
+            pid = domains[vp.vm.libvirt_domain].pid
+        else:
+            pid = None
+        found = vm_scope_for(vp, machine, pid)
+        dom = domains.get(vp.vm.libvirt_domain) if vp.vm.libvirt_domain else None
+        if found is not None and dom is not None:
+            warnings.extend(guest_size_warnings(vp, dom.memory, f"libvirt domain {dom.name}"))
         if found is None:
+            elsewhere = procfs.systemd_cgroup_paths(pid) if pid is not None else None
+            if elsewhere:
+                warnings.append(f"VM {vp.vm.name} runs (PID {pid}) in {elsewhere[0]}, outside machine.slice: not "
+                                "tuned and not counted there (start it in machine.slice, e.g. with sdqos run --vm)")
+                continue
             where = f": no {vp.vm.scope} with processes in machine.slice" if vp.vm.scope else ""
             warnings.append(f"VM {vp.vm.name} is declared but not running{where}")
             continue
@@ -149,24 +167,72 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             # claim it by name alone.
             warnings.append(f"VM {vp.vm.name}: {found} exists but was not started by sdqos; left alone"
                             " (set spec.scope to claim it)")
-            claimed.add(found)
+            left_alone.add(found)
             continue
         claimed.add(found)
         if found not in planned:
-            plan.units.append(UnitPlan(found, MACHINE_SLICE, "vm", f"sdqos vm {vp.vm.name} ({vp.qos})", dict(vp.properties),
-                                       vp.resources, owner=f"vm:{vp.vm.name}", create=False, why=vp.why))
+            plan.units.append(UnitPlan(found, machine[found].slice, "vm", f"sdqos vm {vp.vm.name} ({vp.qos})",
+                                       dict(vp.properties), vp.resources, owner=f"vm:{vp.vm.name}", create=False,
+                                       why=vp.why))
         bindings[found] = Binding(f"vm {vp.vm.name}", vp.oom_score_adj)
-    for name in sorted(set(machine) - claimed):
+    names = machine_names(machine, containers, domains, machines)
+    for name in sorted(set(machine) - claimed - left_alone):
         if runtimes_own(name):
             continue
+        what = names.get(name)
         if PODMAN_SCOPE.match(name):
-            c = _podman_container(name, containers)
-            who = f"podman container {c.name}" if c else "a podman container"
-            warnings.append(f"{name} in machine.slice is {who}, not a VM: left running, untouched (run it in a pod "
-                            "slice with `sdqos podman start`, or podman's --cgroup-parent)")
+            warnings.append(f"{name} in machine.slice is {what}, not a VM: left running, untouched, counted in the "
+                            "node budget (run it in a pod slice with `sdqos podman start`, or podman's "
+                            "--cgroup-parent)")
         else:
-            warnings.append(f"{name} in machine.slice is not a VM in the config: left running, untouched")
+            what = f" ({what})" if what else ""
+            warnings.append(f"{name}{what} in machine.slice is not a VM in the config: left running, untouched, "
+                            "counted in the node budget")
     return bindings, unmatched
+
+
+def guest_size_warnings(vp, ram: int, what: str) -> list[str]:
+    """A guest with more RAM than its VM's limits.memory is OOM-killed once it uses that RAM."""
+    from sdqos.humanize import size
+    from sdqos.kube.qos import value
+
+    declared = value(vp.vm.limits.get("memory"))
+    if ram and declared and ram > declared:
+        return [f"VM {vp.vm.name}: {what} has {size(ram)} of RAM but limits.memory is {size(declared)}: the guest "
+                f"is OOM-killed when it uses its RAM; set limits.memory to at least {size(ram)}"]
+    return []
+
+
+def machine_scopes(scopes: dict[str, LiveScope]) -> dict[str, LiveScope]:
+    """The scopes running anywhere below machine.slice (libvirt partitions are sub-slices)."""
+    return {n: s for n, s in scopes.items() if in_machine_tree(owning_slice(s.slice))}
+
+
+def machine_names(machine: dict[str, LiveScope], containers: dict[str, podman.PodmanContainer],
+                  domains: dict[str, libvirt.Domain], machines: list | None = None) -> dict[str, str]:
+    """What each scope in machine.slice is, in words: a libvirt domain (by its qemu PID), a podman
+    container, a machine machined knows (its class and who registered it), else what the scope's
+    name says."""
+    by_pid = {d.pid: d.name for d in domains.values()}
+    known = {m.scope: m for m in machines or ()}
+    out = {}
+    for name, scope in machine.items():
+        dom = next((by_pid[p] for p in scope.pids if p in by_pid), None)
+        c = _podman_container(name, containers, conmon=True)
+        if dom is not None:
+            out[name] = f"libvirt domain {dom}"
+        elif c is not None:
+            out[name] = f"podman {'conmon of ' if 'conmon' in name else ''}container {c.name}"
+        elif PODMAN_SCOPE.match(name) or PODMAN_CONMON_ID.match(name):
+            out[name] = "a podman container"
+        elif name in known and not scope.description.startswith("sdqos vm "):
+            m = known[name]
+            out[name] = f"{'VM' if m.cls == 'vm' else m.cls} {m.name} (machined, registered by {m.service})"
+        elif scope.description.startswith("sdqos vm "):
+            out[name] = f"VM {scope.description.split()[2]}, started by sdqos"
+        elif name.startswith("machine-") and name.endswith(".scope"):
+            out[name] = f"machine {systemd_unescape(name[len('machine-'):-len('.scope')])}"
+    return out
 
 
 def apply_oom_scores(bindings: dict[str, Binding], scopes: dict[str, LiveScope], warnings: list[str]) -> int:

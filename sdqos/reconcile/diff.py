@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 
 from collections.abc import Mapping
 
+from sdqos import humanize as H
 from sdqos.kube.naming import parent_slice
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, GUARANTEED
+from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
 from sdqos.reconcile.scopes import LiveScope
@@ -439,18 +441,22 @@ def compute_diff(
     # what was set) but matched by nothing now: what sdqos set goes back to systemd's defaults.
     for name, last in sorted(applied.items()):
         lu = live.get(name)
-        if (name in planned or name in unsure or name in runtime_owned or not name.endswith(".scope")
+        machine = name == MACHINE_SLICE
+        if (name in planned or name in unsure or name in runtime_owned or not (name.endswith(".scope") or machine)
                 or lu is None or lu.ours or not lu.exists):
             continue  # (containers sdqos started through a runtime go with their pod, through the runtime)
-        if scopes is not None and name not in scopes:
+        if scopes is not None and name not in scopes and not machine:
             continue
         reset = {p: RESET_VALUES[p] for p in last if p in RESET_VALUES}
         changes = {p: (lu.props.get(p, INFINITY), v) for p, v in reset.items() if lu.props.get(p, INFINITY) != v}
         d.released.append(name)
         if changes:
+            why = "nothing declared or running there" if machine else "no longer matches a container"
             d.actions.append(Action("update", name, PHASE_GROW, props={p: v for p, (_, v) in changes.items()},
-                                    changes=changes, reason="no longer matches a container"))
-            d.warnings.append(f"{name} no longer matches a container: the values sdqos set on it were reset "
+                                    changes=changes, reason=why))
+            d.warnings.append(f"{name}: {why} any more: the values sdqos set on it were released to systemd's "
+                              f"defaults ({', '.join(sorted(changes))})" if machine else
+                              f"{name} no longer matches a container: the values sdqos set on it were reset "
                               f"({', '.join(sorted(changes))})")
 
     order = {name: i for i, name in enumerate(planned)}
@@ -503,9 +509,11 @@ def _pod_key_from_description(description: str) -> str | None:
 
 def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -> None:
     """kubelet's retrySetMemoryReserve: a tier memory limit below what the tier already uses
-    would fail (or OOM); set it to the usage instead, and say so."""
+    would fail (or OOM); set it to the usage instead, and say so. The same for a VM's scope and
+    machine.slice: a guest's RAM is not reclaimable, so a lower limit is refused by the kernel on
+    cgroup v1 and OOM-kills the guest on v2."""
     for u in plan.units:
-        if u.kind != "tier":
+        if u.kind not in ("tier", "vm", "machine"):
             continue
         lu = live.get(u.name)
         for prop in ("MemoryLimit", "MemoryMax"):
@@ -513,7 +521,14 @@ def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -
             if want is None or want == INFINITY or lu is None or lu.memory_current is None:
                 continue
             if lu.memory_current > want:
+                why = {"tier": "qosReserved", "vm": "the VM's limits.memory + overhead",
+                       "machine": "the VMs' sum"}[u.kind]
                 warnings.append(
-                    f"{u.name}: {prop} clamped to current usage {lu.memory_current} (qosReserved wanted {want})"
+                    f"{u.name}: {prop} clamped to current usage {H.size(lu.memory_current) if u.kind != 'tier' else lu.memory_current}"
+                    f" ({why} wanted {H.size(want) if u.kind != 'tier' else want})"
+                    + ("; it goes down when the guest frees memory" if u.kind == "vm" else "")
                 )
-                u.properties[prop] = lu.memory_current
+                # A VM's usage moves a little all the time: 4 MiB steps keep the limit still and
+                # leave a little room for the pages faulted in between reading usage and writing.
+                step = 1 if u.kind == "tier" else 4 << 20
+                u.properties[prop] = -(-lu.memory_current // step) * step

@@ -12,6 +12,9 @@ scope is created around them, or they are attached to the running one.
 
 from __future__ import annotations
 
+import os
+import re
+
 from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput, SdqosError, SystemdError, UnitExists
@@ -35,6 +38,7 @@ class Target:
     oom_score_adj: int
     label: str
     stop_timeout_us: int | None = None  # SIGTERM → SIGKILL when the scope is stopped (a pod's grace period)
+    machine: str | None = None  # a VM: registered with systemd-machined under this name when it runs
 
 
 # kubelet's default (the API server defaults terminationGracePeriodSeconds to 30) and its floor:
@@ -77,10 +81,14 @@ def vm_target(plan: Plan, name: str) -> Target:
     vp = next((v for v in plan.vms if v.vm.name == name), None)
     if vp is None:
         raise InvalidInput(f"no VM {name!r} in the config (vms/*.yaml)")
+    if vp.vm.libvirt_domain:  # moving QEMU out of libvirt's scope makes machined drop it and virsh lose it
+        raise InvalidInput(f"VM {name} is libvirt's (spec.libvirt.domain: {vp.vm.libvirt_domain}): libvirt starts it "
+                           "and sdqos tunes it in libvirt's scope; run --vm and adopt --vm are for VMs no manager runs")
     scope = vp.scope or machine_scope(name)
     unit = plan.unit(scope) or UnitPlan(scope, MACHINE_SLICE, "vm", f"sdqos vm {name} ({vp.qos})", dict(vp.properties),
                                         vp.resources, owner=f"vm:{name}", create=False)
-    return Target(unit, ancestors(plan, MACHINE_SLICE), vp.oom_score_adj, f"vm {name}")
+    return Target(unit, ancestors(plan, MACHINE_SLICE), vp.oom_score_adj, f"vm {name}",
+                  machine=name if scope == machine_scope(name) else None)
 
 
 def ancestors(plan: Plan, slice_name: str) -> list[UnitPlan]:
@@ -131,10 +139,32 @@ async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: 
     elif state == "failed":
         await sd.reset_failed_unit(target.unit.name)
     props = create_properties(target.unit)
-    props["PIDs"] = pids
     if target.stop_timeout_us is not None:
         props["TimeoutStopUSec"] = target.stop_timeout_us
+    if target.machine is not None and len(pids) == 1 and await _register_machine(sd, target, pids[0], props):
+        return
+    props["PIDs"] = pids
     await sd.start_transient_unit(target.unit.name, props)
+
+
+_MACHINE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # what machined takes as a machine name (a hostname)
+
+
+async def _register_machine(sd: Systemd, target: Target, leader: int, props: dict) -> bool:
+    """A VM is registered with systemd-machined when it runs, as libvirt does: machined creates
+    the scope (same name, machine.slice) with sdqos's values in the same call, and machinectl
+    knows the VM. False when machined does not run or cannot take the name (then systemd alone)."""
+    from sdqos.host import machined
+
+    if not _MACHINE_NAME.match(target.machine or ""):
+        return False
+    try:
+        await machined.create_machine(sd, target.machine, leader, props)
+        return True
+    except SystemdError as exc:
+        if machined.not_running(exc):
+            return False
+        raise
 
 
 async def adopt(sd: Systemd, target: Target, pids: list[int]) -> str:
@@ -146,6 +176,58 @@ async def adopt(sd: Systemd, target: Target, pids: list[int]) -> str:
         return "attached"
     await start_scope(sd, target, pids)
     return "created"
+
+
+_QEMU_SUFFIX = {"": 2**20, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50, "E": 2**60}
+
+
+def qemu_guest_ram(argv: list[str]) -> int | None:
+    """The guest RAM a ``qemu-system-*`` command line asks for (``-m 2G``, ``-m size=2048``, the last
+    ``-m`` wins; QEMU's unit is MiB without a suffix); None when it is not QEMU or has no ``-m``."""
+    if not argv or not os.path.basename(argv[0]).startswith("qemu-system-"):
+        return None
+    ram = None
+    for i, arg in enumerate(argv[1:-1], start=1):
+        if arg not in ("-m", "--m"):
+            continue
+        value = argv[i + 1]
+        for part in value.split(","):
+            key, eq, v = part.partition("=")
+            if eq and key != "size":
+                continue
+            m = re.fullmatch(r"(\d+(?:\.\d+)?)([BKMGTPE]?)", (v if eq else key).strip().upper())
+            if m:
+                ram = int(float(m.group(1)) * _QEMU_SUFFIX[m.group(2)])
+    return ram
+
+
+def check_guest_size(target: Target, declared: int, argv: list[str]) -> None:
+    """Refuse to start a QEMU guest larger than its VM's limits.memory: it would be OOM-killed."""
+    from sdqos.humanize import size
+
+    ram = qemu_guest_ram(argv)
+    if ram is not None and declared and ram > declared:
+        raise InvalidInput(f"{target.label}: qemu -m asks for {size(ram)} of guest RAM but limits.memory is "
+                           f"{size(declared)}: the guest would be OOM-killed when it uses its RAM; raise "
+                           "limits.memory or lower -m (or pass --force)")
+
+
+async def apply_budget(sd: Systemd, plan: Plan) -> list[str]:
+    """After ``run --vm``/``adopt --vm``: the node budget as this plan has it (the VM may be new since
+    the last sync), pods' side first (it shrinks), machine.slice last, each only if it runs. What
+    fails is a warning: the timer's next sync sets it."""
+    warnings = []
+    units = [u for kind in ("node", "tier", "machine") for u in plan.units if u.kind == kind]
+    states = await sd.read_units([u.name for u in units], {UNIT: ["ActiveState"]})
+    for u in units:
+        st = states.get(u.name)
+        if st is None or st.active_state != "active":
+            continue
+        try:
+            await sd.set_unit_properties(u.name, u.properties)
+        except SystemdError as exc:
+            warnings.append(f"{u.name}: not updated now ({exc}); the next sync sets it")
+    return warnings
 
 
 def set_oom(pids: list[int], target: Target) -> list[str]:

@@ -7,14 +7,25 @@ paths name the scopes they run in (bound to containers and VMs by :mod:`sdqos.re
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
-from sdqos.host import cgroupfs, facts
+from sdqos.errors import SdqosError
+from sdqos.host import cgroupfs, facts, libvirt
 from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE
-from sdqos.plan.engine import Plan
+from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
-from sdqos.reconcile.binding import Binding, bind_scopes, discover_scopes, managed_podman_scopes, podman_containers
+from sdqos.reconcile.binding import (
+    Binding,
+    bind_scopes,
+    discover_scopes,
+    machine_names,
+    machine_scopes,
+    managed_podman_scopes,
+    podman_containers,
+)
+from sdqos.reconcile.budget import machine_charges
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
@@ -81,7 +92,7 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
             # of 1000 pods: 108 D-Bus calls instead of 208).
             live[name] = _listed_unit(name, st)
             continue
-        if u is None or st.active_state != "active" or u.kind in ("node", "tier", "reserved"):
+        if u is None or st.active_state != "active" or u.kind in ("node", "tier", "reserved", "machine"):
             need.append(name)
             continue
         check = dict(u.properties)
@@ -126,6 +137,7 @@ class Observation:
     unmatched: list[str]
     podman_managed: dict[str, str] = field(default_factory=dict)  # scope → container, made by `sdqos podman start`
     unsure: frozenset[str] = frozenset()  # scopes whose owner could not be asked (podman failed): keep as they are
+    machines: tuple[MachineCharge, ...] = ()  # what runs in machine.slice besides declared VMs, and its cost
 
 
 async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None:
@@ -146,22 +158,131 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
     """Read the live state in a few calls and bind scopes (extends the plan with matched scopes)."""
     live = await read_live(sd, plan, usage=usage)
     await read_marks(sd, plan, live)
-    # VMs that left the config are still looked at (and reported) while machine.slice was ours.
-    scopes = await discover_scopes(sd, plan, live, machine=bool(plan.vms) or MACHINE_SLICE in applied)
+    scopes = await discover_scopes(sd, plan, live, machine=True)  # whatever runs there counts (budget.py)
     unknown = [name for name in scopes if name not in live]
     if unknown:  # scopes made by others: their Description and values, for matching and diffing
         live.update(await _read_named(sd, plan, unknown, usage=usage))
+    if MACHINE_SLICE in applied and plan.unit(MACHINE_SLICE) is None:  # to release what sdqos set there
+        units = await sd.read_units([MACHINE_SLICE], {SLICE: list(owned(plan.cgroup)), UNIT: ["Description"]})
+        live.update({n: _live_unit(n, st, list(owned(plan.cgroup))) for n, st in units.items()})
     for name, scope in scopes.items():
         if name in live:
             scope.description = live[name].description
     containers = podman_containers(scopes, warnings)
     unsure = frozenset(n for n in scopes if containers is None and n.startswith("libpod-"))
     containers = containers or {}
-    bindings, unmatched = bind_scopes(plan, scopes, warnings, containers)
-    return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure)
+    machine = machine_scopes(scopes)
+    domains = libvirt.running_domains(warnings=warnings) if machine else {}
+    known = await _machines(sd, warnings) if machine else []
+    bindings, unmatched = bind_scopes(plan, scopes, warnings, containers, domains, known)
+    check_kernel(plan, live, scopes)
+    charges: tuple[MachineCharge, ...] = ()
+    if machine:
+        slice_usage = await _usage_of(sd, MACHINE_SLICE)
+        claimed = {n for n in machine if n in bindings}
+        guests = {}
+        for d in domains.values():
+            scope = next((n for n, sc in machine.items() if d.pid in sc.pids), None)
+            if scope is not None:
+                guests[scope] = (d.memory, d.vcpus)
+        charges = machine_charges(plan, machine, claimed, live, machine_names(machine, containers, domains, known),
+                                  guests, slice_usage)
+    return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure, charges)
+
+
+def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveScope]) -> None:
+    """Scopes matched at sync time (VMs, runtimes' containers) are read over D-Bus; their kernel
+    files are checked too, as the planned units' are in :func:`read_live`, so a value written
+    behind systemd's back is seen (kernel_drift) and restored."""
+    if not cgroupfs.available():
+        return
+    page = facts.page_size()
+    for u in plan.units:
+        lu, sc = live.get(u.name), scopes.get(u.name)
+        if u.create or u.name.startswith("sdqos-pod") or lu is None or sc is None or lu.kernel_drift:
+            continue  # (sdqos's own container scopes were checked by read_live)
+        check = {k: v for k, v in u.properties.items() if k in lu.props}
+        if PERIOD_PROPERTY in check or "CPUQuotaPerSecUSec" in check:
+            check.setdefault(PERIOD_PROPERTY, lu.props.get(PERIOD_PROPERTY, INFINITY))
+        want = cgroupfs.expected(check, plan.cgroup, page)
+        have = cgroupfs.read(sc.cgroup, want) if want else None
+        if have is not None and have != want:
+            lu.kernel_drift = {f: [have[f], want[f]] for f in want if have[f] != want[f]}
+
+
+async def _machines(sd: Systemd, warnings: list[str]) -> list:
+    """The machines systemd-machined knows (none when it does not run)."""
+    from sdqos.host import machined
+
+    try:
+        return await machined.list_machines(sd) or []
+    except SdqosError as exc:
+        warnings.append(f"cannot ask systemd-machined which machines run: {exc}")
+        return []
+
+
+async def _usage_of(sd: Systemd, unit: str) -> int | None:
+    """A slice's MemoryCurrent (None when systemd does not know it)."""
+    try:
+        props = await sd.get_properties(unit, SLICE, ["MemoryCurrent"])
+    except SdqosError:
+        return None
+    return _counter(props.get("MemoryCurrent"))
 
 
 async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool = False) -> dict[str, LiveUnit]:
     props = list(owned(plan.cgroup))
-    units = await sd.read_units(names, {SCOPE: props + (list(USAGE) if usage else []), UNIT: ["Description"]})
+    units = await sd.read_units(names, {SCOPE: props + (list(USAGE) if usage else ["MemoryCurrent"]),
+                                        UNIT: ["Description"]})
     return {name: _live_unit(name, st, props) for name, st in units.items()}
+
+
+async def kernel_refusals(plan: Plan, done: set[str], scopes: dict[str, LiveScope], report,
+                          settle_s: float = 1.0) -> set[str]:
+    """The kernel has the last word: after systemd took new values, each unit's cgroup files are
+    read back. systemd keeps a value the kernel refused (v1's EBUSY for a memory limit below usage)
+    and says so only in its log; here such a unit is an error naming the wanted and the held value,
+    not an update (and not recorded as applied, so the next sync tries again)."""
+    if not done or not cgroupfs.available():
+        return set()
+    page = facts.page_size()
+    planned = {u.name: u for u in plan.units}
+    todo: dict[str, tuple[str, dict]] = {}
+    for name in done:
+        u = planned.get(name)
+        if u is None:
+            continue
+        check = dict(u.properties)
+        check.setdefault(PERIOD_PROPERTY, INFINITY)
+        want = cgroupfs.expected(check, plan.cgroup, page)
+        if want:
+            cg = scopes[name].cgroup if name in scopes else cgroupfs.cgroup_of(name, u.slice)
+            todo[name] = (cg, want)
+    off: dict[str, dict] = {}
+    deadline = asyncio.get_running_loop().time() + settle_s
+    while True:  # systemd realizes cgroup values from its event loop, just after the call returns
+        off = {}
+        for name, (cg, want) in todo.items():
+            have = cgroupfs.read(cg, want)
+            if have is not None and have != want:
+                off[name] = {f: [have[f], want[f]] for f in want if have[f] != want[f]}
+        if not off or asyncio.get_running_loop().time() >= deadline:
+            break
+        todo = {n: todo[n] for n in off}
+        await asyncio.sleep(0.05)
+    for name, files in sorted(off.items()):
+        what = ", ".join(f"{f.split('/')[-1]} wanted {_show(f, w)}, holds {_show(f, h)}" for f, (h, w) in files.items())
+        report.errors.append(f"{name}: the kernel refused the new value ({what}); systemd holds it, the cgroup "
+                             "does not (systemd's log says why: journalctl _PID=1)")
+    report.updated[:] = [u for u in report.updated if u["unit"] not in off]
+    report.created[:] = [u for u in report.created if u not in off]
+    report.drift[:] = [d for d in report.drift if d["unit"] not in off]
+    return set(off)
+
+
+def _show(file: str, v) -> str:
+    from sdqos import humanize as H
+
+    if isinstance(v, int) and "memory" in file and 0 <= v < 2**62:
+        return H.size(v)
+    return "unlimited" if isinstance(v, int) and v >= 2**62 else str(v)

@@ -27,6 +27,7 @@ class Report:
     disconnects: int = 0
     oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
     descriptions: dict[str, str] = field(default_factory=dict)  # removed units' Descriptions (who they were for)
+    plan: object = None  # the plan synced to (with what runs in machine.slice counted)
 
     def as_json(self) -> dict:
         return {

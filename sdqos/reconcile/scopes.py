@@ -131,23 +131,31 @@ def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str
 _LIBVIRT_SCOPE = re.compile(r"^machine-qemu\\x2d[0-9]+\\x2d(.+)\.scope$")
 
 
-def vm_scope_for(vm: VMPlan, live: dict[str, LiveScope], pid_of_file: int | None = None) -> str | None:
-    """The live scope of a declared VM, or None when it is not running."""
+def in_machine_tree(slice_name: str) -> bool:
+    """machine.slice or a slice below it (a libvirt partition ``/machine/tenant1`` is
+    ``machine-tenant1.slice``)."""
+    return slice_name == "machine.slice" or slice_name.startswith("machine-")
+
+
+def vm_scope_for(vm: VMPlan, live: dict[str, LiveScope], pid: int | None = None) -> str | None:
+    """The live scope of a declared VM, or None when it is not running. ``pid``: the VM's process
+    as its pid file or libvirt's record names it (which finds a libvirt scope whatever machined
+    made of the domain's name, and in any partition)."""
     spec = vm.vm
     if spec.scope:
         return spec.scope if spec.scope in live else None
-    if spec.libvirt_domain:
+    if pid is not None and (spec.libvirt_domain or spec.pid_file):
+        for name, scope in live.items():
+            if pid in scope.pids:
+                return name
+        return None
+    if spec.libvirt_domain:  # no record from libvirt (another pid namespace): its usual scope name
         for name in live:
             m = _LIBVIRT_SCOPE.match(name)
             if m and systemd_unescape(m.group(1)) == spec.libvirt_domain:
                 return name
         return None
     if spec.pid_file:
-        if pid_of_file is None:
-            return None
-        for name, scope in live.items():
-            if pid_of_file in scope.pids:
-                return name
         return None
     own = machine_scope(spec.name)
     return own if own in live else None

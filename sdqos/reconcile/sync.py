@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Callable
 
 from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import MACHINE_SLICE
-from sdqos.plan.engine import Plan
+from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff
-from sdqos.reconcile.live import KUBELET, observe
+from sdqos.reconcile.live import KUBELET, kernel_refusals, observe
 from sdqos.reconcile.report import Report
 
 
@@ -48,13 +49,22 @@ async def sync(
     adopt_existing: bool = False,
     recreate: frozenset[str] = frozenset(),
     max_removals: RemovalLimit | None = None,
+    replan: Callable[[tuple[MachineCharge, ...]], Plan] | None = None,
 ) -> Report:
-    """One reconciliation pass. The caller holds the sync lock."""
+    """One reconciliation pass. The caller holds the sync lock. ``replan``: the plan again with
+    what runs in machine.slice counted (called when that differs from what ``plan`` counted)."""
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
     applied = rundir.load_applied(run_dir)
-    obs = await observe(sd, plan, applied, report.warnings)
+    seen: list[str] = []
+    obs = await observe(sd, plan, applied, seen)
+    if replan is not None and obs.machines != plan.machines:
+        plan = replan(obs.machines)  # one node budget: what runs in machine.slice is counted before pods
+        seen = []
+        obs = await observe(sd, plan, applied, seen)
+    report.plan = plan
+    report.warnings.extend(seen)
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
     warn_if_kubelet(live, plan, report.warnings)
     clamp_to_usage(plan, live, report.warnings)
@@ -90,6 +100,7 @@ async def sync(
         _remove_runtime_containers(diff, obs, report)
         _update_runtime_containers(plan, diff, obs, bindings, report)  # before: systemd then writes the scope last
         done = await apply(sd, diff, report, progress)
+        done -= await kernel_refusals(plan, done, scopes, report)
         vm_scopes_seen = any(sc.slice == MACHINE_SLICE for sc in scopes.values())
         removed = set(report.removed)
         new_applied = {k: v for k, v in applied.items()

@@ -167,3 +167,37 @@ def test_explain_json_has_each_value_with_its_reason(config):
     assert nginx["oomScoreAdj"] == next(c["oomScoreAdj"] for c in web["containers"] if c["name"] == "nginx")
     assert nginx["oomScoreAdjWhy"].startswith("1000 − 1000 × 128 MiB / 16 GiB")
     assert set(nginx["properties"]) == {"CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax"}
+
+
+VM_DOC = """\
+apiVersion: sdqos.io/v1alpha1
+kind: VirtualMachine
+metadata: {name: web-vm}
+spec:
+  resources:
+    requests: {cpu: "1"}
+    limits: {cpu: "2", memory: 2Gi}
+  libvirt: {domain: web-vm}
+"""
+
+
+def test_explain_vm_shows_its_values_formulas_and_the_budget_it_takes(config):
+    (config / "vms").mkdir()
+    (config / "vms" / "web.yaml").write_text(VM_DOC)
+    r = sdqos("explain", "--config", str(config), "--cgroup", "v1", "--vm", "web-vm")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "VM web-vm, from vms/web.yaml[0]" in out and "QoS class Burstable" in out
+    assert "= 1100m × 1024 / 1000m (cpu request 1 + overhead 100m, sdqos's default: 100m; QEMU 30 MiB" in out
+    assert "= (2 limit + 100m overhead) × 100000µs / 1000m = 210000µs per 100000µs" in out
+    # 30 + 8 + 32 MiB + 2 vCPUs × 8 MiB + 2 GiB / 512
+    assert "= limits.memory 2 GiB (guest RAM) + overhead 90 MiB" in out
+    # 1000 − 1000 × (2 GiB + 90 MiB) / 16 GiB = 870
+    assert "oom_score_adj                         870" in out
+    assert "= node allocatable 14 GiB − VMs 2.1 GiB" in out
+    js = json.loads(sdqos("explain", "--config", str(config), "--cgroup", "v1", "--vm", "web-vm", "-o", "json").stdout)
+    (vm,) = js["vms"]
+    assert vm["oomScoreAdj"] == 870 and vm["properties"]["MemoryLimit"]["value"] == 2 * 2**30 + 90 * 2**20
+    assert vm["budget"]["machine.slice"]["MemoryLimit"]["value"] == 2 * 2**30 + 90 * 2**20
+    bad = sdqos("explain", "--config", str(config), "--vm", "nope")
+    assert bad.returncode == 2 and bad.stderr.strip() == "sdqos: error: no VM 'nope' in the config (vms/*.yaml)"

@@ -163,7 +163,9 @@ def test_vm_parses_with_default_overhead():
     assert not result.errors
     vm = result.vms[0]
     assert vm.overhead_defaulted
-    assert vm.overhead[MEMORY].value() == 64 * 2**20 + 2 * 2**30 // 64
+    # KubeVirt's terms for the QEMU process: 30 MiB + IO thread 8 MiB + video 32 MiB + 2 vCPUs × 8 MiB
+    # (its cpu limit is 2) + page tables 2 GiB / 512 = 4 MiB
+    assert vm.overhead[MEMORY].value() == (30 + 8 + 32 + 16 + 4) * 2**20
     assert vm.requests[MEMORY] == parse_quantity("2Gi")  # defaulted from the limit
 
 
@@ -175,3 +177,41 @@ def test_vm_requires_memory_limit(resources):
     result = ParseResult()
     parse_vm_documents([doc], "vms/vm1.yaml", result)
     assert [str(e) for e in result.errors] == ["vms/vm1.yaml[0]: spec.resources.limits.memory: Required value: the guest's RAM"]
+
+
+@pytest.mark.parametrize("domain, ok", [
+    ("db_replica.2", True),            # machined drops the '_', libvirt keeps it: sdqos finds it by libvirt's record
+    ("web vm (prod)", True),           # libvirt takes spaces and brackets
+    ("x" * 250, True),                 # longer than machined's 64: still libvirt's name
+    ("é" * 125, True),                 # 250 bytes
+    ("é" * 126, False),                # its status file name would not fit
+    ("a/b", False),                    # libvirt: a name cannot contain '/'
+    ("a\nb", False),
+    ("   ", False),
+    ("", False),
+])
+def test_libvirt_domain_names_follow_libvirts_rule(domain, ok):
+    doc = copy.deepcopy(VM)
+    doc["spec"]["libvirt"]["domain"] = domain
+    result = ParseResult()
+    parse_vm_documents([doc], "vms/vm1.yaml", result)
+    if ok:
+        assert not result.errors and result.vms[0].libvirt_domain == domain
+    else:
+        assert len(result.errors) == 1 and "spec.libvirt.domain" in str(result.errors[0]), result.errors
+
+
+@pytest.mark.parametrize("resources, vcpus", [
+    ({"limits": {"cpu": "2", "memory": "1Gi"}}, 2),
+    ({"limits": {"cpu": "1500m", "memory": "1Gi"}}, 2),       # rounded up
+    ({"requests": {"cpu": "3"}, "limits": {"memory": "1Gi"}}, 3),  # no limit: the request
+    ({"limits": {"memory": "1Gi"}}, 1),
+    ({"limits": {"cpu": "100000", "memory": "1Gi"}}, 4096),   # QEMU's maximum
+])
+def test_default_vm_overhead_counts_vcpus_as_kubevirt_does(resources, vcpus):
+    doc = copy.deepcopy(VM)
+    doc["spec"]["resources"] = resources
+    result = ParseResult()
+    parse_vm_documents([doc], "vms/vm1.yaml", result)
+    assert not result.errors
+    assert result.vms[0].overhead[MEMORY].value() == (70 + 8 * vcpus) * 2**20 + 2**30 // 512

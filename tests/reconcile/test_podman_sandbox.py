@@ -223,3 +223,31 @@ def test_a_podman_pod_in_the_pod_slice_is_matched_through_its_sub_slice(podman_e
     show = sbx.run(sb, ["systemctl", "show", scope, "-p", "MemoryLimit", "-p", "CPUShares"]).stdout.split()
     assert show == [f"CPUShares={nginx['properties']['CPUShares']}", f"MemoryLimit={nginx['properties']['MemoryLimit']}"]
     podman(sb, env, "pod", "rm", "--force", "p1")
+
+
+def test_readmes_walkthrough_from_a_manifest_to_a_running_container(podman_env):
+    """README's manifest and commands, as written (its image is the local busybox under that name)."""
+    import re
+
+    sb, env, config = podman_env
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    manifest = re.search(r"```yaml\n# /etc/sdqos/pods/hello.yaml\n(.+?)```", readme, re.S).group(1)
+    image = re.search(r"image: (\S+)", manifest).group(1)
+    podman(sb, env, "tag", "localhost/bb:latest", image)
+    (config / "pods" / "hello.yaml").write_text(manifest)
+    assert sdqos_in(sb, "sync", "--config", str(config), env=env).returncode == 0
+    r = sdqos_in(sb, "podman", "start", "demo/hello", "--config", str(config), env=env)
+    assert r.returncode == 0 and "started demo_hello_app (app)" in r.stdout, r.stderr
+    pid = inspect(sb, env, "demo_hello_app")["State"]["Pid"]
+    assert int(cgroup_file(sb, pid, "cpu", "cpu.shares")) == 102  # 100m
+    assert int(cgroup_file(sb, pid, "cpu", "cpu.cfs_quota_us")) == 50_000  # 500m
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 64 * 2**20
+    status = json.loads(sdqos_in(sb, "status", "--config", str(config), "--pod", "demo/hello", "-o", "json",
+                                 "--interval", "0", env=env).stdout)
+    assert any(u["container"] == "app" and u["running"] for u in status["units"])
+    (config / "pods" / "hello.yaml").write_text(manifest.replace("memory: 64Mi}", "memory: 96Mi}"))
+    assert sdqos_in(sb, "sync", "--config", str(config), env=env).returncode == 0
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 96 * 2**20
+    r = sdqos_in(sb, "podman", "stop", "demo/hello", "--config", str(config), env=env)
+    assert r.returncode == 0, r.stderr
+    assert "demo_hello_app" not in podman(sb, env, "ps", "--all", "--format", "{{.Names}}")

@@ -99,5 +99,5 @@ def test_podman_containers_in_machine_slice_are_named_as_containers():
               f"libpod-conmon-{A}.scope": LiveScope(f"libpod-conmon-{A}.scope", "machine.slice", "/m", [101])}
     warnings: list[str] = []
     bind_scopes(plan, scopes, warnings, {A: PodmanContainer(A, "web1", {}, "running")})
-    assert warnings == [f"{name} in machine.slice is podman container web1, not a VM: left running, untouched "
+    assert warnings == [f"{name} in machine.slice is podman container web1, not a VM: left running, untouched, counted in the node budget "
                         "(run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]

@@ -280,3 +280,31 @@ def test_a_scope_that_stops_matching_gets_its_values_reset(clean_sandbox, config
         assert again["updated"] == [] and not any("no longer matches" in w for w in again["warnings"])
     finally:
         kill_all(starter)
+
+
+def test_a_limit_the_kernel_refuses_is_an_error_not_an_update(clean_sandbox, config):
+    """Lowering a running container's memory limit below what it holds: on cgroup v1 the kernel
+    refuses (EBUSY) and systemd keeps the value anyway. sync reads the cgroup back and says so."""
+    sb = clean_sandbox
+    hog = "b = b'x' * (40 << 20); import time; time.sleep(300)"  # 40 MiB it really touches
+    p = run_bg(sb, config, "t/burst", "app", "--", sys.executable, "-c", hog)
+    try:
+        rel = cgroup_rel(APP_SCOPE, BURST_SLICE)
+        def held() -> int:
+            try:
+                return kernel(sb, "memory", rel, "memory.usage_in_bytes")
+            except OSError:
+                return 0
+        wait_for(lambda: held() > 40 << 20, what="40 MiB held")
+        (config / "pods" / "burst.yaml").write_text(BURST.replace(
+            "requests: {cpu: 100m, memory: 32Mi}\n      limits: {cpu: 500m, memory: 64Mi}",
+            "requests: {cpu: 100m, memory: 16Mi}\n      limits: {cpu: 500m, memory: 16Mi}"))
+        for attempt in range(2):  # and the next sync says it again, not an empty "drift … restored"
+            r = sync_json(sb, config, expect=1)
+            assert APP_SCOPE not in [u["unit"] for u in r["updated"]] and r["drift"] == []
+            assert [e for e in r["errors"] if e.startswith(f"{APP_SCOPE}: the kernel refused the new value "
+                                                           "(memory.limit_in_bytes wanted 16 MiB, holds 64 MiB)")], r
+            assert kernel(sb, "memory", rel, "memory.limit_in_bytes") == 64 << 20
+            assert p.poll() is None
+    finally:
+        kill_all(p)

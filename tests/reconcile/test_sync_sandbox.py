@@ -25,6 +25,7 @@ from ..sbhelpers import (
     sdqos_in,
     show,
     sync_json,
+    wait_for,
 )
 
 BACKENDS = ["dbus-fast", "dbus-next"]
@@ -203,6 +204,8 @@ def test_install_units_stays_in_the_sandbox(clean_sandbox, tmp_path):
         assert "wrote /etc/systemd/system/sdqos-sync.timer" in r.stdout
         assert show(sb, "sdqos-sync.timer", "ActiveState", "UnitFileState") == {
             "ActiveState": "active", "UnitFileState": "enabled"}
+        assert show(sb, "sdqos-sync.path", "ActiveState", "UnitFileState") == {
+            "ActiveState": "active", "UnitFileState": "enabled"}
         assert sdqos_in(sb, "sync", "--config", str(config)).returncode == 0
         other = copy_config(tmp_path / "other")
         (other / "pods" / "web.yaml").unlink()
@@ -211,9 +214,10 @@ def test_install_units_stays_in_the_sandbox(clean_sandbox, tmp_path):
         assert p.returncode == 0, p.stderr
         assert hostguard.changes(before, hostguard.snapshot()) == []
     finally:
-        sbx.run(sb, ["systemctl", "disable", "--now", "sdqos-sync.timer"])
+        sbx.run(sb, ["systemctl", "disable", "--now", "sdqos-sync.timer", "sdqos-sync.path"])
         sbx.run(sb, ["rm", "-rf", "/etc/systemd/system/sdqos-sync.timer", "/etc/systemd/system/sdqos-sync.service",
-                     "/etc/systemd/system/timers.target.wants"])
+                     "/etc/systemd/system/sdqos-sync.path", "/etc/systemd/system/timers.target.wants",
+                     "/etc/systemd/system/paths.target.wants"])
         sbx.run(sb, ["systemctl", "daemon-reload"])
 
 
@@ -234,9 +238,40 @@ def test_timer_runs_sync_by_itself(clean_sandbox, tmp_path):
             time.sleep(0.2)
         assert show(sb, "sdqos-sync.service", "Result", "ExecMainStatus") == {"Result": "success", "ExecMainStatus": "0"}
     finally:
+        _remove_runtime_units(sb)
+
+
+def _remove_runtime_units(sb) -> None:
+    sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer", "sdqos-sync.path"])
+    sbx.run(sb, ["rm", "-rf", "/run/systemd/system/sdqos-sync.timer", "/run/systemd/system/sdqos-sync.service",
+                 "/run/systemd/system/sdqos-sync.path", "/run/systemd/system/timers.target.wants",
+                 "/run/systemd/system/paths.target.wants"])
+    sbx.run(sb, ["systemctl", "daemon-reload"])
+
+
+def test_path_unit_syncs_when_a_pod_file_changes(clean_sandbox, tmp_path):
+    """With the timer stopped, only sdqos-sync.path can bring an edit into the kernel."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    r = sdqos_in(sb, "install-units", "--dir", "/run/systemd/system", "--config", str(config), "--now")
+    assert r.returncode == 0, r.stderr
+    try:
+        wait_for(lambda: show(sb, "sdqos-sync.service", "Result")["Result"] == "success"
+                 and active_state(sb, "kubepods.slice") == "active", "the first sync", timeout=30)
         sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer"])
-        sbx.run(sb, ["rm", "-f", "/run/systemd/system/sdqos-sync.timer", "/run/systemd/system/sdqos-sync.service"])
-        sbx.run(sb, ["systemctl", "daemon-reload"])
+        assert show(sb, "sdqos-sync.path", "ActiveState")["ActiveState"] == "active"
+        web = config / "pods" / "web.yaml"
+        (slice_name,) = [n for n, u in planned_slices(config).items() if "sdqos pod shop/web " in u["description"]]
+        rel = cgroup_rel(slice_name)
+        before = planned_slices(config)[slice_name]["properties"]["MemoryLimit"]
+        assert kernel(sb, "memory", rel, "memory.limit_in_bytes") == before
+        web.write_text(web.read_text().replace('limits: {cpu: "1", memory: 512Mi}', 'limits: {cpu: "1", memory: 600Mi}'))
+        after = planned_slices(config)[slice_name]["properties"]["MemoryLimit"]
+        assert after == before + 88 * 2**20  # the init container's limit decides
+        wait_for(lambda: kernel(sb, "memory", rel, "memory.limit_in_bytes") == after, "the edit in the kernel",
+                 timeout=15)
+    finally:
+        _remove_runtime_units(sb)
 
 
 def test_cgroupfs_write_behind_systemds_back_is_restored(clean_sandbox, tmp_path):

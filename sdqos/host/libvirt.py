@@ -1,0 +1,95 @@
+"""libvirt's own record of its running QEMU domains: ``/run/libvirt/qemu/<name>.xml``.
+
+libvirtd writes a status XML for every running domain (``<domstatus pid=…>`` around the live
+``<domain>``) and removes it when the domain stops. It names the domain as the operator wrote it,
+gives qemu's PID (which finds the scope whatever machined made of the name: machined drops
+characters and cuts at 64, and a ``<resource><partition>`` puts the scope in a sub-slice), the
+guest's RAM and vCPUs. Read only; a file that is not root's, or is writable by others, is not
+trusted (it could point sdqos at any process).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+RUN_DIR = Path("/run/libvirt/qemu")
+MAX_STATUS_BYTES = 4 << 20  # a status XML is a few KiB; a larger file is not libvirt's
+UNITS = {"b": 1, "bytes": 1, "kb": 1000, "k": 1024, "kib": 1024, "mb": 10**6, "m": 2**20, "mib": 2**20,
+         "gb": 10**9, "g": 2**30, "gib": 2**30, "tb": 10**12, "t": 2**40, "tib": 2**40}
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """A running domain as libvirt records it."""
+
+    name: str
+    pid: int
+    memory: int  # bytes: <memory>, the guest's maximum RAM at boot
+    vcpus: int
+    partition: str | None  # <resource><partition>, e.g. /machine/tenant1
+    id: int | None = None
+
+
+def _bytes(el: ET.Element | None) -> int:
+    if el is None or not (el.text or "").strip():
+        return 0
+    return int(el.text.strip()) * UNITS.get(el.get("unit", "KiB").lower(), 1024)
+
+
+def parse_status(text: str) -> Domain | None:
+    """One status XML → its domain; None when it is not a running domain's status."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return None
+    dom = root.find("domain") if root.tag == "domstatus" else None
+    if dom is None or not (root.get("pid") or "").isdigit():
+        return None
+    name = (dom.findtext("name") or "").strip()
+    if not name:
+        return None
+    vcpu = dom.find("vcpu")
+    try:
+        return Domain(
+            name=name,
+            pid=int(root.get("pid")),
+            memory=_bytes(dom.find("memory")),
+            vcpus=int((vcpu.text or "1").strip()) if vcpu is not None else 1,
+            partition=(dom.findtext("resource/partition") or "").strip() or None,
+            id=int(dom.get("id")) if (dom.get("id") or "").lstrip("-").isdigit() else None,
+        )
+    except ValueError:
+        return None
+
+
+def running_domains(run_dir: Path = RUN_DIR, warnings: list[str] | None = None) -> dict[str, Domain]:
+    """Every running domain libvirt records, by name (none when libvirt is not there)."""
+    out: dict[str, Domain] = {}
+    try:
+        entries = sorted(e for e in os.listdir(run_dir) if e.endswith(".xml"))
+    except OSError:
+        return out
+    for entry in entries:
+        path = run_dir / entry
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue  # removed meanwhile (the domain stopped), or a symlink
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()) \
+                    or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                if warnings is not None:
+                    warnings.append(f"{path} is not libvirt's (owner or mode): ignored")
+                continue
+            data = fh.read(MAX_STATUS_BYTES + 1)
+        if len(data) > MAX_STATUS_BYTES:
+            continue
+        dom = parse_status(data.decode("utf-8", "replace"))
+        if dom is not None:
+            out[dom.name] = dom
+    return out

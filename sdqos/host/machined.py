@@ -1,0 +1,60 @@
+"""systemd-machined over D-Bus: the machines it knows, and registering a VM sdqos starts.
+
+machined is where ``machinectl list/status/terminate`` look. A VM sdqos starts is registered
+there (``CreateMachine``: machined creates the scope, with the limits passed as its properties, so
+the VM is limited from its first instruction); sync asks ``ListMachines`` to name what runs in
+machine.slice. machined is never started by sdqos (NO_AUTOSTART): without it, these say so and
+sdqos falls back to systemd alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from sdqos.errors import SystemdError
+from sdqos.host.systemd import Systemd
+from sdqos.kube.naming import machine_scope
+
+MACHINED = "org.freedesktop.machine1"
+PATH = "/org/freedesktop/machine1"
+MANAGER = MACHINED + ".Manager"
+NOT_RUNNING = ("org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner")
+# What machined puts on every scope it creates itself: the caller must not send these twice.
+MACHINED_SETS = frozenset({"Slice", "PIDs", "Delegate", "CollectMode", "AddRef"})
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    name: str
+    cls: str  # vm | container
+    service: str  # who registered it: libvirt-qemu, systemd-nspawn, sdqos …
+
+    @property
+    def scope(self) -> str:
+        """The scope machined makes for a machine it creates (CreateMachine)."""
+        return machine_scope(self.name)
+
+
+def not_running(exc: SystemdError) -> bool:
+    return getattr(exc, "name", None) in NOT_RUNNING
+
+
+async def list_machines(sd: Systemd) -> list[Machine] | None:
+    """Every machine machined knows; None when machined does not run."""
+    try:
+        (rows,) = await sd.call_service(MACHINED, PATH, MANAGER, "ListMachines")
+    except SystemdError as exc:
+        if not_running(exc):
+            return None
+        raise
+    return [Machine(name, cls, service) for name, cls, service, _path in rows]
+
+
+async def create_machine(sd: Systemd, name: str, leader: int, scope_properties: Mapping[str, Any],
+                         service: str = "sdqos") -> None:
+    """Register ``leader`` as VM ``name``; machined creates ``machine-<name>.scope`` in machine.slice
+    around it with ``scope_properties`` (limits, Description) added to its own."""
+    props = {k: v for k, v in scope_properties.items() if k not in MACHINED_SETS}
+    await sd.call_service(MACHINED, PATH, MANAGER, "CreateMachine", "sayssusa(sv)",
+                          [name, b"", service, "vm", leader, "", sd.variant_properties(props, machine_scope(name))])

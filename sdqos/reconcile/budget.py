@@ -1,0 +1,85 @@
+"""What runs in machine.slice besides the declared VMs, and what it costs the node budget. Pure.
+
+Declared VMs are counted by their reservation whether they run or not (the engine does that).
+Everything else in machine.slice counts while it runs (an undeclared or removed VM, a podman or
+nspawn container): by its memory limit; a libvirt guest without one by its RAM + QEMU's overhead (sdqos's default, KubeVirt's structure);
+anything else without one by its usage rounded up (nothing bounds it, so machine.slice then gets
+no memory limit). Its CPU weight counts as the millicores that weight stands for. And whatever
+machine.slice holds beyond all that (a VM above its limit because the kernel refused a lower one)
+is counted too, so machine.slice is never planned below what its children hold.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from sdqos.kube import qos
+from sdqos.kube.manifests import vm_memory_overhead
+from sdqos.plan.engine import MachineCharge, Plan
+from sdqos.plan.properties import INFINITY
+from sdqos.reconcile.diff import LiveUnit
+from sdqos.reconcile.scopes import LiveScope
+
+USAGE_STEP = 64 << 20  # usage is counted in 64 MiB steps: the budget moves when usage crosses one, not every sync
+V1_DEFAULT_SHARES = 1024
+V2_DEFAULT_WEIGHT = 100
+
+
+
+
+def round_up(n: int, step: int = USAGE_STEP) -> int:
+    return -(-n // step) * step
+
+
+def cpu_millis(props: Mapping[str, int], cgroup: str) -> int:
+    """The millicores a scope's CPU weight stands for (kubelet's shares rule, inverted)."""
+    if cgroup == "v1":  # the fewest millicores kubelet gives these shares
+        shares = props.get("CPUShares", INFINITY)
+        shares = V1_DEFAULT_SHARES if shares in (INFINITY, 0) else shares
+        return -(-shares * 1000 // qos.SHARES_PER_CPU)
+    weight = props.get("CPUWeight", INFINITY)
+    weight = V2_DEFAULT_WEIGHT if weight in (INFINITY, 0) else weight
+    # the largest share count kubelet's getCPUWeight maps to this weight (39 → 1024 → 1000m), rounded
+    # down to millicores: planned again, they give the same weight
+    shares = qos.MIN_SHARES - 1 + -(-weight * (qos.MAX_SHARES - qos.MIN_SHARES) // 9999)
+    return shares * 1000 // qos.SHARES_PER_CPU
+
+
+def memory_limit(props: Mapping[str, int], cgroup: str) -> int | None:
+    v = props.get("MemoryLimit" if cgroup == "v1" else "MemoryMax", INFINITY)
+    return None if v in (INFINITY, 0) else v
+
+
+def machine_charges(
+    plan: Plan,
+    machine_scopes: Mapping[str, LiveScope],
+    claimed: set[str],
+    live: Mapping[str, LiveUnit],
+    names: Mapping[str, str],
+    guests: Mapping[str, tuple[int, int]],
+    slice_usage: int | None,
+) -> tuple[MachineCharge, ...]:
+    """``machine_scopes``: scopes with processes anywhere below machine.slice; ``claimed``: those
+    bound to declared VMs; ``names``: scope → what it is ("libvirt domain db"); ``guest_ram``:
+    scope → (RAM, vCPUs) of a libvirt guest; ``slice_usage``: machine.slice's memory.current."""
+    out: list[MachineCharge] = []
+    for name in sorted(set(machine_scopes) - claimed):
+        lu = live.get(name)
+        props = lu.props if lu is not None else {}
+        usage = lu.memory_current if lu is not None and lu.memory_current is not None else 0
+        limit = memory_limit(props, plan.cgroup)
+        what = names.get(name, "scope")
+        if limit is not None:
+            out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup), max(limit, usage)))
+        elif name in guests:
+            ram, vcpus = guests[name]  # counted as if declared with sdqos's default overhead
+            out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup),
+                                     max(ram + vm_memory_overhead(ram, vcpus), round_up(usage))))
+        else:
+            out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup), round_up(usage), bounded=False))
+    if slice_usage is not None and all(c.bounded for c in out):
+        planned = sum(v.limits.get("memory", 0) for v in plan.vms) + sum(c.memory for c in out)
+        if slice_usage > planned:
+            out.append(MachineCharge("machine.slice", "usage beyond what is counted", 0,
+                                     round_up(slice_usage - planned)))
+    return tuple(out)
