@@ -6,14 +6,15 @@
 Boots a throw-away sandbox with libvirtd and machined (`sdqos sandbox up --libvirt`, named
 sdqlat-<pid>), installs the shipped units (`sdqos install-units --now`: service, 30 s timer, path
 unit) into its /run/systemd/system, and measures two things, each --tries times, first with the
-path unit and the timer, then with the timer alone (path unit stopped):
+path unit and the timer, then --timer-tries times with the timer alone (path unit stopped; each change at
+a random moment of the timer's 30 s):
 
   vm      `virsh create` of a declared domain returns → its scope's memory.limit_in_bytes is the
           declared limit (the VM ran unlimited until then). The domain is destroyed between tries.
   pod     a pod file edited (its cpu request alternates) → the pod slice's cpu.shares in the kernel.
 
 Prints median and max per row, and the ratio of the timer-alone median to the path-unit median
-(both measured in this run). The timer alone waits on average half its 30 s interval: 20 tries of
+(both measured in this run). The timer alone waits on average half its 30 s interval: 10 tries of
 each take about 10 minutes; --no-timer skips those rows.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -98,7 +100,7 @@ def vm_try(sb: sbx.Sandbox, timeout: float) -> float | None:
 
 
 def pod_try(sb: sbx.Sandbox, config: Path, i: int, timeout: float) -> float | None:
-    cpu = 300 if i % 2 else 200
+    cpu = 200 if i % 2 else 300  # the file starts at 200m: every try is a change
     want = cpu * 1024 // 1000
     slice_dir = next((sb.cgroup_path("cpu") / "kubepods.slice" / "kubepods-burstable.slice").glob("*.slice"))
     (config / "pods" / "web.yaml").write_text(POD.format(cpu=cpu))
@@ -117,6 +119,7 @@ def summary(xs: list[float | None]) -> tuple[str, str, float | None]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tries", type=int, default=20)
+    ap.add_argument("--timer-tries", type=int, default=10, help="tries with the timer alone (each up to 30 s)")
     ap.add_argument("--no-timer", action="store_true", help="skip the timer-alone rows (about 10 minutes)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
@@ -139,17 +142,31 @@ def main() -> int:
             print(r.stderr, file=sys.stderr)
             return 1
         wait_until(lambda: (sb.cgroup_path("cpu") / "kubepods.slice").is_dir(), 30)
-        modes = [("path unit + timer", 10.0)] + ([] if args.no_timer else [("timer alone", 45.0)])
-        for mode, timeout in modes:
+        modes = [("path unit + timer", 10.0, args.tries)]
+        if not args.no_timer:
+            modes.append(("timer alone", 45.0, args.timer_tries))
+        rng = random.Random(1)
+        for mode, timeout, tries in modes:
             if mode == "timer alone":
                 sbx.run(sb, ["systemctl", "stop", "sdqos-sync.path"])
-            rows[f"VM started → limits in the kernel, {mode}"] = [vm_try(sb, timeout) for _ in range(args.tries)]
-            rows[f"pod file edited → values in the kernel, {mode}"] = [pod_try(sb, config, i, timeout)
-                                                                        for i in range(args.tries)]
+
+            def pause() -> None:  # the change comes at a random moment of the timer's 30 s, as in life
+                if mode == "timer alone":
+                    time.sleep(rng.uniform(0, 30))
+            vm_rows, pod_rows = [], []
+            for _ in range(tries):
+                pause()
+                vm_rows.append(vm_try(sb, timeout))
+            for i in range(tries):
+                pause()
+                pod_rows.append(pod_try(sb, config, i, timeout))
+            rows[f"VM started → limits in the kernel, {mode}"] = vm_rows
+            rows[f"pod file edited → values in the kernel, {mode}"] = pod_rows
     finally:
         if not args.keep:
             sbx.down(name)
-    print(f"latency, {args.tries} tries each (median, max); sdqos {ROOT}")
+    print(f"latency (median, max; {args.tries} tries with the path unit, {args.timer_tries} with the timer alone); "
+          f"sdqos {ROOT}")
     meds = {}
     for label, xs in rows.items():
         med, mx, meds[label] = summary(xs)

@@ -287,6 +287,9 @@ def sync(
                                             "run (they are stopped). Repeatable."),
     adopt_existing: bool = typer.Option(False, "--adopt-existing",
                                         help="Take over planned units another manager created (e.g. kubelet's)."),
+    settle: bool = typer.Option(False, "--settle",
+                                help="Sync again (up to 5 times) while the config dir or libvirt's or machined's "
+                                     "state changed during the sync: for the path unit."),
 ) -> None:
     """Reconcile systemd's units with the plan: create, update, restore drift, remove what left.
 
@@ -294,6 +297,31 @@ def sync(
     another manager, or removals were held back (--max-removals); 2 when some input was invalid or an
     edit was refused as Kubernetes refuses it (everything else was still synced); 3 when another
     sync held the lock; with --dry-run, 4 when changes are pending (0: none)."""
+    from sdqos.host import inputs
+
+    args = dict(config=config, dry_run=dry_run, output=output, bus_address=bus_address, allow_empty=allow_empty,
+                lock_timeout=lock_timeout, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=quiet,
+                metrics_textfile=metrics_textfile, max_removals=max_removals, recreate=recreate,
+                adopt_existing=adopt_existing)
+    for _ in range(inputs.MAX_PASSES if settle and not dry_run else 1):
+        before = inputs.fingerprint(config) if settle else None
+        try:
+            _sync_pass(**args)
+            code = 0
+        except typer.Exit as done:
+            code = done.exit_code
+        # A change while this sync ran (the path unit's start request merged into the running
+        # sync): the next pass sees it, instead of the next timer tick.
+        if before is None or inputs.fingerprint(config) == before:
+            break
+    if code:
+        raise typer.Exit(code)
+
+
+def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optional[str], allow_empty: bool,
+               lock_timeout: float, cgroup: CgroupMode, insecure: bool, verbose: bool, quiet: bool,
+               metrics_textfile: Optional[Path], max_removals: str, recreate: list[str], adopt_existing: bool) -> None:
+    """One sync, as `sdqos sync` prints and exits it."""
     import asyncio
 
     from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
@@ -395,9 +423,9 @@ def diff(
     """What sync would change, with the values new units would get (sync --dry-run).
 
     Exit 0 when nothing is pending, 4 when changes are pending, 1 or 2 as sync."""
-    sync(config=config, dry_run=True, output=output, bus_address=bus_address, allow_empty=allow_empty,
-         lock_timeout=0.0, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=False, metrics_textfile=None,
-         max_removals=max_removals, recreate=[], adopt_existing=False)
+    _sync_pass(config=config, dry_run=True, output=output, bus_address=bus_address, allow_empty=allow_empty,
+               lock_timeout=0.0, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=False, metrics_textfile=None,
+               max_removals=max_removals, recreate=[], adopt_existing=False)
 
 
 def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_address, interval: float):

@@ -192,6 +192,8 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         if lu is not None and running:
             row.usage = {"memoryBytes": lu.memory_current, "cpuCores": rates.get(u.name), "tasks": lu.tasks_current}
             row.drift = {p: [o, n] for p, (o, n) in unit_changes(u, lu).items()}
+            if not row.drift and lu.kernel_drift:  # systemd holds the value, the cgroup does not
+                row.drift = {f: [h, w] for f, (h, w) in lu.kernel_drift.items()}
             if row.drift:
                 row.flags.append("drift")
             limit = row.entitled.get("memoryLimit")

@@ -8,11 +8,11 @@ its machine file), so a libvirt VM is limited from its first second, without a d
 
 from __future__ import annotations
 
+from sdqos.host.inputs import LIBVIRT_STATE, MACHINED_STATE  # what the path unit watches
+
 SERVICE = "sdqos-sync.service"
 TIMER = "sdqos-sync.timer"
 PATH = "sdqos-sync.path"
-LIBVIRT_STATE = "/run/libvirt/qemu"  # a status file per running domain (sdqos.host.libvirt)
-MACHINED_STATE = "/run/systemd/machines"  # a file per registered machine
 DEFAULT_BINARY = "/usr/local/bin/sdqos"
 DEFAULT_CONFIG = "/etc/sdqos"
 
@@ -22,10 +22,13 @@ Description=sdqos: apply kubelet's QoS tree (kubepods.slice, machine.slice) from
 Documentation=https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/
 ConditionPathIsDirectory={config}
 After=dbus.service
+# Started by the timer and by the path unit on every change: never refuse a start (the default
+# 5 starts in 10 s fails the path unit for good after a burst of edits or VMs starting).
+StartLimitIntervalSec=0
 
 [Service]
 Type=oneshot
-ExecStart={binary} sync --quiet --config {config}{extra}
+ExecStart={binary} sync --quiet --settle --config {config}{extra}
 StandardOutput=journal
 StandardError=journal
 SyslogIdentifier=sdqos

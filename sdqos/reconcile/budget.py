@@ -20,7 +20,9 @@ from sdqos.plan.properties import INFINITY
 from sdqos.reconcile.diff import LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
-USAGE_STEP = 64 << 20  # usage is counted in 64 MiB steps: the budget moves when usage crosses one, not every sync
+USAGE_STEP = 8 << 20  # usage is counted in 8 MiB steps …
+KEEP_BELOW = 4 * USAGE_STEP  # … and a count stays while usage is at most this much below it: the budget
+# (and every pod's plan, whose context it is) moves when usage really moves, not every sync
 V1_DEFAULT_SHARES = 1024
 V2_DEFAULT_WEIGHT = 100
 
@@ -63,6 +65,7 @@ def machine_charges(
     bound to declared VMs; ``names``: scope → what it is ("libvirt domain db"); ``guest_ram``:
     scope → (RAM, vCPUs) of a libvirt guest; ``slice_usage``: machine.slice's memory.current."""
     out: list[MachineCharge] = []
+    previous = {m.unit: m for m in plan.machines}
     for name in sorted(set(machine_scopes) - claimed):
         lu = live.get(name)
         props = lu.props if lu is not None else {}
@@ -76,7 +79,11 @@ def machine_charges(
             out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup),
                                      max(ram + vm_memory_overhead(ram, vcpus), round_up(usage))))
         else:
-            out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup), round_up(usage), bounded=False))
+            counted = round_up(usage)
+            before = previous.get(name)
+            if before is not None and not before.bounded and counted <= before.memory < counted + KEEP_BELOW:
+                counted = before.memory
+            out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup), counted, bounded=False))
     if slice_usage is not None and all(c.bounded for c in out):
         planned = sum(v.limits.get("memory", 0) for v in plan.vms) + sum(c.memory for c in out)
         if slice_usage > planned:

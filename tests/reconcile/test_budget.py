@@ -68,11 +68,30 @@ def test_undeclared_scopes_are_counted_by_limit_guest_ram_or_usage():
                               {"machine-qemu\\x2d1\\x2dlv.scope": "libvirt domain lv"},
                               {"machine-qemu\\x2d1\\x2dlv.scope": (512 * MiB, 2)}, slice_usage=None)
     assert charges == (
-        MachineCharge("libpod-x.scope", "scope", 1000, 128 * MiB, bounded=False),  # 65 MiB in 64 MiB steps
+        MachineCharge("libpod-x.scope", "scope", 1000, 72 * MiB, bounded=False),  # 65 MiB in 8 MiB steps
         MachineCharge("limited.scope", "scope", 500, 256 * MiB),
         # RAM + the default overhead: 30 + 8 + 32 MiB + 2 vCPUs × 8 MiB + 512 MiB / 512
         MachineCharge("machine-qemu\\x2d1\\x2dlv.scope", "libvirt domain lv", 1000, 512 * MiB + 87 * MiB),
     )
+
+
+def test_a_count_by_usage_moves_when_usage_really_moves():
+    """Usage in 8 MiB steps, and a count that stays while usage is less than 32 MiB below it: not a new
+    budget (and a re-plan of every pod) at every sync."""
+    scopes = {"libpod-x.scope": scope("libpod-x.scope")}
+
+    def count(usage, before=None):
+        plan = build_plan(node(), [], [], "v1", machines=[before] if before else [])
+        (c,) = machine_charges(plan, scopes, set(), {"libpod-x.scope": LiveUnit("x", memory_current=usage)},
+                               {}, {}, slice_usage=None)
+        return c
+
+    first = count(100 * MiB)
+    assert first.memory == 104 * MiB
+    assert count(101 * MiB, first) == first       # moved a little: the same count
+    assert count(80 * MiB, first) == first        # down, but less than 32 MiB below it
+    assert count(60 * MiB, first).memory == 64 * MiB  # down more: counted anew
+    assert count(105 * MiB, first).memory == 112 * MiB  # up past it: always counted anew
 
 
 def test_machine_slice_is_never_planned_below_what_it_holds():
@@ -80,7 +99,7 @@ def test_machine_slice_is_never_planned_below_what_it_holds():
     scopes = {"machine-db.scope": scope("machine-db.scope")}
     # db's guest holds 1.5 GiB (its limit was refused): the rest is counted on machine.slice itself.
     charges = machine_charges(plan, scopes, {"machine-db.scope"}, {}, {}, {}, slice_usage=GiB + GiB // 2)
-    assert charges == (MachineCharge("machine.slice", "usage beyond what is counted", 0, 512 * MiB),)
+    assert charges == (MachineCharge("machine.slice", "usage beyond what is counted", 0, 512 * MiB),)  # 8 MiB steps
     again = build_plan(node(), [], [vm("db", "1Gi")], "v1", machines=charges)
     assert again.unit("machine.slice").properties["MemoryLimit"] == GiB + GiB // 2
 

@@ -393,3 +393,34 @@ def test_run_and_adopt_vm_refuse_a_vm_libvirt_already_runs(lv_sandbox, config):
         assert vm.virsh(sb, "domstate", "dup").stdout.strip() == "running"
     finally:
         vm.libvirt_destroy_domain(sb, "dup")
+
+
+def test_the_path_unit_limits_a_libvirt_vm_within_seconds_without_the_timer(lv_sandbox, config):
+    """`virsh create` → the VM's limits in the kernel, by sdqos-sync.path alone (timer stopped), each
+    time: libvirt writes its status file while a triggered sync may still run; --settle syncs again."""
+    sb = lv_sandbox
+    (config / "vms" / "lat.yaml").write_text(vm_yaml("lat", "  libvirt: {domain: lat}\n"))
+    r = sdqos_in(sb, "install-units", "--dir", "/run/systemd/system", "--config", str(config), "--now")
+    assert r.returncode == 0, r.stderr
+    try:
+        wait_for(lambda: active_state(sb, "kubepods.slice") == "active", "the first sync", timeout=30)
+        sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer"])
+        for _ in range(3):
+            dom = vm.libvirt_start_domain(sb, "lat")
+            try:
+                mem = sb.cgroup_path("memory") / "machine.slice" / dom.scope / "memory.limit_in_bytes"
+                try:
+                    wait_for(lambda: mem.exists() and int(mem.read_text()) == VM_MEMORY, "the VM's limit", timeout=10)
+                except AssertionError:
+                    st = sbx.run(sb, ["systemctl", "status", "--no-pager", "sdqos-sync.path", "sdqos-sync.service"])
+                    again = sdqos_in(sb, "sync", "--config", str(config))
+                    raise AssertionError(f"{st.stdout}\n{again.stdout}\n{again.stderr}") from None
+                assert assert_budget(sb) == (4 * 2**30 - VM_MEMORY, VM_MEMORY)
+            finally:
+                vm.libvirt_destroy_domain(sb, "lat")
+    finally:
+        sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer", "sdqos-sync.path", "sdqos-sync.service"])
+        sbx.run(sb, ["rm", "-rf", "/run/systemd/system/sdqos-sync.timer", "/run/systemd/system/sdqos-sync.service",
+                     "/run/systemd/system/sdqos-sync.path", "/run/systemd/system/timers.target.wants",
+                     "/run/systemd/system/paths.target.wants"])
+        sbx.run(sb, ["systemctl", "daemon-reload"])

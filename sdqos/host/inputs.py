@@ -1,0 +1,37 @@
+"""A cheap fingerprint of what makes a sync necessary: the config dir's files, libvirt's record of
+running domains and machined's of registered machines. ``sync --settle`` (the path unit's) compares
+it before and after a sync and syncs again when it moved: systemd merges a path unit's start
+request into the sync already running, so a change made during a sync would otherwise wait for
+the next timer tick."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LIBVIRT_STATE = "/run/libvirt/qemu"  # a status file per running domain (sdqos.host.libvirt)
+MACHINED_STATE = "/run/systemd/machines"  # a file per registered machine
+MAX_PASSES = 5
+
+
+def _dir(path: str) -> tuple:
+    try:
+        with os.scandir(path) as it:
+            out = []
+            for e in it:
+                try:
+                    st = e.stat()  # through a symlink: the file it names is what is read
+                    out.append((e.name, st.st_ino, st.st_mtime_ns, st.st_size))
+                except OSError:
+                    out.append((e.name, None))
+            return tuple(sorted(out, key=lambda x: x[0]))
+    except OSError:
+        return ()
+
+
+def fingerprint(config_dir: Path | str) -> tuple:
+    """Names, inodes, mtimes and sizes of the config dir's files (node.yaml, pods/, vms/) and of the
+    VM managers' state dirs. Equal fingerprints: nothing a sync reads has changed (to the ns)."""
+    base = str(config_dir)
+    return tuple(_dir(p) for p in (base, os.path.join(base, "pods"), os.path.join(base, "vms"),
+                                   LIBVIRT_STATE, MACHINED_STATE))
