@@ -9,9 +9,11 @@ unit) into its /run/systemd/system, and measures two things, each --tries times,
 path unit and the timer, then --timer-tries times with the timer alone (path unit stopped; each change at
 a random moment of the timer's 30 s):
 
-  vm      `virsh create` of a declared domain returns → its scope's memory.limit_in_bytes is the
-          declared limit (the VM ran unlimited until then). The domain is destroyed between tries.
-  pod     a pod file edited (its cpu request alternates) → the pod slice's cpu.shares in the kernel.
+  vm      QEMU's scope appears (machined makes it with QEMU in it; `virsh create` is still going)
+          → the scope's memory.limit_in_bytes is the declared limit (the VM ran unlimited until
+          then). The domain is destroyed between tries.
+  pod     a pod file edited (its cpu request alternates; 0-2 s after the previous try, so also while
+          a sync runs) → the pod slice's cpu.shares in the kernel.
 
 Prints median and max per row, and the ratio of the timer-alone median to the path-unit median
 (both measured in this run). The timer alone waits on average half its 30 s interval: 10 tries of
@@ -83,18 +85,39 @@ def wait_until(cond, timeout: float) -> float | None:
 
 
 def vm_try(sb: sbx.Sandbox, timeout: float) -> float | None:
-    """From `virsh create` returning (qemu runs, machined made its scope) to the limit in the kernel."""
+    """From the moment QEMU's scope appears (machined makes it with QEMU in it while `virsh create`
+    is still going) to its limit in the kernel, polled every 10 ms from before `virsh create`."""
+    import threading
+
     d = vm.vm_dir(sb)
     (d / "lat.xml").write_text(vm.domain_xml("lat"))
-    vm.virsh(sb, "create", f"{vm.INNER_DIR}/lat.xml")
-    try:
-        machine = sb.cgroup_path("memory") / "machine.slice"
+    machine = sb.cgroup_path("memory") / "machine.slice"
+    seen: dict[str, float] = {}
+    stop = threading.Event()
 
-        def limited() -> bool:
-            return any(read_int(p / "memory.limit_in_bytes") == VM_LIMIT for p in machine.glob("machine-qemu*lat.scope"))
-        took = wait_until(limited, timeout)
-        return took
+    def poll() -> None:
+        t_end = time.monotonic() + timeout + 30
+        while not stop.is_set() and time.monotonic() < t_end:
+            for p in machine.glob("machine-qemu*lat.scope"):
+                if "scope" not in seen:  # machined made it with QEMU in it (libvirt then moves QEMU one level down)
+                    seen["scope"] = time.monotonic()
+                if "scope" in seen and read_int(p / "memory.limit_in_bytes") == VM_LIMIT:
+                    seen["limit"] = time.monotonic()
+                    return
+            time.sleep(POLL_S)
+
+    t = threading.Thread(target=poll)
+    t.start()
+    try:
+        vm.virsh(sb, "create", f"{vm.INNER_DIR}/lat.xml")
+        t.join(timeout)
+        if "limit" not in seen:
+            found = [(p.name, read_int(p / "memory.limit_in_bytes")) for p in machine.glob("machine-qemu*lat.scope")]
+            print(f"  (a try timed out: scope seen {'scope' in seen}, now {found})", file=sys.stderr)
+        return seen["limit"] - seen["scope"] if "limit" in seen else None
     finally:
+        stop.set()
+        t.join()
         vm.libvirt_destroy_domain(sb, "lat")
         time.sleep(0.5)  # let the sync its stop triggered finish
 
@@ -159,6 +182,7 @@ def main() -> int:
                 vm_rows.append(vm_try(sb, timeout))
             for i in range(tries):
                 pause()
+                time.sleep(rng.uniform(0, 2))  # an edit at any moment, also while a sync runs
                 pod_rows.append(pod_try(sb, config, i, timeout))
             rows[f"VM started → limits in the kernel, {mode}"] = vm_rows
             rows[f"pod file edited → values in the kernel, {mode}"] = pod_rows

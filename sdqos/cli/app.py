@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -303,7 +304,8 @@ def sync(
                 lock_timeout=lock_timeout, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=quiet,
                 metrics_textfile=metrics_textfile, max_removals=max_removals, recreate=recreate,
                 adopt_existing=adopt_existing)
-    for _ in range(inputs.MAX_PASSES if settle and not dry_run else 1):
+    settle = settle and not dry_run
+    for _ in range(inputs.MAX_PASSES if settle else 1):
         before = inputs.fingerprint(config) if settle else None
         try:
             _sync_pass(**args)
@@ -311,9 +313,14 @@ def sync(
         except typer.Exit as done:
             code = done.exit_code
         # A change while this sync ran (the path unit's start request merged into the running
-        # sync): the next pass sees it, instead of the next timer tick.
-        if before is None or inputs.fingerprint(config) == before:
+        # sync): the next pass sees it, instead of the next timer tick. Changes come in bursts
+        # (libvirt writes its files over a second while a VM starts): a short quiet period first.
+        if before is None or inputs.settled(config, before):
             break
+    if settle:  # no interpreter teardown: a change in that window would be merged into this run and lost
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     if code:
         raise typer.Exit(code)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 LIBVIRT_STATE = "/run/libvirt/qemu"  # a status file per running domain (sdqos.host.libvirt)
 MACHINED_STATE = "/run/systemd/machines"  # a file per registered machine
 MAX_PASSES = 5
+QUIET_S = 0.25  # how long the inputs must stay still after a sync before it ends
 
 
 def _dir(path: str) -> tuple:
@@ -35,3 +36,13 @@ def fingerprint(config_dir: Path | str) -> tuple:
     base = str(config_dir)
     return tuple(_dir(p) for p in (base, os.path.join(base, "pods"), os.path.join(base, "vms"),
                                    LIBVIRT_STATE, MACHINED_STATE))
+
+
+def settled(config_dir: Path | str, before: tuple, quiet_s: float = QUIET_S) -> bool:
+    """Whether nothing changed since ``before`` was taken, and nothing changes for ``quiet_s`` more."""
+    import time
+
+    if fingerprint(config_dir) != before:
+        return False
+    time.sleep(quiet_s)
+    return fingerprint(config_dir) == before

@@ -2,9 +2,9 @@
 
 Declared VMs are counted by their reservation whether they run or not (the engine does that).
 Everything else in machine.slice counts while it runs (an undeclared or removed VM, a podman or
-nspawn container): by its memory limit; a libvirt guest without one by its RAM + QEMU's overhead (sdqos's default, KubeVirt's structure);
-anything else without one by its usage rounded up (nothing bounds it, so machine.slice then gets
-no memory limit). Its CPU weight counts as the millicores that weight stands for. And whatever
+nspawn container): by its memory limit; a libvirt guest without one by its RAM + QEMU's overhead
+(sdqos's default, in KubeVirt's structure); anything else without one by its usage rounded up
+(nothing bounds it, so machine.slice then gets no memory limit). Its CPU weight counts as the millicores that weight stands for. And whatever
 machine.slice holds beyond all that (a VM above its limit because the kernel refused a lower one)
 is counted too, so machine.slice is never planned below what its children hold.
 """
@@ -25,8 +25,6 @@ KEEP_BELOW = 4 * USAGE_STEP  # … and a count stays while usage is at most this
 # (and every pod's plan, whose context it is) moves when usage really moves, not every sync
 V1_DEFAULT_SHARES = 1024
 V2_DEFAULT_WEIGHT = 100
-
-
 
 
 def round_up(n: int, step: int = USAGE_STEP) -> int:
@@ -62,7 +60,7 @@ def machine_charges(
     slice_usage: int | None,
 ) -> tuple[MachineCharge, ...]:
     """``machine_scopes``: scopes with processes anywhere below machine.slice; ``claimed``: those
-    bound to declared VMs; ``names``: scope → what it is ("libvirt domain db"); ``guest_ram``:
+    bound to declared VMs; ``names``: scope → what it is ("libvirt domain db"); ``guests``:
     scope → (RAM, vCPUs) of a libvirt guest; ``slice_usage``: machine.slice's memory.current."""
     out: list[MachineCharge] = []
     previous = {m.unit: m for m in plan.machines}
