@@ -137,3 +137,13 @@ def wait_for(cond, what: str = "condition", timeout: float = 20.0):
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def remove_sync_units(sb: sbx.Sandbox, directory: str = "/run/systemd/system") -> None:
+    """Undo `sdqos install-units --dir DIRECTORY --now` inside the sandbox: stop and remove the
+    service, timer and path unit and their enablement links."""
+    sbx.run(sb, ["systemctl", "disable", "--now", "sdqos-sync.timer", "sdqos-sync.path"])
+    sbx.run(sb, ["systemctl", "stop", "sdqos-sync.service"])
+    sbx.run(sb, ["rm", "-rf", *(f"{directory}/{name}" for name in (
+        "sdqos-sync.timer", "sdqos-sync.service", "sdqos-sync.path", "timers.target.wants", "paths.target.wants"))])
+    sbx.run(sb, ["systemctl", "daemon-reload"])

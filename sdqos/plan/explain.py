@@ -105,14 +105,21 @@ def explain_pod(plan: Plan, pp: PodPlan) -> str:
     tier_names = [plan.root_slice]
     if pp.qos in (BURSTABLE, BESTEFFORT):
         tier_names.insert(0, _parent(plan, pp.slice))
-    for tname in tier_names:
-        unit = plan.unit(tname)
+    lines += _unit_lines(plan, tier_names, period)
+    return "\n".join(lines)
+
+
+def _unit_lines(plan: Plan, names: list[str], period: int) -> list[str]:
+    """Each named unit of the plan with its values and their reasons."""
+    lines = []
+    for name in names:
+        unit = plan.unit(name)
         if unit is None:
             continue
         lines.append(f"  {unit.name}  ({unit.kind})")
-        for name, value in unit.properties.items():
-            lines.append(_prop_line(name, value, unit.why, period))
-    return "\n".join(lines)
+        for prop, value in unit.properties.items():
+            lines.append(_prop_line(prop, value, unit.why, period))
+    return lines
 
 
 def _parent(plan: Plan, unit_name: str) -> str:
@@ -120,12 +127,15 @@ def _parent(plan: Plan, unit_name: str) -> str:
     return u.slice if u else "?"
 
 
+def _values(props: dict[str, int], why: dict[str, str]) -> dict:
+    """Each property's value, as people read it, and the reason behind it."""
+    return {name: {"value": value, "shown": H.prop(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
+            for name, value in props.items()}
+
+
 def explain_json(pp: PodPlan) -> dict:
     """One pod's values with their reasons, for programs: what ``explain`` prints, as data."""
-    def values(props: dict[str, int], why: dict[str, str]) -> dict:
-        return {name: {"value": value, "shown": H.prop(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
-                for name, value in props.items()}
-
+    values = _values
     pod = pp.pod
     return {
         "namespace": pod.namespace, "name": pod.name, "uid": pod.uid, "qos": pp.qos,
@@ -162,21 +172,13 @@ def explain_vm(plan: Plan, vp: VMPlan) -> str:
         lines.append(f"      = {vp.why['oom_score_adj']}")
     lines.append("")
     lines.append("  The node budget it takes from the pods")
-    for name in ("machine.slice", plan.root_slice):
-        unit = plan.unit(name)
-        if unit is None:
-            continue
-        lines.append(f"  {unit.name}  ({unit.kind})")
-        for prop, value in unit.properties.items():
-            lines.append(_prop_line(prop, value, unit.why, period))
+    lines += _unit_lines(plan, ["machine.slice", plan.root_slice], period)
     return "\n".join(lines)
 
 
 def explain_vm_json(plan: Plan, vp: VMPlan) -> dict:
-    def values(props: dict[str, int], why: dict[str, str]) -> dict:
-        return {name: {"value": value, "shown": H.prop(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
-                for name, value in props.items()}
-
+    """One VM's values with their reasons, and the budget units it shapes, as data."""
+    values = _values
     return {
         "name": vp.vm.name, "qos": vp.qos, "scope": vp.scope, "libvirtDomain": vp.vm.libvirt_domain,
         "pidFile": vp.vm.pid_file, "requests": {"cpu": H.cpu(vp.requests[CPU]), "memory": vp.requests[MEMORY]},

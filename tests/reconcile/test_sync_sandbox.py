@@ -22,6 +22,7 @@ from ..sbhelpers import (
     kernel,
     kernel_values,
     plan_json,
+    remove_sync_units,
     sdqos_in,
     show,
     sync_json,
@@ -214,11 +215,7 @@ def test_install_units_stays_in_the_sandbox(clean_sandbox, tmp_path):
         assert p.returncode == 0, p.stderr
         assert hostguard.changes(before, hostguard.snapshot()) == []
     finally:
-        sbx.run(sb, ["systemctl", "disable", "--now", "sdqos-sync.timer", "sdqos-sync.path"])
-        sbx.run(sb, ["rm", "-rf", "/etc/systemd/system/sdqos-sync.timer", "/etc/systemd/system/sdqos-sync.service",
-                     "/etc/systemd/system/sdqos-sync.path", "/etc/systemd/system/timers.target.wants",
-                     "/etc/systemd/system/paths.target.wants"])
-        sbx.run(sb, ["systemctl", "daemon-reload"])
+        remove_sync_units(sb, "/etc/systemd/system")
 
 
 def test_timer_runs_sync_by_itself(clean_sandbox, tmp_path):
@@ -238,15 +235,7 @@ def test_timer_runs_sync_by_itself(clean_sandbox, tmp_path):
             time.sleep(0.2)
         assert show(sb, "sdqos-sync.service", "Result", "ExecMainStatus") == {"Result": "success", "ExecMainStatus": "0"}
     finally:
-        _remove_runtime_units(sb)
-
-
-def _remove_runtime_units(sb) -> None:
-    sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer", "sdqos-sync.path"])
-    sbx.run(sb, ["rm", "-rf", "/run/systemd/system/sdqos-sync.timer", "/run/systemd/system/sdqos-sync.service",
-                 "/run/systemd/system/sdqos-sync.path", "/run/systemd/system/timers.target.wants",
-                 "/run/systemd/system/paths.target.wants"])
-    sbx.run(sb, ["systemctl", "daemon-reload"])
+        remove_sync_units(sb)
 
 
 def test_path_unit_syncs_when_a_pod_file_changes(clean_sandbox, tmp_path):
@@ -279,7 +268,7 @@ def test_path_unit_syncs_when_a_pod_file_changes(clean_sandbox, tmp_path):
             st = sbx.run(sb, ["systemctl", "status", "--no-pager", "sdqos-sync.path", "sdqos-sync.service"])
             raise AssertionError(st.stdout) from None
     finally:
-        _remove_runtime_units(sb)
+        remove_sync_units(sb)
 
 
 def test_cgroupfs_write_behind_systemds_back_is_restored(clean_sandbox, tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from sdqos import sandbox as sbx
 
 from .. import vmtools as vm
-from ..sbhelpers import active_state, kernel, sdqos_in, sync_json, wait_for
+from ..sbhelpers import active_state, kernel, remove_sync_units, sdqos_in, sync_json, wait_for
 from ..sandbox.test_vmtools import need, vm_sandbox  # noqa: F401 (fixture)
 
 NODE = 'capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\n'
@@ -419,8 +419,4 @@ def test_the_path_unit_limits_a_libvirt_vm_within_seconds_without_the_timer(lv_s
             finally:
                 vm.libvirt_destroy_domain(sb, "lat")
     finally:
-        sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer", "sdqos-sync.path", "sdqos-sync.service"])
-        sbx.run(sb, ["rm", "-rf", "/run/systemd/system/sdqos-sync.timer", "/run/systemd/system/sdqos-sync.service",
-                     "/run/systemd/system/sdqos-sync.path", "/run/systemd/system/timers.target.wants",
-                     "/run/systemd/system/paths.target.wants"])
-        sbx.run(sb, ["systemctl", "daemon-reload"])
+        remove_sync_units(sb)
