@@ -77,6 +77,16 @@ def prop(name: str, value: int) -> str:
     return str(value)
 
 
+def kernel_value(file: str, v) -> str:
+    """A cgroup file's value as people read it: sizes for memory files (``unlimited`` for the
+    kernel's no-limit values), ``quota period`` for cpu.max."""
+    if isinstance(v, (tuple, list)):
+        return " ".join(str(x) for x in v if x is not None)
+    if isinstance(v, int) and "memory" in file and v >= 0:
+        return "unlimited" if v >= 2**62 else size(v)
+    return str(v)
+
+
 def ellipsize(text: str, width: int) -> str:
     """``text`` cut in the middle with … to ``width`` characters, as systemctl shortens unit names."""
     if width <= 0 or len(text) <= width:

@@ -232,15 +232,6 @@ def _named(plan: Plan | None, unit: str, descriptions: dict[str, str]) -> str:
     return f"{unit} ({name})" if name else unit
 
 
-def _kernel_value(file: str, v) -> str:
-    """A kernel file's value as people read it: sizes for memory files, ``quota period`` for cpu.max."""
-    if isinstance(v, (tuple, list)):
-        return " ".join(str(x) for x in v if x is not None)
-    if isinstance(v, int) and "memory" in file and v >= 0:
-        return "unlimited" if v >= 2**62 else H.size(v)
-    return str(v)
-
-
 def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet: bool = False,
               warnings: list[str] | None = None) -> str:
     """A sync report for people. First what was *not* applied and why, then what changed (each
@@ -297,7 +288,7 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
         lines.append(f"  {verbs['reset']:<8} {_named(plan, name, descriptions)} (it had failed)")
     for d in report.drift:
         changes = ", ".join(f"{p} {H.prop(p, o)} → {H.prop(p, n)}" for p, (o, n) in d["changes"].items())
-        kernel = ", ".join(f"{f.split('/')[-1]} {_kernel_value(f, o)} → {_kernel_value(f, n)}"
+        kernel = ", ".join(f"{f.split('/')[-1]} {H.kernel_value(f, o)} → {H.kernel_value(f, n)}"
                            for f, (o, n) in (d.get("kernel") or {}).items())
         detail = changes or kernel or "a kernel file differed from systemd's value"
         lines.append(f"  drift    {_named(plan, d['unit'], descriptions)}: {detail} (changed outside sdqos; restored)")

@@ -89,7 +89,7 @@ def managed_podman_scopes(scopes: dict[str, LiveScope], containers: dict[str, po
 def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
                 containers: dict[str, podman.PodmanContainer] | None = None,
                 domains: dict[str, libvirt.Domain] | None = None,
-                machines: list | None = None) -> tuple[dict[str, Binding], list[str]]:
+                names: dict[str, str] | None = None) -> tuple[dict[str, Binding], list[str]]:
     """Match live scopes to containers and VMs (rules in sdqos.scopes). A matched scope that is
     not sdqos's own name gets a unit in the plan with the container's (VM's) values, so the diff
     tunes it like any other. Returns the bindings and the unmatched scopes (a runtime's own
@@ -175,11 +175,10 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
                                        dict(vp.properties), vp.resources, owner=f"vm:{vp.vm.name}", create=False,
                                        why=vp.why))
         bindings[found] = Binding(f"vm {vp.vm.name}", vp.oom_score_adj)
-    names = machine_names(machine, containers, domains, machines)
     for name in sorted(set(machine) - claimed - left_alone):
         if runtimes_own(name):
             continue
-        what = names.get(name)
+        what = (names or {}).get(name)
         if PODMAN_SCOPE.match(name):
             warnings.append(f"{name} in machine.slice is {what}, not a VM: left running, untouched, counted in the "
                             "node budget (run it in a pod slice with `sdqos podman start`, or podman's "

@@ -16,7 +16,7 @@ from typing import Mapping
 from sdqos.kube import qos
 from sdqos.kube.manifests import vm_memory_overhead
 from sdqos.plan.engine import MachineCharge, Plan
-from sdqos.plan.properties import INFINITY
+from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.diff import LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
@@ -45,8 +45,8 @@ def cpu_millis(props: Mapping[str, int], cgroup: str) -> int:
     return shares * 1000 // qos.SHARES_PER_CPU
 
 
-def memory_limit(props: Mapping[str, int], cgroup: str) -> int | None:
-    v = props.get("MemoryLimit" if cgroup == "v1" else "MemoryMax", INFINITY)
+def _limit(props: Mapping[str, int]) -> int | None:
+    v = memory_limit(props)
     return None if v in (INFINITY, 0) else v
 
 
@@ -68,7 +68,7 @@ def machine_charges(
         lu = live.get(name)
         props = lu.props if lu is not None else {}
         usage = lu.memory_current if lu is not None and lu.memory_current is not None else 0
-        limit = memory_limit(props, plan.cgroup)
+        limit = _limit(props)
         what = names.get(name, "scope")
         if limit is not None:
             out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup), max(limit, usage)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from sdqos import humanize as H
 from sdqos.errors import SdqosError
 from sdqos.host import cgroupfs, facts, libvirt
 from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
@@ -104,7 +105,7 @@ async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str
         else:
             need.append(name)
             if have is not None and want is not None:
-                kernel_off[name] = {f: [have[f], want[f]] for f in want if have[f] != want[f]}
+                kernel_off[name] = cgroupfs.differing(want, have)
     if need:
         units = await sd.read_units(need, ifaces)
         for name, st in units.items():
@@ -173,20 +174,21 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
     containers = containers or {}
     machine = machine_scopes(scopes)
     domains = libvirt.running_domains(warnings=warnings) if machine else {}
-    known = await _machines(sd, warnings) if machine else []
-    bindings, unmatched = bind_scopes(plan, scopes, warnings, containers, domains, known)
+    names = machine_names(machine, containers, domains, await _machines(sd, warnings)) if machine else {}
+    bindings, unmatched = bind_scopes(plan, scopes, warnings, containers, domains, names)
     check_kernel(plan, live, scopes)
     charges: tuple[MachineCharge, ...] = ()
     if machine:
-        slice_usage = await _usage_of(sd, MACHINE_SLICE)
+        known = live.get(MACHINE_SLICE)  # read with its usage when planned (read_live)
+        slice_usage = known.memory_current if known is not None and known.memory_current is not None \
+            else await _usage_of(sd, MACHINE_SLICE)
         claimed = {n for n in machine if n in bindings}
         guests = {}
         for d in domains.values():
             scope = next((n for n, sc in machine.items() if d.pid in sc.pids), None)
             if scope is not None:
                 guests[scope] = (d.memory, d.vcpus)
-        charges = machine_charges(plan, machine, claimed, live, machine_names(machine, containers, domains, known),
-                                  guests, slice_usage)
+        charges = machine_charges(plan, machine, claimed, live, names, guests, slice_usage)
     return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure, charges)
 
 
@@ -207,7 +209,7 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
         want = cgroupfs.expected(check, plan.cgroup, page)
         have = cgroupfs.read(sc.cgroup, want) if want else None
         if have is not None and have != want:
-            lu.kernel_drift = {f: [have[f], want[f]] for f in want if have[f] != want[f]}
+            lu.kernel_drift = cgroupfs.differing(want, have)
 
 
 async def _machines(sd: Systemd, warnings: list[str]) -> list:
@@ -265,24 +267,16 @@ async def kernel_refusals(plan: Plan, done: set[str], scopes: dict[str, LiveScop
         for name, (cg, want) in todo.items():
             have = cgroupfs.read(cg, want)
             if have is not None and have != want:
-                off[name] = {f: [have[f], want[f]] for f in want if have[f] != want[f]}
+                off[name] = cgroupfs.differing(want, have)
         if not off or asyncio.get_running_loop().time() >= deadline:
             break
         todo = {n: todo[n] for n in off}
         await asyncio.sleep(0.05)
     for name, files in sorted(off.items()):
-        what = ", ".join(f"{f.split('/')[-1]} wanted {_show(f, w)}, holds {_show(f, h)}" for f, (h, w) in files.items())
+        what = ", ".join(f"{f.split('/')[-1]} wanted {H.kernel_value(f, w)}, holds {H.kernel_value(f, h)}" for f, (h, w) in files.items())
         report.errors.append(f"{name}: the kernel refused the new value ({what}); systemd holds it, the cgroup "
                              "does not (systemd's log says why: journalctl _PID=1)")
     report.updated[:] = [u for u in report.updated if u["unit"] not in off]
     report.created[:] = [u for u in report.created if u not in off]
     report.drift[:] = [d for d in report.drift if d["unit"] not in off]
     return set(off)
-
-
-def _show(file: str, v) -> str:
-    from sdqos import humanize as H
-
-    if isinstance(v, int) and "memory" in file and 0 <= v < 2**62:
-        return H.size(v)
-    return "unlimited" if isinstance(v, int) and v >= 2**62 else str(v)

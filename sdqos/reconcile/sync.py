@@ -18,7 +18,6 @@ from typing import Callable
 from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
 from sdqos.host.systemd import Systemd
-from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
@@ -101,10 +100,8 @@ async def sync(
         _update_runtime_containers(plan, diff, obs, bindings, report)  # before: systemd then writes the scope last
         done = await apply(sd, diff, report, progress)
         done -= await kernel_refusals(plan, done, scopes, report)
-        vm_scopes_seen = any(sc.slice == MACHINE_SLICE for sc in scopes.values())
         removed = set(report.removed)
-        new_applied = {k: v for k, v in applied.items()
-                       if (k in live or (k == MACHINE_SLICE and vm_scopes_seen)) and k not in removed}
+        new_applied = {k: v for k, v in applied.items() if k in live and k not in removed}
         planned = {u.name: u for u in plan.units}
         for name in done | set(diff.unchanged):
             if name in planned:

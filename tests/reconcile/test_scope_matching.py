@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sdqos.host.podman import PodmanContainer
 from sdqos.plan.engine import build_plan
-from sdqos.reconcile.binding import bind_scopes, managed_podman_scopes
+from sdqos.reconcile.binding import bind_scopes, machine_names, managed_podman_scopes
 from sdqos.reconcile.scopes import LiveScope
 
 from ..helpers import node, pod_from
@@ -98,6 +98,7 @@ def test_podman_containers_in_machine_slice_are_named_as_containers():
     scopes = {name: LiveScope(name, "machine.slice", f"/machine.slice/{name}", [100]),
               f"libpod-conmon-{A}.scope": LiveScope(f"libpod-conmon-{A}.scope", "machine.slice", "/m", [101])}
     warnings: list[str] = []
-    bind_scopes(plan, scopes, warnings, {A: PodmanContainer(A, "web1", {}, "running")})
+    containers = {A: PodmanContainer(A, "web1", {}, "running")}
+    bind_scopes(plan, scopes, warnings, containers, names=machine_names(scopes, containers, {}))
     assert warnings == [f"{name} in machine.slice is podman container web1, not a VM: left running, untouched, counted in the node budget "
                         "(run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]
