@@ -163,6 +163,8 @@ def _type_name(value) -> str:
 
 def _quote(value) -> str:
     text = value if isinstance(value, str) else repr(value)
+    if not text.isprintable():  # a NUL or line break shown as an escape: the error stays one line
+        text = repr(text)[1:-1]
     if len(text) > 60:
         text = text[:57] + "..."
     return '"' + text.replace('"', '\\"') + '"'

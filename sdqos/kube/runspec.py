@@ -3,15 +3,25 @@ args, env, workingDir and the pod's restartPolicy. Pure.
 
 The QoS engine never needs these (so the parsed ``Pod`` leaves them out, and the plan cache stays
 small); ``sdqos podman start`` reads them from the manifest document the pod came from.
+
+Every field is data that ends up on podman's command line, so each is checked here as the 1.36 API
+server checks it — and, where podman or the kernel cannot carry a value the API server lets
+through (a NUL byte in an argument, an env name podman would trim), refused too: one
+``InvalidInput`` naming file, document and field, before podman runs.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput
+from sdqos.kube.imageref import image_error
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", re.ASCII)
+# RelaxedEnvironmentVariableValidation (GA): any printable ASCII character but '=', at least one.
+_ENV_NAME = re.compile(r"[ -<>-~]+", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,9 +30,9 @@ class RunSpec:
 
     name: str
     kind: str  # app | init | sidecar
-    image: str | None  # None: not the runtime's to start (``sdqos run`` it)
-    command: tuple[str, ...] | None  # replaces the image's entrypoint when given
-    args: tuple[str, ...] | None  # replaces the image's cmd when given
+    image: str | None  # None: not the runtime's to start (``sdqos run`` it); else a valid reference
+    command: tuple[str, ...] | None  # replaces the image's entrypoint when given (never empty)
+    args: tuple[str, ...] | None  # replaces the image's cmd when given (never empty)
     env: tuple[tuple[str, str], ...] = ()
     working_dir: str | None = None
 
@@ -33,41 +43,91 @@ class PodRunSpec:
     containers: tuple[RunSpec, ...]  # init containers (sidecars among them) first, then app containers
 
 
-def _strings(value, where: str) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInput("must be a list of strings", where=where)
-    return tuple(value)
+class _Fields:
+    """Reads one document's fields; every refusal names ``where`` (file[doc]) and the field."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def fail(self, field: str, message: str):
+        raise InvalidInput(message, where=self.where, field=field)
+
+    def text(self, value, field: str, *, newline: bool = True) -> str:
+        """A string podman can carry: never NUL (argv cannot hold it); no newline unless allowed."""
+        if not isinstance(value, str):
+            self.fail(field, f"must be a string, not {type(value).__name__}")
+        if "\0" in value:
+            self.fail(field, "must not contain a NUL character (no process argument can carry it)")
+        if not newline and ("\n" in value or "\r" in value):
+            self.fail(field, "must not contain a line break")
+        return value
+
+    def strings(self, value, field: str) -> tuple[str, ...] | None:
+        """A list of strings; an empty list is no list (kubelet: ``len(command) == 0`` is unset)."""
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            self.fail(field, "must be a list of strings")
+        out = tuple(self.text(v, f"{field}[{i}]") for i, v in enumerate(value))
+        return out or None
+
+    def env(self, value, field: str) -> tuple[tuple[str, str], ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.fail(field, "must be a list of {name, value}")
+        out = []
+        for j, e in enumerate(value):
+            path = f"{field}[{j}]"
+            if not isinstance(e, dict):
+                self.fail(path, "must be {name, value}")
+            if "valueFrom" in e:
+                self.fail(f"{path}.valueFrom", "valueFrom needs the Kubernetes API; give a value")
+            name = self.text(e.get("name"), f"{path}.name")
+            if not name:
+                self.fail(f"{path}.name", "Required value")
+            if not _ENV_NAME.fullmatch(name):
+                self.fail(f"{path}.name", f"{name!r} must consist of printable ASCII characters except '='")
+            if name.startswith(" "):  # podman trims leading blanks off a name: it would set another one
+                self.fail(f"{path}.name", f"{name!r} must not start with a space (podman would drop it)")
+            value_ = e.get("value", "")
+            out.append((name, self.text(value_ if value_ is not None else "", f"{path}.value")))
+        return tuple(out)
+
+    def working_dir(self, value, field: str) -> str | None:
+        if value is None or value == "":
+            return None
+        wd = self.text(value, field, newline=False)
+        if not wd.startswith("/"):  # the OCI runtime spec's cwd is absolute; crun refuses others
+            self.fail(field, f"{wd!r} must be an absolute path")
+        return wd
 
 
 def run_spec(doc: dict, where: str) -> PodRunSpec:
     """The run spec of a (valid) Pod document; ``where`` names it in errors (``pods/web.yaml[0]``).
     An env entry sdqos cannot resolve (``valueFrom`` needs the API server) is an error naming the
     field; a container without an image is left to ``sdqos run``."""
+    f = _Fields(where)
     spec = doc.get("spec") or {}
     policy = spec.get("restartPolicy") or "Always"
     if policy not in RESTART_POLICIES:
-        raise InvalidInput(f"{policy!r} is not one of {', '.join(RESTART_POLICIES)}", where=f"{where}: spec.restartPolicy")
+        f.fail("spec.restartPolicy", f"{policy!r} is not one of {', '.join(RESTART_POLICIES)}")
     out = []
     for key in ("initContainers", "containers"):
         for i, c in enumerate(spec.get(key) or []):
-            path = f"{where}: spec.{key}[{i}]"
+            path = f"spec.{key}[{i}]"
+            name = c.get("name")
+            if not isinstance(name, str) or not _DNS_LABEL.fullmatch(name):
+                f.fail(f"{path}.name", "must be a DNS-1123 label")
             image = c.get("image")
-            if image is not None and (not isinstance(image, str) or not image):
-                raise InvalidInput("must be an image name", where=f"{path}.image")
-            env = []
-            for j, e in enumerate(c.get("env") or []):
-                if not isinstance(e, dict) or not isinstance(e.get("name"), str):
-                    raise InvalidInput("must be {name, value}", where=f"{path}.env[{j}]")
-                if "valueFrom" in e:
-                    raise InvalidInput("valueFrom needs the Kubernetes API; give a value", where=f"{path}.env[{j}].valueFrom")
-                value = e.get("value", "")
-                env.append((e["name"], value if isinstance(value, str) else str(value)))
+            if image is not None:
+                problem = image_error(f.text(image, f"{path}.image"))
+                if problem:
+                    f.fail(f"{path}.image", problem)
             kind = "app"
             if key == "initContainers":
                 kind = "sidecar" if c.get("restartPolicy") == "Always" else "init"
-            wd = c.get("workingDir")
-            out.append(RunSpec(c["name"], kind, image, _strings(c.get("command"), f"{path}.command"),
-                               _strings(c.get("args"), f"{path}.args"), tuple(env), wd if isinstance(wd, str) else None))
+            out.append(RunSpec(name, kind, image, f.strings(c.get("command"), f"{path}.command"),
+                               f.strings(c.get("args"), f"{path}.args"), f.env(c.get("env"), f"{path}.env"),
+                               f.working_dir(c.get("workingDir"), f"{path}.workingDir")))
     return PodRunSpec(policy, tuple(out))

@@ -27,6 +27,7 @@ UID_LABEL = "io.kubernetes.pod.uid"
 CONTAINER_LABEL = "io.kubernetes.container.name"
 # The pod's restartPolicy as podman's --restart; sidecars always restart (kubelet restarts them).
 RESTART = {"Always": "always", "OnFailure": "on-failure", "Never": "no"}
+END_OF_OPTIONS = "--"  # podman run reads no option after it: the next argument is the image
 
 
 def container_name(pp: PodPlan, container: str) -> str:
@@ -71,7 +72,13 @@ def resource_flags(c: ContainerPlan, cgroup: str) -> list[str]:
 
 
 def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, cgroup: str) -> list[str]:
-    """``podman run`` arguments (after ``podman [global flags]``) for one container."""
+    """``podman run`` arguments (after ``podman [global flags]``) for one container.
+
+    The shape is fixed whatever the manifest holds: every option is one ``--flag=value`` token
+    (a value is never a token of its own, so it can never be read as an option), then ``--``, then
+    the image, then the manifest's args. podman (cobra/pflag) reads no option after ``--``, so the
+    image is always the argument after it and everything behind it goes to the container."""
+    assert spec.image, "a container without an image is not podman's to run"
     args = ["run", f"--name={container_name(pp, c.name)}", f"--cgroup-parent={pp.slice}"]
     if spec.kind != "init":
         args.append("--detach")
@@ -83,10 +90,10 @@ def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, 
         args.append(f"--env={k}={v}")
     if spec.working_dir:
         args.append(f"--workdir={spec.working_dir}")
-    if spec.command is not None:
+    if spec.command:  # [] is no command, as in kubelet: the image's ENTRYPOINT stays
         args.append(f"--entrypoint={json.dumps(list(spec.command))}")
-    args.append(spec.image)
-    if spec.args is not None:
+    args += [END_OF_OPTIONS, spec.image]
+    if spec.args:
         args += list(spec.args)
     return args
 

@@ -79,9 +79,9 @@ def test_init_and_sidecar_and_entrypoint():
     spec = run_spec(DOC, "x")
     migrate = run_args(pp, pp.containers[0], spec.containers[0], "Never", "v1")
     assert "--detach" not in migrate and not any(a.startswith("--restart") for a in migrate)
-    assert migrate[-2:] == ["--entrypoint=[\"/bin/sh\", \"-c\", \"true\"]", "bb"]
+    assert migrate[-3:] == ["--entrypoint=[\"/bin/sh\", \"-c\", \"true\"]", "--", "bb"]
     shipper = run_args(pp, pp.containers[1], spec.containers[1], "Never", "v1")
-    assert "--restart=always" in shipper and shipper[-2:] == ["bb", "-v"]  # args after the image
+    assert "--restart=always" in shipper and shipper[-3:] == ["--", "bb", "-v"]  # args after the image
     assert "--cpu-quota" not in " ".join(shipper)  # no CPU limit: no quota, as kubelet
     assert container_name(pp, "shipper") == "shop_web_shipper"
 
