@@ -646,6 +646,7 @@ app.add_typer(podman_app, name="podman")
 
 def _run_spec(config: Path, insecure: bool, pp):
     """The pod's run spec (images, commands, env) from the manifest document it came from."""
+    from sdqos.host import lsm
     from sdqos.kube.runspec import run_spec
     from sdqos.kube.yamlsafe import load_documents
     from sdqos.loading.configdir import read_checked_file
@@ -659,7 +660,7 @@ def _run_spec(config: Path, insecure: bool, pp):
     for doc in candidates:
         meta = (doc or {}).get("metadata") or {}
         if meta.get("name") == name and (meta.get("namespace") or "default") == ns:
-            return run_spec(doc, str(src))
+            return run_spec(doc, str(src), lsm.host_security())
     raise InvalidInput(f"pod {pp.key} is no longer in {src.file}; run sync", where=str(src))
 
 

@@ -71,3 +71,11 @@ def remove(names: list[str], *, grace_s: int = 10) -> None:
     """Stop (SIGTERM, then SIGKILL after ``grace_s``) and remove containers; missing ones are fine."""
     if names:
         check(["rm", "--force", "--ignore", f"--time={grace_s}", *names], timeout=grace_s + TIMEOUT_S)
+
+
+def image_user(image: str) -> str | None:
+    """The user an image runs as (its Config.User: ``uid[:gid]``, ``name``, or "" for root), or None
+    when the image is not in podman's store. ``image`` is a checked reference (sdqos.kube.imageref),
+    passed after ``--``. (Added for runAsNonRoot, issue 35's first part.)"""
+    r = run(["image", "inspect", "--format={{.Config.User}}", "--", image])
+    return r.stdout.strip() if r.returncode == 0 else None

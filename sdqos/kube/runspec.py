@@ -1,5 +1,5 @@
 """What a runtime needs to start a pod's containers, read from the Pod manifest: image, command,
-args, env, workingDir and the pod's restartPolicy. Pure.
+args, env, workingDir, securityContext (sdqos.kube.security) and the pod's restartPolicy. Pure.
 
 The QoS engine never needs these (so the parsed ``Pod`` leaves them out, and the plan cache stays
 small); ``sdqos podman start`` reads them from the manifest document the pod came from.
@@ -16,7 +16,9 @@ import re
 from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput
+from sdqos.kube import security
 from sdqos.kube.imageref import image_error
+from sdqos.kube.security import HostSecurity, Security
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", re.ASCII)
@@ -35,12 +37,15 @@ class RunSpec:
     args: tuple[str, ...] | None  # replaces the image's cmd when given (never empty)
     env: tuple[tuple[str, str], ...] = ()
     working_dir: str | None = None
+    security: Security = Security()  # the effective securityContext (pod's and container's)
+    path: str = ""  # the container in its document, for errors: spec.containers[0]
 
 
 @dataclass(frozen=True, slots=True)
 class PodRunSpec:
     restart_policy: str  # the pod's: Always (API default) | OnFailure | Never
     containers: tuple[RunSpec, ...]  # init containers (sidecars among them) first, then app containers
+    where: str = ""  # the document, for errors: pods/web.yaml[0]
 
 
 class _Fields:
@@ -103,7 +108,7 @@ class _Fields:
         return wd
 
 
-def run_spec(doc: dict, where: str) -> PodRunSpec:
+def run_spec(doc: dict, where: str, host: HostSecurity = HostSecurity()) -> PodRunSpec:
     """The run spec of a (valid) Pod document; ``where`` names it in errors (``pods/web.yaml[0]``).
     An env entry sdqos cannot resolve (``valueFrom`` needs the API server) is an error naming the
     field; a container without an image is left to ``sdqos run``."""
@@ -112,6 +117,7 @@ def run_spec(doc: dict, where: str) -> PodRunSpec:
     policy = spec.get("restartPolicy") or "Always"
     if policy not in RESTART_POLICIES:
         f.fail("spec.restartPolicy", f"{policy!r} is not one of {', '.join(RESTART_POLICIES)}")
+    pod_sc = security.pod_context(spec, where)
     out = []
     for key in ("initContainers", "containers"):
         for i, c in enumerate(spec.get(key) or []):
@@ -129,5 +135,6 @@ def run_spec(doc: dict, where: str) -> PodRunSpec:
                 kind = "sidecar" if c.get("restartPolicy") == "Always" else "init"
             out.append(RunSpec(name, kind, image, f.strings(c.get("command"), f"{path}.command"),
                                f.strings(c.get("args"), f"{path}.args"), f.env(c.get("env"), f"{path}.env"),
-                               f.working_dir(c.get("workingDir"), f"{path}.workingDir")))
-    return PodRunSpec(policy, tuple(out))
+                               f.working_dir(c.get("workingDir"), f"{path}.workingDir"),
+                               security.effective(pod_sc, c, where, path, host), path))
+    return PodRunSpec(policy, tuple(out), where)

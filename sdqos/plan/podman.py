@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 
 from sdqos.kube.runspec import RunSpec
+from sdqos.kube.security import Security
 from sdqos.plan.engine import ContainerPlan, PodPlan
 
 MANAGED_LABEL = "sdqos.io/managed"
@@ -71,6 +72,30 @@ def resource_flags(c: ContainerPlan, cgroup: str) -> list[str]:
     return out
 
 
+def security_flags(sec: Security) -> list[str]:
+    """The effective securityContext as podman flags (what a CRI runtime sets from
+    LinuxContainerSecurityContext). Nothing here is free text: ids are integers, capability and
+    sysctl names checked, profile paths checked (sdqos.kube.security)."""
+    out = []
+    if sec.run_as_user is not None:
+        out.append(f"--user={sec.run_as_user}" + (f":{sec.run_as_group}" if sec.run_as_group is not None else ""))
+    out += [f"--group-add={g}" for g in sec.groups]
+    if sec.privileged:
+        out.append("--privileged")
+    if sec.read_only_root:  # kubelet's read-only root has no writable /tmp or /run: podman's tmpfs off
+        out += ["--read-only", "--read-only-tmpfs=false"]
+    if sec.no_new_privileges:
+        out.append("--security-opt=no-new-privileges")
+    out += [f"--cap-drop={c}" for c in sec.cap_drop]
+    out += [f"--cap-add={c}" for c in sec.cap_add]
+    if sec.seccomp:
+        out.append(f"--security-opt=seccomp={sec.seccomp}")
+    if sec.apparmor:
+        out.append(f"--security-opt=apparmor={sec.apparmor}")
+    out += [f"--sysctl={k}={v}" for k, v in sec.sysctls]
+    return out
+
+
 def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, cgroup: str) -> list[str]:
     """``podman run`` arguments (after ``podman [global flags]``) for one container.
 
@@ -90,6 +115,7 @@ def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, 
         args.append(f"--env={k}={v}")
     if spec.working_dir:
         args.append(f"--workdir={spec.working_dir}")
+    args += security_flags(spec.security)
     if spec.command:  # [] is no command, as in kubelet: the image's ENTRYPOINT stays
         args.append(f"--entrypoint={json.dumps(list(spec.command))}")
     args += [END_OF_OPTIONS, spec.image]

@@ -12,6 +12,7 @@ from sdqos.errors import InvalidInput, SdqosError
 from sdqos.host import podman
 from sdqos.host.systemd import Systemd
 from sdqos.kube.runspec import PodRunSpec
+from sdqos.kube.security import non_root_error
 from sdqos.plan import podman as flags
 from sdqos.plan.engine import Plan, PodPlan
 from sdqos.reconcile import launch
@@ -34,6 +35,7 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
     missing = [s.name for s in spec.containers if s.name not in names]
     if missing:  # the manifest changed since it was planned
         raise InvalidInput(f"pod {pp.key} has no planned container {missing[0]!r}; run sync first")
+    check_non_root(spec)
     existing = pod_containers(pp)
     if existing and not replace:
         raise PodRunning(f"pod {pp.key} already has podman containers ({', '.join(c.name for c in existing)}); "
@@ -74,6 +76,17 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
             podman.remove(started, grace_s=2)
         raise
     return done
+
+
+def check_non_root(spec: PodRunSpec) -> None:
+    """kubelet's verifyRunAsNonRoot for containers without runAsUser: the image's user decides. Before
+    anything starts, so a refused container leaves nothing of the pod running."""
+    for s in spec.containers:
+        if s.image and s.security.needs_image_user:
+            problem = non_root_error(podman.image_user(s.image))
+            if problem:
+                raise InvalidInput(f"{problem} (image {s.image})", where=spec.where,
+                                   field=f"{s.path}.securityContext.runAsNonRoot")
 
 
 def stop(pp: PodPlan) -> list[str]:

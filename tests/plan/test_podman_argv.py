@@ -1,5 +1,6 @@
 """Manifest fields are data, never options: for any strings in a Pod manifest (image, command, args,
-env names and values, workingDir, container, pod and namespace names, labels, annotations) either
+env names and values, workingDir, container, pod and namespace names, labels, annotations,
+capabilities, seccomp profile paths, sysctls, supplemental groups) either
 sdqos refuses the document with one InvalidInput line naming file, document and field, or the
 ``podman run`` argv keeps its shape — read as podman reads it (pflag: options up to the first
 positional or ``--``), every option is one of sdqos's own, the image is exactly the manifest's
@@ -24,8 +25,11 @@ from sdqos.plan.podman import container_name, labels, run_args
 from ..helpers import node
 
 OWN_FLAGS = {"name", "cgroup-parent", "detach", "restart", "label", "cpu-shares", "cpu-quota", "cpu-period",
-             "memory", "oom-score-adj", "pids-limit", "cgroup-conf", "env", "workdir", "entrypoint", "rm"}
-BOOLEAN = {"detach", "rm"}  # the only flags sdqos gives without a value
+             "memory", "oom-score-adj", "pids-limit", "cgroup-conf", "env", "workdir", "entrypoint", "rm",
+             "user", "group-add", "privileged", "read-only", "read-only-tmpfs", "security-opt", "cap-add", "cap-drop",
+             "sysctl"}
+BOOLEAN = {"detach", "rm", "privileged", "read-only"}  # the only flags sdqos gives without a value
+LISTS = {"cap-add", "cap-drop", "group-add", "sysctl"}  # podman splits these at ',': one value each
 WHERE = "pods/t.yaml[0]"
 
 # What an attacker would try, mixed with anything at all.
@@ -62,6 +66,7 @@ def check_shape(argv: list[str], doc_container: dict, pp, cname: str) -> None:
     assert not any("\0" in a for a in argv)
     opts, positionals = pflag_read(argv[1:])
     assert {n for n, _ in opts} <= OWN_FLAGS, opts
+    assert not any("," in v or '"' in v for n, v in opts if n in LISTS), opts
     assert positionals[0] == doc_container["image"] and image_error(positionals[0]) is None
     assert positionals[1:] == list(doc_container.get("args") or [])
     assert ("name", container_name(pp, cname)) in opts
@@ -79,13 +84,22 @@ def manifests(draw) -> dict:
                  "command": draw(st.one_of(st.none(), st.lists(text(), max_size=3))),
                  "args": draw(st.one_of(st.none(), st.lists(text(), max_size=4))), "env": env,
                  "resources": {"limits": {"cpu": "1", "memory": "64Mi"}}}
+    sc = {"capabilities": {"add": draw(st.lists(text(), max_size=2)), "drop": draw(st.lists(text(), max_size=2))},
+          "seccompProfile": {"type": "Localhost", "localhostProfile": draw(text())}}
+    if draw(st.booleans()):
+        container["securityContext"] = sc
     wd = draw(st.one_of(st.none(), text(), st.just("/srv")))
     if wd is not None:
         container["workingDir"] = wd
     meta = {"name": draw(st.one_of(st.just("web"), text())), "namespace": draw(st.one_of(st.just("shop"), text())),
             "labels": draw(st.dictionaries(text(), text(), max_size=2)),
             "annotations": draw(st.dictionaries(text(), text(), max_size=2))}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}
+    spec = {"containers": [container]}
+    if draw(st.booleans()):
+        spec["securityContext"] = {"sysctls": [{"name": draw(st.one_of(st.just("kernel.shm_rmid_forced"), text())),
+                                                "value": draw(text())}],
+                                   "supplementalGroups": [draw(st.one_of(st.integers(), text()))]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
 def argv_or_refusal(doc: dict):

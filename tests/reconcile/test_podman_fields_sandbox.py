@@ -65,3 +65,77 @@ def test_command_empty_keeps_the_entrypoint_and_option_like_args_are_data(podman
     assert (own["Path"], own["Args"]) == ("/bin/sh", ["-c", WAIT, "--privileged"])
     for c in (keep, dashes, own):
         assert c["State"]["Running"] and not c["HostConfig"]["Privileged"] and c["Mounts"] == []
+
+
+def status(sb, pid: int) -> dict[str, str]:
+    text = sbx.run(sb, ["cat", f"/proc/{pid}/status"], check=True).stdout
+    return {k: v.strip() for k, _, v in (ln.partition(":") for ln in text.splitlines())}
+
+
+def exec_in(sb, env, name: str, *cmd: str):
+    return sbx.run(sb, ["sh", "-c", '$SDQOS_PODMAN exec "$@"', "podman", name, *cmd], env=env, timeout=60)
+
+
+def test_security_context_reaches_the_container_process(podman_env, tmp_path):
+    sb, env, config = podman_env
+    seccomp = tmp_path / "seccomp"
+    (seccomp / "team").mkdir(parents=True)
+    (seccomp / "team" / "no-mkdir.json").write_text(json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+        {"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}]}))
+    env = {**env, "SDQOS_SECCOMP_ROOT": str(seccomp)}
+    wait = json.dumps(WAIT)
+    (config / "pods" / "shop.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n"
+        "  terminationGracePeriodSeconds: 2\n"
+        "  securityContext: {fsGroup: 2000, supplementalGroups: [4000], runAsNonRoot: true, runAsUser: 1000}\n"
+        "  containers:\n"
+        f"  - name: locked\n    image: localhost/bb\n    command: [/bin/sh, -c, {wait}]\n"
+        "    securityContext: {runAsGroup: 3000, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false,\n"
+        "                      capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}\n"
+        f"  - name: filtered\n    image: localhost/bb\n    command: [/bin/sh, -c, {wait}]\n"
+        "    securityContext: {runAsUser: 0, runAsNonRoot: false,\n"
+        "                      seccompProfile: {type: Localhost, localhostProfile: team/no-mkdir.json}}\n"
+        f"  - name: priv\n    image: localhost/bb\n    command: [/bin/sh, -c, {wait}]\n"
+        "    securityContext: {runAsUser: 0, runAsNonRoot: false, privileged: true}\n")
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0, r.stderr
+
+    locked = status(sb, inspect(sb, env, "shop_web_locked")["State"]["Pid"])
+    assert locked["Uid"].split()[0] == "1000" and locked["Gid"].split()[0] == "3000"
+    assert {"2000", "4000"} <= set(locked["Groups"].split())
+    assert locked["CapEff"] == f"{1 << 10:016x}"  # CAP_NET_BIND_SERVICE only
+    assert locked["NoNewPrivs"] == "1" and locked["Seccomp"] == "2"  # podman's default profile
+    touch = exec_in(sb, env, "shop_web_locked", "/bin/sh", "-c", "echo x > /probe")
+    assert touch.returncode != 0 and "Read-only file system" in touch.stderr
+    pid = inspect(sb, env, "shop_web_locked")["State"]["Pid"]
+    mounts = {ln.split()[4] for ln in sbx.run(sb, ["cat", f"/proc/{pid}/mountinfo"], check=True).stdout.splitlines()}
+    assert not mounts & {"/tmp", "/var/tmp", "/run"}  # no writable tmpfs slipped in (podman's --read-only default)
+
+    filtered = status(sb, inspect(sb, env, "shop_web_filtered")["State"]["Pid"])
+    assert filtered["Uid"].split()[0] == "0" and filtered["Seccomp"] == "2"
+    mk = exec_in(sb, env, "shop_web_filtered", "/bin/busybox", "mkdir", "/d")
+    assert mk.returncode != 0 and "Operation not permitted" in mk.stderr
+    assert exec_in(sb, env, "shop_web_filtered", "/bin/sh", "-c", "echo x > /f").returncode == 0  # only what the profile denies
+
+    priv = status(sb, inspect(sb, env, "shop_web_priv")["State"]["Pid"])
+    assert int(priv["CapEff"], 16) == int(status(sb, 1)["CapBnd"], 16) and priv["Seccomp"] == "0"
+
+
+@pytest.mark.parametrize("sc,line", [
+    ("{runAsNonRoot: true}", "spec.containers[0].securityContext.runAsNonRoot: container has runAsNonRoot and image "
+                             "will run as root (image localhost/bb)"),
+    ("{runAsNonRoot: true, runAsUser: 0}", "spec.containers[0].securityContext.runAsUser: container's runAsUser breaks "
+                                           "non-root policy (runAsNonRoot: true, runAsUser: 0)"),
+    ("{appArmorProfile: {type: RuntimeDefault}}", "spec.containers[0].securityContext.appArmorProfile.type: "
+                                                  "RuntimeDefault: cannot enforce AppArmor: AppArmor is not enabled on the host"),
+])
+def test_what_cannot_be_honoured_starts_nothing(podman_env, sc, line):
+    sb, env, config = podman_env
+    if "appArmor" in sc and sbx.run(sb, ["cat", "/sys/module/apparmor/parameters/enabled"]).stdout.strip() == "Y":
+        pytest.skip("this host has AppArmor")
+    (config / "pods" / "shop.yaml").write_text(pod(
+        f"  - name: app\n    image: localhost/bb\n    command: [/bin/sh, -c, {json.dumps(WAIT)}]\n"
+        f"    securityContext: {sc}\n"))
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert (r.returncode, r.stderr.splitlines()) == (2, [f"sdqos: error: pods/shop.yaml[0]: {line}"])
+    assert nothing_runs(sb, env)
