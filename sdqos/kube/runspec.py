@@ -1,5 +1,6 @@
 """What a runtime needs to start a pod's containers, read from the Pod manifest: image, command,
-args, env, workingDir, securityContext (sdqos.kube.security) and the pod's restartPolicy. Pure.
+args, env, workingDir, securityContext (sdqos.kube.security), volumes and volumeMounts
+(sdqos.kube.volumes) and the pod's restartPolicy. Pure.
 
 The QoS engine never needs these (so the parsed ``Pod`` leaves them out, and the plan cache stays
 small); ``sdqos podman start`` reads them from the manifest document the pod came from.
@@ -16,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput
-from sdqos.kube import security
+from sdqos.kube import security, volumes
 from sdqos.kube.imageref import image_error
 from sdqos.kube.security import HostSecurity, Security
 
@@ -39,6 +40,7 @@ class RunSpec:
     working_dir: str | None = None
     security: Security = Security()  # the effective securityContext (pod's and container's)
     path: str = ""  # the container in its document, for errors: spec.containers[0]
+    mounts: tuple[volumes.Mount, ...] = ()  # its volumeMounts (sdqos.kube.volumes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,8 @@ class PodRunSpec:
     restart_policy: str  # the pod's: Always (API default) | OnFailure | Never
     containers: tuple[RunSpec, ...]  # init containers (sidecars among them) first, then app containers
     where: str = ""  # the document, for errors: pods/web.yaml[0]
+    volumes: tuple[volumes.Volume, ...] = ()  # the pod's volumes
+    fs_group: int | None = None  # the pod's fsGroup: owner group of its emptyDirs, as kubelet sets it
 
 
 class _Fields:
@@ -118,6 +122,7 @@ def run_spec(doc: dict, where: str, host: HostSecurity = HostSecurity()) -> PodR
     if policy not in RESTART_POLICIES:
         f.fail("spec.restartPolicy", f"{policy!r} is not one of {', '.join(RESTART_POLICIES)}")
     pod_sc = security.pod_context(spec, where)
+    pod_volumes = volumes.pod_volumes(spec, where)
     out = []
     for key in ("initContainers", "containers"):
         for i, c in enumerate(spec.get(key) or []):
@@ -136,5 +141,7 @@ def run_spec(doc: dict, where: str, host: HostSecurity = HostSecurity()) -> PodR
             out.append(RunSpec(name, kind, image, f.strings(c.get("command"), f"{path}.command"),
                                f.strings(c.get("args"), f"{path}.args"), f.env(c.get("env"), f"{path}.env"),
                                f.working_dir(c.get("workingDir"), f"{path}.workingDir"),
-                               security.effective(pod_sc, c, where, path, host), path))
-    return PodRunSpec(policy, tuple(out), where)
+                               security.effective(pod_sc, c, where, path, host), path,
+                               volumes.container_mounts(c, pod_volumes, where, path)))
+    volumes.check_memory_volumes_not_shared([(s.name, s.mounts) for s in out], where)
+    return PodRunSpec(policy, tuple(out), where, tuple(pod_volumes.values()), pod_sc.get("fsGroup"))

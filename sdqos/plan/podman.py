@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+from sdqos.kube import volumes
 from sdqos.kube.runspec import RunSpec
 from sdqos.kube.security import Security
 from sdqos.plan.engine import ContainerPlan, PodPlan
@@ -96,7 +97,27 @@ def security_flags(sec: Security) -> list[str]:
     return out
 
 
-def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, cgroup: str) -> list[str]:
+def mount_flags(spec: RunSpec, pp: PodPlan, volume_root: str) -> list[str]:
+    """volumeMounts as ``--mount`` options: a bind of the host side (hostPath, on-disk emptyDir,
+    subPath included), or a tmpfs for a Memory emptyDir (``sizeLimit``, else the pod's memory limit,
+    as kubelet sizes it). Paths were checked to hold no ``,`` or ``"`` (sdqos.kube.volumes)."""
+    out = []
+    for m in spec.mounts:
+        if m.volume.memory:
+            size = m.volume.size_limit or pp.limits.get("memory")
+            opts = ["type=tmpfs", f"destination={m.destination}", "tmpfs-mode=1777"]
+            opts += [f"tmpfs-size={size}"] if size else []
+        else:
+            opts = ["type=bind", f"source={volumes.source(m, volume_root, pp.uid)}", f"destination={m.destination}"]
+            opts += [f"bind-propagation={m.propagation}"] if m.propagation else []
+        if m.read_only:
+            opts.append("ro")
+        out.append("--mount=" + ",".join(opts))
+    return out
+
+
+def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, cgroup: str, *,
+             volume_root: str = volumes.DEFAULT_VOLUME_ROOT) -> list[str]:
     """``podman run`` arguments (after ``podman [global flags]``) for one container.
 
     The shape is fixed whatever the manifest holds: every option is one ``--flag=value`` token
@@ -116,6 +137,7 @@ def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, 
     if spec.working_dir:
         args.append(f"--workdir={spec.working_dir}")
     args += security_flags(spec.security)
+    args += mount_flags(spec, pp, volume_root)
     if spec.command:  # [] is no command, as in kubelet: the image's ENTRYPOINT stays
         args.append(f"--entrypoint={json.dumps(list(spec.command))}")
     args += [END_OF_OPTIONS, spec.image]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sdqos.errors import InvalidInput, SdqosError
 from sdqos.host import podman
+from sdqos.host import volumes as host_volumes
 from sdqos.host.systemd import Systemd
 from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
@@ -44,6 +45,8 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
     if existing:
         podman.remove([c.name for c in existing], grace_s=pp.grace_period if pp.grace_period is not None else 30)
         done.append(f"removed {len(existing)} earlier container(s) of pod {pp.key}")
+    root = host_volumes.volume_root()
+    spec = host_volumes.prepare(spec, pp.uid, root)
     unit = plan.unit(pp.slice)
     assert unit is not None
     target = launch.Target(unit, launch.ancestors(plan, pp.slice), 0, f"pod {pp.key}")
@@ -58,7 +61,7 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
                 continue
             c = by_name[s.name]
             name = flags.container_name(pp, s.name)
-            args = flags.run_args(pp, c, s, spec.restart_policy, plan.cgroup)
+            args = flags.run_args(pp, c, s, spec.restart_policy, plan.cgroup, volume_root=root)
             if s.kind == "init":
                 args.insert(1, "--rm")
                 r = podman.run(args, timeout=3600)
@@ -74,6 +77,7 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
     except BaseException:
         if started:  # a pod starts whole or not at all
             podman.remove(started, grace_s=2)
+        host_volumes.remove(pp.uid, root)
         raise
     return done
 
@@ -94,4 +98,5 @@ def stop(pp: PodPlan) -> list[str]:
     existing = pod_containers(pp)
     grace = pp.grace_period if pp.grace_period is not None else launch.DEFAULT_GRACE_PERIOD_S
     podman.remove([c.name for c in existing], grace_s=max(launch.MINIMUM_GRACE_PERIOD_S, grace))
+    host_volumes.remove(pp.uid, host_volumes.volume_root())  # its emptyDirs go with it
     return [f"removed {c.name}" for c in existing]

@@ -27,7 +27,8 @@ from ..helpers import node
 OWN_FLAGS = {"name", "cgroup-parent", "detach", "restart", "label", "cpu-shares", "cpu-quota", "cpu-period",
              "memory", "oom-score-adj", "pids-limit", "cgroup-conf", "env", "workdir", "entrypoint", "rm",
              "user", "group-add", "privileged", "read-only", "read-only-tmpfs", "security-opt", "cap-add", "cap-drop",
-             "sysctl"}
+             "sysctl", "mount"}
+MOUNT_KEYS = {"type", "source", "destination", "ro", "bind-propagation", "tmpfs-size", "tmpfs-mode"}
 BOOLEAN = {"detach", "rm", "privileged", "read-only"}  # the only flags sdqos gives without a value
 LISTS = {"cap-add", "cap-drop", "group-add", "sysctl"}  # podman splits these at ',': one value each
 WHERE = "pods/t.yaml[0]"
@@ -73,6 +74,12 @@ def check_shape(argv: list[str], doc_container: dict, pp, cname: str) -> None:
     assert {v for n, v in opts if n == "label"} == {f"{k}={v}" for k, v in labels(pp, cname).items()}
     env = [v for n, v in opts if n == "env"]
     assert env == [f"{e['name']}={e.get('value') or ''}" for e in doc_container.get("env") or []]
+    mounts = [v for n, v in opts if n == "mount"]
+    assert len(mounts) == len(doc_container.get("volumeMounts") or [])
+    for value, vm in zip(mounts, doc_container.get("volumeMounts") or []):
+        items = [i.partition("=") for i in value.split(",")]  # podman reads --mount as comma-separated key=value
+        assert {k for k, _, _ in items} <= MOUNT_KEYS and '"' not in value, value
+        assert [v for k, _, v in items if k == "destination"] == [vm["mountPath"]]
     entry = [json.loads(v) for n, v in opts if n == "entrypoint"]
     assert entry == ([doc_container["command"]] if doc_container.get("command") else [])
 
@@ -88,13 +95,20 @@ def manifests(draw) -> dict:
           "seccompProfile": {"type": "Localhost", "localhostProfile": draw(text())}}
     if draw(st.booleans()):
         container["securityContext"] = sc
+    volumes = []
+    if draw(st.booleans()):
+        volumes = [{"name": "h", "hostPath": {"path": draw(st.one_of(st.just("/srv"), text()))}},
+                   {"name": "e", "emptyDir": {"medium": draw(st.sampled_from(["", "Memory"]))}}]
+        container["volumeMounts"] = [
+            {"name": draw(st.sampled_from(["h", "e"])), "mountPath": draw(st.one_of(st.just("/data"), text())),
+             "subPath": draw(st.one_of(st.just(""), text()))} for _ in range(draw(st.integers(0, 2)))]
     wd = draw(st.one_of(st.none(), text(), st.just("/srv")))
     if wd is not None:
         container["workingDir"] = wd
     meta = {"name": draw(st.one_of(st.just("web"), text())), "namespace": draw(st.one_of(st.just("shop"), text())),
             "labels": draw(st.dictionaries(text(), text(), max_size=2)),
             "annotations": draw(st.dictionaries(text(), text(), max_size=2))}
-    spec = {"containers": [container]}
+    spec = {"containers": [container], "volumes": volumes}
     if draw(st.booleans()):
         spec["securityContext"] = {"sysctls": [{"name": draw(st.one_of(st.just("kernel.shm_rmid_forced"), text())),
                                                 "value": draw(text())}],

@@ -6,6 +6,7 @@ Real podman + crun in the sandbox (fixture from test_podman_sandbox)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -139,3 +140,94 @@ def test_what_cannot_be_honoured_starts_nothing(podman_env, sc, line):
     r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
     assert (r.returncode, r.stderr.splitlines()) == (2, [f"sdqos: error: pods/shop.yaml[0]: {line}"])
     assert nothing_runs(sb, env)
+
+
+def test_host_path_and_empty_dir_are_mounted_as_kubelet_mounts_them(podman_env, tmp_path):
+    sb, env, config = podman_env
+    host = tmp_path / "host"
+    (host / "data").mkdir(parents=True)
+    (host / "data" / "hello").write_text("from the host\n")
+    vols = tmp_path / "vols"
+    env = {**env, "SDQOS_VOLUME_DIR": str(vols)}
+    wait = json.dumps(WAIT)
+    (config / "pods" / "shop.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n"
+        "  terminationGracePeriodSeconds: 2\n"
+        "  volumes:\n"
+        f"  - {{name: data, hostPath: {{path: {host / 'data'}, type: Directory}}}}\n"
+        f"  - {{name: made, hostPath: {{path: {host / 'made'}, type: DirectoryOrCreate}}}}\n"
+        "  - {name: scratch, emptyDir: {}}\n"
+        "  - {name: fast, emptyDir: {medium: Memory, sizeLimit: 8Mi}}\n"
+        "  initContainers:\n"
+        "  - name: fill\n    image: localhost/bb\n"
+        "    command: [/bin/sh, -c, 'echo filled > /scratch/note && echo made > /made/m']\n"
+        "    volumeMounts: [{name: scratch, mountPath: /scratch}, {name: made, mountPath: /made}]\n"
+        "  containers:\n"
+        f"  - name: app\n    image: localhost/bb\n    command: [/bin/sh, -c, {wait}]\n"
+        "    volumeMounts:\n"
+        "    - {name: data, mountPath: /data, readOnly: true}\n"
+        "    - {name: scratch, mountPath: /scratch}\n"
+        "    - {name: scratch, mountPath: /sub, subPath: deep/er}\n"
+        "    - {name: fast, mountPath: /fast}\n")
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0, r.stderr
+    cat = exec_in(sb, env, "shop_web_app", "cat", "/data/hello", "/scratch/note")
+    assert cat.stdout == "from the host\nfilled\n", cat.stderr  # the init container's emptyDir is the app's
+    assert (host / "made" / "m").read_text() == "made\n"  # DirectoryOrCreate made it, the write reached the host
+    ro = exec_in(sb, env, "shop_web_app", "/bin/sh", "-c", "echo x > /data/hello")
+    assert ro.returncode != 0 and "Read-only file system" in ro.stderr
+    assert (host / "data" / "hello").read_text() == "from the host\n"
+    assert exec_in(sb, env, "shop_web_app", "/bin/sh", "-c", "echo sub > /sub/f").returncode == 0
+    uid = json.loads(sdqos_in(sb, "plan", "--config", str(config), "-o", "json").stdout)["pods"][0]["uid"]
+    scratch = vols / uid / "volumes" / "kubernetes.io~empty-dir" / "scratch"
+    assert (scratch / "deep" / "er" / "f").read_text() == "sub\n" and oct(scratch.stat().st_mode & 0o7777) == "0o777"
+    pid = inspect(sb, env, "shop_web_app")["State"]["Pid"]
+    fast = [ln for ln in sbx.run(sb, ["cat", f"/proc/{pid}/mountinfo"], check=True).stdout.splitlines()
+            if ln.split()[4] == "/fast"]
+    assert len(fast) == 1 and " - tmpfs " in fast[0] and "size=8192k" in fast[0], fast
+
+    stop = sdqos_in(sb, "podman", "stop", "shop/web", "--config", str(config), env=env)
+    assert stop.returncode == 0 and not (vols / uid).exists()  # the emptyDir went with the pod
+    assert (host / "data" / "hello").exists()  # a hostPath stays
+
+
+@pytest.mark.parametrize("volumes,mounts,line", [
+    ("[{name: cfg, configMap: {name: web}}]", "[{name: cfg, mountPath: /etc/web}]",
+     "spec.volumes[0].configMap: configMap volumes need the Kubernetes API or a volume plugin; sdqos podman serves "
+     "hostPath and emptyDir only"),
+    ("[{name: claim, persistentVolumeClaim: {claimName: c}}]", "[]",
+     "spec.volumes[0].persistentVolumeClaim: persistentVolumeClaim volumes need the Kubernetes API"),
+    ("[{name: h, hostPath: {path: /nonexistent-sdqos, type: Directory}}]", "[{name: h, mountPath: /h}]",
+     "spec.volumes[0].hostPath.type: hostPath type check failed: /nonexistent-sdqos does not exist"),
+    ("[{name: h, hostPath: {path: '/tmp,ro=false'}}]", "[{name: h, mountPath: /h}]",
+     "spec.volumes[0].hostPath.path: '/tmp,ro=false': podman's --mount cannot carry"),
+    ("[{name: s, emptyDir: {}}]", "[{name: s, mountPath: /s, subPath: ../../etc}]",
+     "spec.containers[0].volumeMounts[0].subPath: '../../etc' must not contain '..'"),
+    ("[{name: s, emptyDir: {}}]", "[{name: t, mountPath: /s}]",
+     "spec.containers[0].volumeMounts[0].name: Not found: 't'"),
+])
+def test_volumes_that_cannot_be_served_start_nothing(podman_env, volumes, mounts, line):
+    sb, env, config = podman_env
+    (config / "pods" / "shop.yaml").write_text(pod(
+        f"  - name: app\n    image: localhost/bb\n    command: [/bin/sh, -c, {json.dumps(WAIT)}]\n"
+        f"    volumeMounts: {mounts}\n") + f"  volumes: {volumes}\n")
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"sdqos: error: pods/shop.yaml[0]: {line}"), r.stderr
+    assert nothing_runs(sb, env)
+
+
+def test_a_sub_path_through_a_symlink_out_of_its_volume_is_refused(podman_env, tmp_path):
+    sb, env, config = podman_env
+    vol = tmp_path / "vol"
+    vol.mkdir()
+    os.symlink("/etc", vol / "out")
+    (config / "pods" / "shop.yaml").write_text(pod(
+        f"  - name: app\n    image: localhost/bb\n    command: [/bin/sh, -c, {json.dumps(WAIT)}]\n"
+        "    volumeMounts: [{name: v, mountPath: /v, subPath: out/sdqos-made-this}]\n") +
+        f"  volumes: [{{name: v, hostPath: {{path: {vol}}}}}]\n")
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        "sdqos: error: pods/shop.yaml[0]: spec.containers[0].volumeMounts[0].subPath: subPath 'out/sdqos-made-this' "
+        "leads out of volume 'v' (to /etc/sdqos-made-this)"]
+    assert not os.path.exists("/etc/sdqos-made-this") and nothing_runs(sb, env)
