@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput
 from sdqos.kube import security, volumes
+from sdqos.kube.expansion import expand, expand_env
 from sdqos.kube.imageref import image_error
 from sdqos.kube.security import HostSecurity, Security
 
@@ -138,8 +139,11 @@ def run_spec(doc: dict, where: str, host: HostSecurity = HostSecurity()) -> PodR
             kind = "app"
             if key == "initContainers":
                 kind = "sidecar" if c.get("restartPolicy") == "Always" else "init"
-            out.append(RunSpec(name, kind, image, f.strings(c.get("command"), f"{path}.command"),
-                               f.strings(c.get("args"), f"{path}.args"), f.env(c.get("env"), f"{path}.env"),
+            env = expand_env(f.env(c.get("env"), f"{path}.env"))  # $(VAR) as kubelet expands it
+            known = dict(env)
+            command, args = (f.strings(c.get(k), f"{path}.{k}") for k in ("command", "args"))
+            command, args = ((tuple(expand(a, known) for a in v) if v else None) for v in (command, args))
+            out.append(RunSpec(name, kind, image, command, args, env,
                                f.working_dir(c.get("workingDir"), f"{path}.workingDir"),
                                security.effective(pod_sc, c, where, path, host), path,
                                volumes.container_mounts(c, pod_volumes, where, path)))

@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sdqos.errors import InvalidInput
+from sdqos.kube.expansion import expand, expand_env
 from sdqos.kube.imageref import image_error
 from sdqos.kube.manifests import ParseResult, parse_pod
 from sdqos.kube.model import Source
@@ -34,7 +35,7 @@ LISTS = {"cap-add", "cap-drop", "group-add", "sysctl"}  # podman splits these at
 WHERE = "pods/t.yaml[0]"
 
 # What an attacker would try, mixed with anything at all.
-NASTY = ["--privileged", "--volume=/:/host", "-v", "/:/host", "--", "-", "-it", "--rm", "localhost/bb",
+NASTY = ["$(A)", "$$(A)", "$(", "--$(A)", "--privileged", "--volume=/:/host", "-v", "/:/host", "--", "-", "-it", "--rm", "localhost/bb",
          "a=b", "=", "A", "--env=X=1", "x\ny", "x\0y", " A", "", "nginx:1", "-e", "--entrypoint=sh"]
 
 
@@ -69,11 +70,13 @@ def check_shape(argv: list[str], doc_container: dict, pp, cname: str) -> None:
     assert {n for n, _ in opts} <= OWN_FLAGS, opts
     assert not any("," in v or '"' in v for n, v in opts if n in LISTS), opts
     assert positionals[0] == doc_container["image"] and image_error(positionals[0]) is None
-    assert positionals[1:] == list(doc_container.get("args") or [])
+    env_doc = [(e["name"], e.get("value") or "") for e in doc_container.get("env") or []]
+    expanded = dict(expand_env(tuple(env_doc)))  # kubelet's $(VAR) expansion (sdqos.kube.expansion)
+    assert positionals[1:] == [expand(a, expanded) for a in doc_container.get("args") or []]
     assert ("name", container_name(pp, cname)) in opts
     assert {v for n, v in opts if n == "label"} == {f"{k}={v}" for k, v in labels(pp, cname).items()}
     env = [v for n, v in opts if n == "env"]
-    assert env == [f"{e['name']}={e.get('value') or ''}" for e in doc_container.get("env") or []]
+    assert env == [f"{k}={v}" for k, v in expand_env(tuple(env_doc))]
     mounts = [v for n, v in opts if n == "mount"]
     assert len(mounts) == len(doc_container.get("volumeMounts") or [])
     for value, vm in zip(mounts, doc_container.get("volumeMounts") or []):
@@ -81,12 +84,12 @@ def check_shape(argv: list[str], doc_container: dict, pp, cname: str) -> None:
         assert {k for k, _, _ in items} <= MOUNT_KEYS and '"' not in value, value
         assert [v for k, _, v in items if k == "destination"] == [vm["mountPath"]]
     entry = [json.loads(v) for n, v in opts if n == "entrypoint"]
-    assert entry == ([doc_container["command"]] if doc_container.get("command") else [])
+    assert entry == ([[expand(a, expanded) for a in doc_container["command"]]] if doc_container.get("command") else [])
 
 
 @st.composite
 def manifests(draw) -> dict:
-    env = draw(st.lists(st.fixed_dictionaries({"name": text(), "value": text()}), max_size=3))
+    env = draw(st.lists(st.fixed_dictionaries({"name": st.one_of(st.just("A"), text()), "value": text()}), max_size=3))
     container = {"name": draw(st.one_of(st.just("app"), text())), "image": draw(st.one_of(st.just("localhost/bb"), text())),
                  "command": draw(st.one_of(st.none(), st.lists(text(), max_size=3))),
                  "args": draw(st.one_of(st.none(), st.lists(text(), max_size=4))), "env": env,

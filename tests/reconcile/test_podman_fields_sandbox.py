@@ -1,6 +1,7 @@
 """Manifest fields reach real podman as data (sdqos.kube.runspec, sdqos.plan.podman): an `image:`
 that reads like an option is refused in one line and nothing starts; `command: []` keeps the
-image's ENTRYPOINT, as kubelet; args that look like options reach the container untouched.
+image's ENTRYPOINT, as kubelet; args that look like options reach the container untouched (but for
+kubelet's $(VAR) expansion).
 Real podman + crun in the sandbox (fixture from test_podman_sandbox)."""
 
 from __future__ import annotations
@@ -54,14 +55,16 @@ def test_command_empty_keeps_the_entrypoint_and_option_like_args_are_data(podman
 
     (config / "pods" / "shop.yaml").write_text(pod(
         "  - name: keep\n    image: localhost/entry\n    command: []\n    args: []\n"
-        f"  - name: dashes\n    image: localhost/entry\n    args: [{json.dumps(WAIT + ' # --privileged')}, --privileged, --volume=/:/host]\n"
+        f"  - name: dashes\n    image: localhost/entry\n    args: [{json.dumps(WAIT + ' # --privileged')}, --privileged, --volume=/:/host, '--port=$(PORT)', '$$(PORT)']\n"
+        "    env: [{name: PORT, value: '8080'}]\n"
         f"  - name: own\n    image: localhost/plain\n    command: [/bin/sh, -c, {json.dumps(WAIT)}, --privileged]\n"))
     r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
     assert r.returncode == 0, r.stderr
     keep = inspect(sb, env, "shop_web_keep")
     assert (keep["Path"], keep["Args"]) == ("/bin/sh", ["-c", WAIT])  # image ENTRYPOINT + CMD
     dashes = inspect(sb, env, "shop_web_dashes")
-    assert (dashes["Path"], dashes["Args"]) == ("/bin/sh", ["-c", WAIT + " # --privileged", "--privileged", "--volume=/:/host"])
+    assert (dashes["Path"], dashes["Args"]) == ("/bin/sh", ["-c", WAIT + " # --privileged", "--privileged", "--volume=/:/host",
+                                                         "--port=8080", "$(PORT)"])  # kubelet's $(VAR) expansion
     own = inspect(sb, env, "shop_web_own")  # command given, no args: the image's CMD goes (kubelet/CRI)
     assert (own["Path"], own["Args"]) == ("/bin/sh", ["-c", WAIT, "--privileged"])
     for c in (keep, dashes, own):
