@@ -23,6 +23,7 @@ from sdqos.kube.imageref import image_error
 from sdqos.kube.security import HostSecurity, Security
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", re.ASCII)
 # RelaxedEnvironmentVariableValidation (GA): any printable ASCII character but '=', at least one.
 _ENV_NAME = re.compile(r"[ -<>-~]+", re.ASCII)
@@ -42,6 +43,7 @@ class RunSpec:
     security: Security = Security()  # the effective securityContext (pod's and container's)
     path: str = ""  # the container in its document, for errors: spec.containers[0]
     mounts: tuple[volumes.Mount, ...] = ()  # its volumeMounts (sdqos.kube.volumes)
+    pull: str | None = None  # imagePullPolicy when given: Always | IfNotPresent | Never
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,9 @@ def run_spec(doc: dict, where: str, host: HostSecurity = HostSecurity()) -> PodR
             kind = "app"
             if key == "initContainers":
                 kind = "sidecar" if c.get("restartPolicy") == "Always" else "init"
+            pull = c.get("imagePullPolicy")
+            if pull is not None and pull not in PULL_POLICIES:
+                f.fail(f"{path}.imagePullPolicy", f"{pull!r} is not one of {', '.join(PULL_POLICIES)}")
             env = expand_env(f.env(c.get("env"), f"{path}.env"))  # $(VAR) as kubelet expands it
             known = dict(env)
             command, args = (f.strings(c.get(k), f"{path}.{k}") for k in ("command", "args"))
@@ -146,6 +151,6 @@ def run_spec(doc: dict, where: str, host: HostSecurity = HostSecurity()) -> PodR
             out.append(RunSpec(name, kind, image, command, args, env,
                                f.working_dir(c.get("workingDir"), f"{path}.workingDir"),
                                security.effective(pod_sc, c, where, path, host), path,
-                               volumes.container_mounts(c, pod_volumes, where, path)))
+                               volumes.container_mounts(c, pod_volumes, where, path), pull))
     volumes.check_memory_volumes_not_shared([(s.name, s.mounts) for s in out], where)
     return PodRunSpec(policy, tuple(out), where, tuple(pod_volumes.values()), pod_sc.get("fsGroup"))

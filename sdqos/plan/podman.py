@@ -29,6 +29,9 @@ UID_LABEL = "io.kubernetes.pod.uid"
 CONTAINER_LABEL = "io.kubernetes.container.name"
 # The pod's restartPolicy as podman's --restart; sidecars always restart (kubelet restarts them).
 RESTART = {"Always": "always", "OnFailure": "on-failure", "Never": "no"}
+# An imagePullPolicy the manifest gives, as podman's --pull; none given: podman's own (missing),
+# i.e. IfNotPresent — not the API server's Always for :latest, which would pull local images away.
+PULL = {"Always": "always", "IfNotPresent": "missing", "Never": "never"}
 END_OF_OPTIONS = "--"  # podman run reads no option after it: the next argument is the image
 
 
@@ -136,6 +139,8 @@ def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, 
         args.append(f"--env={k}={v}")
     if spec.working_dir:
         args.append(f"--workdir={spec.working_dir}")
+    if spec.pull:
+        args.append(f"--pull={PULL[spec.pull]}")
     args += security_flags(spec.security)
     args += mount_flags(spec, pp, volume_root)
     if spec.command:  # [] is no command, as in kubelet: the image's ENTRYPOINT stays

@@ -28,7 +28,7 @@ from ..helpers import node
 OWN_FLAGS = {"name", "cgroup-parent", "detach", "restart", "label", "cpu-shares", "cpu-quota", "cpu-period",
              "memory", "oom-score-adj", "pids-limit", "cgroup-conf", "env", "workdir", "entrypoint", "rm",
              "user", "group-add", "privileged", "read-only", "read-only-tmpfs", "security-opt", "cap-add", "cap-drop",
-             "sysctl", "mount"}
+             "sysctl", "mount", "pull"}
 MOUNT_KEYS = {"type", "source", "destination", "ro", "bind-propagation", "tmpfs-size", "tmpfs-mode"}
 BOOLEAN = {"detach", "rm", "privileged", "read-only"}  # the only flags sdqos gives without a value
 LISTS = {"cap-add", "cap-drop", "group-add", "sysctl"}  # podman splits these at ',': one value each

@@ -103,3 +103,26 @@ def test_update_args_bring_a_running_container_to_the_current_values():
                                   f"--memory={256 * 2**20}"]
     shipper = next(c for c in pp.containers if c.name == "shipper")
     assert update_args(shipper) == ["update", "--cpu-shares=2", "--cpu-quota=-1"]  # no limits: quota removed
+
+
+@pytest.mark.parametrize("policy,flag", [(None, None), ("Always", "--pull=always"), ("IfNotPresent", "--pull=missing"),
+                                         ("Never", "--pull=never")])
+def test_image_pull_policy_as_podmans_pull(policy, flag):
+    import copy
+
+    doc = copy.deepcopy(DOC)
+    if policy:
+        doc["spec"]["containers"][0]["imagePullPolicy"] = policy
+    pp = planned()
+    args = run_args(pp, pp.containers[2], run_spec(doc, "x").containers[2], "Always", "v1")
+    assert [a for a in args if a.startswith("--pull")] == ([flag] if flag else [])
+
+
+def test_an_unknown_pull_policy_is_refused():
+    import copy
+
+    doc = copy.deepcopy(DOC)
+    doc["spec"]["containers"][0]["imagePullPolicy"] = "Sometimes"
+    with pytest.raises(InvalidInput) as exc:
+        run_spec(doc, "pods/web.yaml[0]")
+    assert str(exc.value).startswith("pods/web.yaml[0]: spec.containers[0].imagePullPolicy: 'Sometimes' is not one of")

@@ -234,3 +234,13 @@ def test_a_sub_path_through_a_symlink_out_of_its_volume_is_refused(podman_env, t
         "sdqos: error: pods/shop.yaml[0]: spec.containers[0].volumeMounts[0].subPath: subPath 'out/sdqos-made-this' "
         "leads out of volume 'v' (to /etc/sdqos-made-this)"]
     assert not os.path.exists("/etc/sdqos-made-this") and nothing_runs(sb, env)
+
+
+def test_image_pull_policy_never_never_pulls(podman_env):
+    sb, env, config = podman_env
+    (config / "pods" / "shop.yaml").write_text(pod(
+        "  - name: app\n    image: registry.invalid/absent:1\n    imagePullPolicy: Never\n"))
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 1 and r.stderr.splitlines() == [
+        "sdqos: error: podman run failed: Error: registry.invalid/absent:1: image not known"]  # no pull was tried
+    assert nothing_runs(sb, env)
