@@ -125,6 +125,7 @@ def run_spec(doc: dict, where: str, host: HostSecurity = HostSecurity()) -> PodR
     if policy not in RESTART_POLICIES:
         f.fail("spec.restartPolicy", f"{policy!r} is not one of {', '.join(RESTART_POLICIES)}")
     pod_sc = security.pod_context(spec, where)
+    annotations = (doc.get("metadata") or {}).get("annotations") or {}
     pod_volumes = volumes.pod_volumes(spec, where)
     out = []
     for key in ("initContainers", "containers"):
@@ -150,7 +151,7 @@ def run_spec(doc: dict, where: str, host: HostSecurity = HostSecurity()) -> PodR
             command, args = ((tuple(expand(a, known) for a in v) if v else None) for v in (command, args))
             out.append(RunSpec(name, kind, image, command, args, env,
                                f.working_dir(c.get("workingDir"), f"{path}.workingDir"),
-                               security.effective(pod_sc, c, where, path, host), path,
+                               security.effective(pod_sc, c, where, path, host, annotations), path,
                                volumes.container_mounts(c, pod_volumes, where, path), pull))
     volumes.check_memory_volumes_not_shared([(s.name, s.mounts) for s in out], where)
     return PodRunSpec(policy, tuple(out), where, tuple(pod_volumes.values()), pod_sc.get("fsGroup"))

@@ -121,6 +121,13 @@ class _Reader:
                           "rather than ignored")
 
 
+class _WholeField(_Reader):
+    """Errors name the field itself, never a part of it (an annotation is one string)."""
+
+    def fail(self, field: str, message: str):
+        raise InvalidInput(message, where=self.where, field=self.path)
+
+
 def pod_context(spec: dict, where: str) -> dict:
     """The pod's securityContext, checked for fields sdqos cannot honour at all (once per pod)."""
     r = _Reader(where, "spec.securityContext")
@@ -143,7 +150,28 @@ def _refuse_unexpressible(r: _Reader, sc: dict) -> None:
         r.fail("windowsOptions", "Windows options cannot apply to a Linux container")
 
 
-def effective(pod_sc: dict, container: dict, where: str, path: str, host: HostSecurity) -> Security:
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"  # + container name (deprecated, honoured)
+
+
+def _apparmor_annotation(annotations: dict, name: str, where: str) -> dict | None:
+    """The deprecated per-container AppArmor annotation as a profile (kubelet's
+    getProfileFromPodAnnotations); it comes after the container's field, before the pod's."""
+    key = APPARMOR_ANNOTATION + name
+    value = annotations.get(key)
+    if value is None:
+        return None
+    if value == "runtime/default":
+        return {"type": "RuntimeDefault"}
+    if value == "unconfined":
+        return {"type": "Unconfined"}
+    if isinstance(value, str) and value.startswith("localhost/") and len(value) > len("localhost/"):
+        return {"type": "Localhost", "localhostProfile": value.removeprefix("localhost/")}
+    raise InvalidInput(f"{value!r}: invalid AppArmor profile (runtime/default, unconfined or localhost/<name>)",
+                       where=where, field=f"metadata.annotations.{key}")
+
+
+def effective(pod_sc: dict, container: dict, where: str, path: str, host: HostSecurity,
+              annotations: dict | None = None) -> Security:
     """The container's effective securityContext (kubelet's merge), checked and translated."""
     r = _Reader(where, f"{path}.securityContext")
     csc = r.mapping(container.get("securityContext"), "")
@@ -152,8 +180,15 @@ def effective(pod_sc: dict, container: dict, where: str, path: str, host: HostSe
     merged = {k: csc[k] if csc.get(k) is not None else pod_sc.get(k) for k in _OVERRIDABLE}
     # a field's error names where it was written: the container's, else the pod's
     rp = _Reader(where, "spec.securityContext")
+    from_annotation = None
+    if csc.get("appArmorProfile") is None:
+        from_annotation = _apparmor_annotation(annotations or {}, container.get("name", ""), where)
+        if from_annotation is not None:
+            merged["appArmorProfile"] = from_annotation
 
     def reader(key: str) -> _Reader:
+        if key == "appArmorProfile" and from_annotation is not None:
+            return _WholeField(where, f"metadata.annotations.{APPARMOR_ANNOTATION}{container.get('name', '')}")
         return r if csc.get(key) is not None else rp
 
     user = reader("runAsUser").ident(merged["runAsUser"], "runAsUser")

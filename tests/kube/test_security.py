@@ -134,3 +134,28 @@ def test_run_as_non_root_with_a_user_needs_no_image():
     assert not effective(None, {"runAsNonRoot": True, "runAsUser": 1000}).needs_image_user
     assert effective({"runAsNonRoot": True}, None).needs_image_user
     assert not effective({"runAsNonRoot": True}, {"runAsNonRoot": False}).needs_image_user  # the container's wins
+
+
+def test_the_deprecated_apparmor_annotation_counts_after_the_container_before_the_pod():
+    host = HostSecurity(apparmor=True)
+    key = "container.apparmor.security.beta.kubernetes.io/app"
+
+    def flags(ann, pod_sc=None, sc=None, h=host):
+        d = doc(pod_sc, sc)
+        d["metadata"]["annotations"] = ann
+        return security_flags(run_spec(d, WHERE, h).containers[0].security)
+
+    assert flags({key: "localhost/k8s-web"}, {"appArmorProfile": {"type": "Unconfined"}}) == ["--security-opt=apparmor=k8s-web"]
+    assert flags({key: "localhost/k8s-web"}, None, {"appArmorProfile": {"type": "Unconfined"}}) == [
+        "--security-opt=apparmor=unconfined"]
+    assert flags({key: "unconfined"}) == ["--security-opt=apparmor=unconfined"]
+    assert flags({"container.apparmor.security.beta.kubernetes.io/other": "unconfined"}) == []
+    d = doc()
+    d["metadata"]["annotations"] = {key: "runtime/default"}
+    with pytest.raises(InvalidInput) as exc:  # no AppArmor on the host
+        run_spec(d, WHERE)
+    assert str(exc.value).startswith(f"{WHERE}: metadata.annotations.{key}: RuntimeDefault: cannot enforce")
+    d["metadata"]["annotations"] = {key: "bogus"}
+    with pytest.raises(InvalidInput) as exc:
+        run_spec(d, WHERE, host)
+    assert str(exc.value).startswith(f"{WHERE}: metadata.annotations.{key}: 'bogus': invalid AppArmor profile")
