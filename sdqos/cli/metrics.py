@@ -143,7 +143,8 @@ def last_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple:
     for m in load_sync_record(run_dir).get("machines") or []:
         try:
             out.append(MachineCharge(str(m["unit"]), str(m["what"]), int(m["cpu"]), int(m["memory"]),
-                                     bool(m.get("bounded", True))))
+                                     bool(m.get("bounded", True)),
+                                     None if m.get("limit") is None else int(m["limit"])))
         except (KeyError, TypeError, ValueError):
             return ()
     return tuple(sorted(out, key=lambda m: m.unit))

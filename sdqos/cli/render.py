@@ -292,6 +292,9 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
                            for f, (o, n) in (d.get("kernel") or {}).items())
         detail = changes or kernel or "a kernel file differed from systemd's value"
         lines.append(f"  drift    {_named(plan, d['unit'], descriptions)}: {detail} (changed outside sdqos; restored)")
+    for name in report.kept:
+        why = getattr(report, "kept_why", {}).get(name)
+        lines.append(f"  kept     {_named(plan, name, descriptions)}" + (f": {why}" if why else ""))
     for name in report.foreign:
         lines.append(f"  foreign  {name} (not created by sdqos; left alone)")
     if verbose:
