@@ -781,6 +781,9 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
             vm_note += f", raised to the pods' requests {H.cpu(budget[CPU])}"
         why_node["cpu_shares"] = f"{budget[CPU]}m × 1024 / 1000m (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
         vm_mnote = f" − VMs {H.size(vm_mem)}" if vm_mem else ""
+        if enforced[MEMORY] and budget[MEMORY] > enforced[MEMORY] - vm_mem:
+            vm_mnote += (f", at least one page {H.size(budget[MEMORY])} (sync raises it to what the pods use, "
+                         "never lower)")
         why_node["memory"] = f"node {basis} {H.size(enforced[MEMORY])}{vm_mnote}"
         why_node["pids"] = f"node {basis} pids"
 

@@ -148,6 +148,12 @@ def test_kubepods_is_clamped_to_its_pods_usage_and_status_says_so(clean_sandbox,
         assert "clamped-to-usage" in row["flags"] and "drift" not in row["flags"], row
         assert "raised to its usage" in row["reasons"]["clamped-to-usage"]
         assert row["entitled"]["memoryLimit"] == pods
+        metrics = sdqos_in(sb, "metrics", "--config", str(cfg), "--interval", "0")
+        assert metrics.returncode == 0, metrics.stderr
+        mine = [ln for ln in metrics.stdout.splitlines() if 'unit="kubepods.slice"' in ln]
+        assert [ln.rsplit(" ", 1)[1] for ln in mine if ln.startswith("sdqos_unit_drift{")] == ["0"]
+        assert [int(float(ln.rsplit(" ", 1)[1])) for ln in mine
+                if ln.startswith("sdqos_unit_memory_limit_bytes{")] == [pods]
     finally:
         kill(*procs)
 
