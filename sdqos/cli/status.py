@@ -16,12 +16,12 @@ from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, Systemd
 from sdqos import humanize as H
 from sdqos.humanize import ellipsize
+from sdqos.kube.naming import parent_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.diff import LiveUnit, unit_changes
 from sdqos.reconcile.live import Observation, observe
 from sdqos.reconcile.scopes import owning_slice
-from sdqos.kube.naming import parent_slice
 
 NEAR_LIMIT = 0.9  # usage at or above 90 % of a limit is flagged
 
@@ -194,10 +194,17 @@ def applied_budget(plan: Plan, last: dict) -> tuple[Plan, dict[str, str]]:
 async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1.0, last: dict | None = None) -> Status:
     """``last``: the last sync's record (:func:`budget_record`): what it kept and clamped."""
     last = last or {}
-    plan, clamped = applied_budget(plan, last)
     kept_why: dict[str, str] = dict(last.get("keptWhy") or {})
     warnings = list(plan.warnings)
     obs: Observation = await observe(sd, plan, applied, warnings, usage=True)
+    plan, clamped = applied_budget(plan, last)  # after observe: the VM scopes it bound are units now
+    for name in clamped:  # observe compared the kernel with the plan's value; the clamped one is what was set
+        lu = obs.live.get(name)
+        u = plan.unit(name)
+        if lu is not None and u is not None and lu.kernel_drift:
+            limit = memory_limit(u.properties)
+            lu.kernel_drift = {f: v for f, v in lu.kernel_drift.items()
+                               if not (f.endswith(("memory.limit_in_bytes", "memory.max")) and v[0] == limit // plan.node.page_size * plan.node.page_size)}
     t0 = time.monotonic()
     # systemd's counter where it has one, else the kernel's own (see facts.cpu_usage_ns).
     from_kernel = {n for n, lu in obs.live.items() if lu.cpu_usage_ns is None and lu.exists}

@@ -249,6 +249,11 @@ def test_vm_resized_while_running_and_drift_on_its_scope_is_restored(qsb, config
         pods, machines = assert_budget(sb)
         assert machines >= kernel(sb, "memory", "machine.slice", "memory.usage_in_bytes")
         assert p.poll() is None and vm.qmp_status(sb, "vm1") == "running"  # the guest was not killed
+        # status counts what the sync applied: the VM's scope is clamped-to-usage, not drifted
+        st = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0").stdout)
+        row = next(r for r in st["units"] if r["unit"] == scope)
+        assert "clamped-to-usage" in row["flags"] and "drift" not in row["flags"], (row["drift"], row["reasons"])
+        assert row["entitled"]["memoryLimit"] == held
     finally:
         vm.stop_qemu(p)
 
