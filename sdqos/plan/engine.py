@@ -761,7 +761,8 @@ def recount(plan: Plan, kept: Iterable[KeptPod]) -> Plan:
     fresh = {u.name: u for u in again.units if u.kind in ("node", "tier", "machine")}
     units = [fresh.get(u.name, u) if u.kind in ("node", "tier", "machine") else u for u in plan.units]
     return dataclasses.replace(plan, units=units, kept=again.kept, pods_budget=again.pods_budget,
-                               warnings=again.warnings + [w for w in plan.warnings if w not in again.warnings],
+                               warnings=again.warnings + [w for w in plan.warnings if w not in again.warnings
+                                                          and not w.startswith("requests exceed node allocatable")],
                                clamped={k: v for k, v in plan.clamped.items() if k not in fresh})
 
 
