@@ -94,7 +94,8 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
         "pods": pods,
         "vms": vms,
         "machines": [  # what else the last sync found running in machine.slice, and counted
-            {"unit": m.unit, "what": m.what, "cpu": H.cpu(m.cpu), "memory": m.memory, "bounded": m.bounded}
+            {"unit": m.unit, "what": m.what, "cpu": H.cpu(m.cpu), "memory": m.memory, "bounded": m.bounded,
+             "limit": m.limit}
             for m in plan.machines
         ],
         "warnings": list(plan.warnings),
