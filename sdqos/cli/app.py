@@ -373,7 +373,8 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
             from sdqos.host import rundir
 
             async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
-                return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR), interval=0)
+                return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR), interval=0,
+                                                last=st.budget_record(report))
 
         lock = contextlib.nullcontext() if dry_run else SyncLock(DEFAULT_RUN_DIR, lock_timeout)
         with lock:
@@ -446,7 +447,10 @@ def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_addr
 
     async def go():
         async with Systemd(bus_address) as sd:
-            return await st.collect(sd, p, rundir.load_applied(rundir.DEFAULT_RUN_DIR), interval=interval)
+            from sdqos.cli.metrics import load_sync_record
+
+            return await st.collect(sd, p, rundir.load_applied(rundir.DEFAULT_RUN_DIR), interval=interval,
+                                    last=load_sync_record(rundir.DEFAULT_RUN_DIR))
 
     result = asyncio.run(go())
     result.warnings[:0] = [f"{e}" for e in cfg.errors]

@@ -103,6 +103,8 @@ def unit_metrics(status: Status, out: _Out) -> None:
 def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[str] | None = None) -> dict:
     """Remember the last sync (for `sdqos metrics`), keeping the last success time across runs, and
     its standing warnings (what `sync --quiet` compares with, to say each once)."""
+    from sdqos.cli.status import budget_record
+
     previous = load_sync_record(run_dir)
     now = time.time()
     ok = not report.errors and not report.aborted
@@ -120,6 +122,7 @@ def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[s
         "lastSuccess": now if ok else previous.get("lastSuccess"),
         "warnings": list(warnings if warnings is not None else report.warnings),
         "machines": [dataclasses.asdict(m) for m in getattr(report.plan, "machines", ())],
+        **budget_record(report),
     }
     rundir.ensure_dir(run_dir)
     write_atomic(run_dir / LAST_SYNC, json.dumps(rec), mode=0o600)
@@ -143,7 +146,8 @@ def last_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple:
     for m in load_sync_record(run_dir).get("machines") or []:
         try:
             out.append(MachineCharge(str(m["unit"]), str(m["what"]), int(m["cpu"]), int(m["memory"]),
-                                     bool(m.get("bounded", True))))
+                                     bool(m.get("bounded", True)),
+                                     None if m.get("limit") is None else int(m["limit"])))
         except (KeyError, TypeError, ValueError):
             return ()
     return tuple(sorted(out, key=lambda m: m.unit))

@@ -94,7 +94,8 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
         "pods": pods,
         "vms": vms,
         "machines": [  # what else the last sync found running in machine.slice, and counted
-            {"unit": m.unit, "what": m.what, "cpu": H.cpu(m.cpu), "memory": m.memory, "bounded": m.bounded}
+            {"unit": m.unit, "what": m.what, "cpu": H.cpu(m.cpu), "memory": m.memory, "bounded": m.bounded,
+             "limit": m.limit}
             for m in plan.machines
         ],
         "warnings": list(plan.warnings),
@@ -292,6 +293,9 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
                            for f, (o, n) in (d.get("kernel") or {}).items())
         detail = changes or kernel or "a kernel file differed from systemd's value"
         lines.append(f"  drift    {_named(plan, d['unit'], descriptions)}: {detail} (changed outside sdqos; restored)")
+    for name in report.kept:
+        why = getattr(report, "kept_why", {}).get(name)
+        lines.append(f"  kept     {_named(plan, name, descriptions)}" + (f": {why}" if why else ""))
     for name in report.foreign:
         lines.append(f"  foreign  {name} (not created by sdqos; left alone)")
     if verbose:

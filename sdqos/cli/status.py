@@ -16,7 +16,8 @@ from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, Systemd
 from sdqos import humanize as H
 from sdqos.humanize import ellipsize
-from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.kube.naming import parent_slice
+from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.diff import LiveUnit, unit_changes
 from sdqos.reconcile.live import Observation, observe
@@ -37,6 +38,7 @@ class Row:
     usage: dict[str, float | int | None] = field(default_factory=dict)  # memoryBytes, cpuCores, tasks
     oom_score_adj: list[int] = field(default_factory=list)  # distinct values of its processes
     flags: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)  # flag → why (kept, clamped-to-usage)
     drift: dict[str, list[int]] = field(default_factory=dict)
     namespace: str | None = None  # the pod's, for pod and container units
     pod: str | None = None
@@ -158,9 +160,51 @@ def _entitled(props: dict[str, int]) -> dict[str, int | None]:
     return out
 
 
-async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1.0) -> Status:
+def budget_record(report) -> dict:
+    """What a sync applied beyond the plan, for status and metrics (kept in the last-sync record):
+    the pod slices it kept and counted, why it kept each unit, the limits it clamped to usage."""
+    plan = report.plan
+    return {"kept": [asdict(k) for k in getattr(plan, "kept", ())],
+            "keptWhy": dict(report.kept_why),
+            "clamped": dict(getattr(plan, "clamped", {}))}
+
+
+def applied_budget(plan: Plan, last: dict) -> tuple[Plan, dict[str, str]]:
+    """``plan`` as the last sync applied it: its kept pods counted in their tiers, its clamped
+    limits at the value it set (status compares the live tree with that, so a clamp is no drift).
+    Returns the plan and unit → why for the clamped ones."""
+    try:
+        kept = tuple(KeptPod(**k) for k in last.get("kept") or ())
+    except TypeError:
+        kept = ()
+    if kept != plan.kept and plan.basis is not None:
+        plan = recount(plan, kept)
+    clamped: dict[str, str] = {}
+    for u in plan.units:
+        for prop, pair in ((last.get("clamped") or {}).get(u.name) or {}).items():
+            if not (isinstance(pair, list) and len(pair) == 2):
+                continue
+            want, got = pair
+            if u.properties.get(prop) in (want, got):
+                u.properties[prop] = got
+                clamped[u.name] = f"{prop} raised to its usage {H.size(got)} (the plan wanted {H.size(want)})"
+    return plan, clamped
+
+
+async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1.0, last: dict | None = None) -> Status:
+    """``last``: the last sync's record (:func:`budget_record`): what it kept and clamped."""
+    last = last or {}
+    kept_why: dict[str, str] = dict(last.get("keptWhy") or {})
     warnings = list(plan.warnings)
     obs: Observation = await observe(sd, plan, applied, warnings, usage=True)
+    plan, clamped = applied_budget(plan, last)  # after observe: the VM scopes it bound are units now
+    for name in clamped:  # observe compared the kernel with the plan's value; the clamped one is what was set
+        lu = obs.live.get(name)
+        u = plan.unit(name)
+        if lu is not None and u is not None and lu.kernel_drift:
+            limit = memory_limit(u.properties)
+            lu.kernel_drift = {f: v for f, v in lu.kernel_drift.items()
+                               if not (f.endswith(("memory.limit_in_bytes", "memory.max")) and v[0] == limit // plan.node.page_size * plan.node.page_size)}
     t0 = time.monotonic()
     # systemd's counter where it has one, else the kernel's own (see facts.cpu_usage_ns).
     from_kernel = {n for n, lu in obs.live.items() if lu.cpu_usage_ns is None and lu.exists}
@@ -182,7 +226,6 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
             if v is not None and int(v) < INFINITY:
                 rates[n] = max(0.0, (int(v) - v0) / 1e9 / dt)
     rows = []
-    clamp_msgs = {w.split(":", 1)[0] for w in warnings if "clamped to current usage" in w}
     for u in plan.units:
         lu = obs.live.get(u.name)
         running = bool(lu and lu.exists)
@@ -203,8 +246,12 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
             rate = rates.get(u.name)
             if quota and rate is not None and rate * 1e6 >= NEAR_LIMIT * quota:
                 row.flags.append("near-cpu-limit")
-            if u.name in clamp_msgs:
+            if u.name in clamped:
                 row.flags.append("clamped-to-usage")
+                row.reasons["clamped-to-usage"] = clamped[u.name]
+            if u.name in kept_why:
+                row.flags.append("kept")
+                row.reasons["kept"] = kept_why[u.name]
         elif u.create:
             row.flags.append("missing")
         scope = obs.scopes.get(u.name)
@@ -214,6 +261,23 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
             if b is not None and row.oom_score_adj and row.oom_score_adj != [b.oom_score_adj]:
                 row.flags.append("oom-score-off")
         rows.append(row)
+    planned = {u.name for u in plan.units}
+    for name, why in sorted(kept_why.items()):  # kept units outside the plan (their pod left it, or moved)
+        lu = obs.live.get(name)
+        if name in planned or name in obs.unmatched or lu is None or not lu.exists:
+            continue
+        sc = obs.scopes.get(name)
+        parent = owning_slice(sc.slice) if sc is not None else parent_slice(name)
+        kind = "container" if name.endswith(".scope") else "pod"
+        names = described(lu.description)
+        ns, _, rest = names.partition("/") if names and "/" in names else ("", "", "")
+        pod, _, container = rest.partition("/")
+        k = next((k for k in plan.kept if k.unit == name), None)
+        rows.append(Row(name, kind, parent, lu.description.removeprefix("sdqos ") or name, k.qos if k else None, True,
+                        _entitled(lu.props),
+                        usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(name), "tasks": lu.tasks_current},
+                        flags=["kept"], reasons={"kept": why}, namespace=ns or None, pod=pod or None,
+                        container=container or None))
     for name in obs.unmatched:
         lu = obs.live.get(name) or LiveUnit(name)
         sc = obs.scopes[name]

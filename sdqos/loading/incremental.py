@@ -44,7 +44,7 @@ def context_key(ctx: engine.PodContext) -> str:
     """The context as canonical JSON text: equal for equal contexts, in any process (a set's or
     a dict's order does not enter it)."""
     node = {f.name: _canonical(getattr(ctx.node, f.name)) for f in dataclasses.fields(ctx.node)}
-    return json.dumps([node, ctx.cgroup, ctx.capacity_memory, ctx.budget_memory], separators=(",", ":"))
+    return json.dumps([node, ctx.cgroup, ctx.capacity_memory, ctx.allocatable_memory], separators=(",", ":"))
 
 
 class PlannedPods(Sequence[Pod]):

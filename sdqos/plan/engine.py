@@ -19,6 +19,7 @@ One node budget: declared VMs take their reservation, and whatever else runs in 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -112,14 +113,32 @@ class PodPlan:
 @dataclass(frozen=True, slots=True)
 class MachineCharge:
     """Something running in machine.slice that is not a declared VM, charged to the node budget
-    while it runs: its memory limit, or (``bounded`` False) its usage rounded up, since nothing
-    bounds it; its CPU weight as millicores. sync measures these; the engine only adds them up."""
+    while it runs: its usage rounded up, at most its ``limit`` (what it can hold); ``bounded``: it
+    is counted at that limit, so machine.slice may be limited to the sum (else machine.slice gets
+    no memory limit while it runs); its CPU weight as millicores (machine.slice's weight only). sync
+    measures these; the engine only adds them up."""
 
     unit: str
     what: str  # "libvirt domain db", "podman container web", "machine x", "scope"
     cpu: int  # millicores
     memory: int  # bytes
     bounded: bool = True
+    limit: int | None = None  # what bounds it (its memory limit, a guest's RAM + overhead), if anything
+
+
+@dataclass(frozen=True, slots=True)
+class KeptPod:
+    """A pod slice sync keeps as it is (held back by --max-removals, a refused QoS-class change, an
+    invalid file, a slice holding others' units): its pod still runs there, so it is counted in its
+    tier and the node values with the requests it was last planned with, as if its file were
+    unchanged. ``replaces``: the configured pod whose new values wait for it (refused move), not counted."""
+
+    unit: str
+    qos: str
+    cpu: int  # millicores requested
+    memory: int  # bytes requested
+    reason: str
+    replaces: str | None = None
 
 
 @dataclass(slots=True)
@@ -154,6 +173,9 @@ class Plan:
     root_slice: str = "kubepods.slice"
     machines: tuple[MachineCharge, ...] = ()  # undeclared things in machine.slice, counted
     errors: list[InvalidInput] = field(default_factory=list)  # pods left out: they cannot be sent (pod_problems)
+    kept: tuple[KeptPod, ...] = ()  # pod slices sync keeps, counted in their tiers
+    clamped: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # unit → {prop: [planned, set]}
+    basis: "PlanBasis | None" = field(default=None, repr=False, compare=False)  # to count kept pods again
 
     def unit(self, name: str) -> UnitPlan | None:
         for u in self.units:
@@ -438,7 +460,7 @@ class PodContext:
     node: NodeConfig
     cgroup: str
     capacity_memory: int  # the OOM score's denominator
-    budget_memory: int  # what kubepods.slice gets: MemoryQoS's memory.high when a container has no limit
+    allocatable_memory: int  # MemoryQoS's memory.high basis for a container without a limit (kubelet's)
 
 
 @dataclass(slots=True)
@@ -453,11 +475,12 @@ class PlanBasis:
     enforced: dict[str, int]
     budget: dict[str, int]
     vms: list[VMPlan]
-    vm_cpu: int
+    vm_cpu: int  # declared VMs' requests + what the rest of machine.slice weighs (machine.slice's basis)
     vm_mem: int
     warnings: list[str]
     context: PodContext
     machines: tuple[MachineCharge, ...] = ()
+    declared_cpu: int = 0  # declared VMs' cpu requests: all that reduces kubepods.slice's CPU
 
 
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
@@ -469,25 +492,39 @@ def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
     vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain) for vm in vms]
     machines = tuple(sorted(machines, key=lambda m: m.unit))
-    vm_cpu = sum(v.requests[CPU] for v in vm_plans) + sum(m.cpu for m in machines)
+    declared_cpu = sum(v.requests[CPU] for v in vm_plans)
+    vm_cpu = declared_cpu + sum(m.cpu for m in machines)
     vm_mem = sum(v.limits[MEMORY] for v in vm_plans) + sum(m.memory for m in machines)
-    budget = {CPU: max(0, enforced[CPU] - vm_cpu), MEMORY: max(0, enforced[MEMORY] - vm_mem), PID: enforced[PID]}
-    if (vm_plans or machines) and (vm_cpu > enforced[CPU] or vm_mem > enforced[MEMORY]):
+    # CPU: shares are relative, so only what VMs declare (their requests) is taken from the pods; a
+    # scope's weight is no reservation. Memory: what machine.slice holds or may hold.
+    budget = {CPU: max(0, enforced[CPU] - declared_cpu), MEMORY: pods_memory(enforced[MEMORY], vm_mem, node.page_size),
+              PID: enforced[PID]}
+    if (vm_plans or machines) and (declared_cpu > enforced[CPU] or vm_mem >= enforced[MEMORY] > 0):
         who = "VMs and what runs in machine.slice" if machines else "VMs"
         warnings.append(
-            f"{who} reserve more than the node has for workloads: cpu {H.cpu(vm_cpu)} of {H.cpu(enforced[CPU])},"
+            f"{who} reserve {'more than' if vm_mem > enforced[MEMORY] or declared_cpu > enforced[CPU] else 'all'}"
+            f" the node has for workloads: cpu {H.cpu(declared_cpu)} of {H.cpu(enforced[CPU])},"
             f" memory {H.size(vm_mem)} of {H.size(enforced[MEMORY])}"
-            + ("; kubepods.slice gets no memory limit (a zero budget is no limit, as for kubelet)"
+            + ("; kubepods.slice keeps only what its pods use (its limit is clamped to their usage)"
                if vm_mem >= enforced[MEMORY] else "")
         )
     for m in machines:
-        if not m.bounded:
+        if not m.bounded and m.limit is None:
             warnings.append(f"{m.unit} ({m.what}) in machine.slice has no memory limit: counted by its usage "
                             f"{H.size(m.memory)}; machine.slice gets no memory limit while it runs (give it one, "
                             "or declare it as a VM)")
-    context = PodContext(node, cgroup, capacity[MEMORY], budget[MEMORY])
+    context = PodContext(node, cgroup, capacity[MEMORY], allocatable[MEMORY])
     return PlanBasis(node, cgroup, capacity, allocatable, enforced, budget, vm_plans, vm_cpu, vm_mem, warnings, context,
-                     machines)
+                     machines, declared_cpu)
+
+
+def pods_memory(enforced: int, machines: int, page: int) -> int:
+    """kubepods.slice's memory: what machine.slice leaves of the node, continuous down to one page
+    (sync then clamps it to what the pods use), never the jump to "no limit" a budget of 0 would
+    be. Only a node with no memory to enforce (0) gives no limit, as for kubelet."""
+    if enforced <= 0:
+        return 0
+    return max(enforced - machines, page)
 
 
 def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
@@ -501,7 +538,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
     containers = []
     for c in pod.all_containers():
         cwhy: dict[str, str] | None = {} if explain else None
-        crc = container_resource_config(pod, c, cls, node, cgroup, ctx.budget_memory, cwhy)
+        crc = container_resource_config(pod, c, cls, node, cgroup, ctx.allocatable_memory, cwhy)
         adj = qos.container_oom_score_adj(pod, c, ctx.capacity_memory, qos=cls, pod_level=pod_level)
         if cwhy is not None:
             cwhy["oom_score_adj"] = _why_oom(pod, c, cls, adj, ctx.capacity_memory)
@@ -586,8 +623,9 @@ def build_plan(
     return plan
 
 
-def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = False) -> Plan:
-    """The tree from the basis and every pod's plan: the tiers' sums, then the units, parents first."""
+def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = False, kept: Iterable[KeptPod] = ()) -> Plan:
+    """The tree from the basis and every pod's plan: the tiers' sums, then the units, parents first.
+    ``kept``: pod slices sync keeps, counted in their tiers instead of the pods they hold back."""
     node, cgroup = basis.node, basis.cgroup
     warnings = list(basis.warnings)
     capacity, allocatable, budget = basis.capacity, basis.allocatable, basis.budget
@@ -601,15 +639,26 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     tier_cpu = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
     tier_mem = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
     tier_members: dict[str, list[str]] = {GUARANTEED: [], BURSTABLE: [], BESTEFFORT: []}
+    kept = tuple(sorted(kept, key=lambda k: k.unit))
+    waiting = {k.replaces for k in kept if k.replaces}
     for pp in pod_plans:
+        if pp.key in waiting:
+            continue  # its running slice is kept with its old values: those count
         cls, reqs = pp.qos, pp.requests
         tier_cpu[cls] += reqs[CPU]
         if cls != BESTEFFORT:
             tier_mem[cls] += reqs[MEMORY]
         if explain:
             tier_members[cls].append(f"{pp.key} {H.cpu(reqs[CPU])}")
+    for k in kept:
+        tier_cpu[k.qos] += k.cpu
+        if k.qos != BESTEFFORT:
+            tier_mem[k.qos] += k.memory
+        if explain:
+            tier_members[k.qos].append(f"{k.unit} {H.cpu(k.cpu)} (kept: {k.reason})")
 
-    total_cpu = sum(tier_cpu.values()) + vm_cpu
+    pods_cpu = sum(tier_cpu.values())
+    total_cpu = pods_cpu + basis.declared_cpu
     total_mem = sum(tier_mem.values()) + sum(v.requests[MEMORY] for v in vm_plans)
     if total_cpu > allocatable[CPU] or total_mem > allocatable[MEMORY]:
         warnings.append(
@@ -618,8 +667,11 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
             f" memory {H.size(total_mem)} requested of {H.size(allocatable[MEMORY])}"
         )
 
-    units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, basis.enforced, allocatable, vm_cpu, vm_mem,
-                        tier_cpu, tier_mem, tier_members, warnings, explain)
+    # kubelet's kubepods shares are allocatable CPU: declared VMs take theirs, never below the pods' requests
+    budget = dict(budget)
+    budget[CPU] = max(budget[CPU], min(pods_cpu, basis.enforced[CPU]))
+    units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, basis.enforced, allocatable,
+                        basis.declared_cpu, vm_mem, tier_cpu, tier_mem, tier_members, warnings, explain)
     units += _reserved_units(node, cgroup)
     order = {GUARANTEED: 0, BURSTABLE: 1, BESTEFFORT: 2}
     for pp in sorted(pod_plans, key=lambda p: (order[p.qos], p.key)):
@@ -654,15 +706,22 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     if vm_plans or machines:
         mwhy = {}
         unbounded = [m for m in machines if not m.bounded]
+        # Undeclared weights count for machine.slice only in what the VMs and pods leave of the node
+        left = max(0, basis.enforced[CPU] - basis.declared_cpu - pods_cpu)
+        others_cpu = vm_cpu - basis.declared_cpu
+        machine_cpu = basis.declared_cpu + min(others_cpu, left)
         if explain:
             others = "".join(f" + {m.unit} ({m.what}) {H.cpu(m.cpu)}" for m in machines)
-            mwhy["cpu_shares"] = f"{vm_cpu}m × 1024 / 1000m (Σ VM cpu requests{others})"
+            capped = f", at most the {H.cpu(left)} VMs and pods leave" if others_cpu > left else ""
+            mwhy["cpu_shares"] = f"{machine_cpu}m × 1024 / 1000m (Σ VM cpu requests{others}{capped})"
             if unbounded:
-                mwhy["memory"] = "no limit: " + ", ".join(f"{m.unit} has none" for m in unbounded)
+                mwhy["memory"] = "no limit: " + ", ".join(
+                    f"{m.unit} has none" if m.limit is None else f"{m.unit} uses less than its limit {H.size(m.limit)}"
+                    for m in unbounded)
             else:
                 others = "".join(f" + {m.unit} ({m.what}) {H.size(m.memory)}" for m in machines)
                 mwhy["memory"] = f"Σ VM memory (limits.memory + overhead){others}"
-        mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(vm_cpu), memory=None if unbounded else vm_mem)
+        mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(machine_cpu), memory=None if unbounded else vm_mem)
         units.append(
             UnitPlan(
                 name=naming.MACHINE_SLICE,
@@ -682,14 +741,29 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
         capacity=capacity,
         allocatable=allocatable,
         pods_budget=budget,
-        vm_reserved={CPU: vm_cpu, MEMORY: vm_mem},
+        vm_reserved={CPU: basis.declared_cpu, MEMORY: vm_mem},
         units=units,
         pods=pod_plans,
         vms=vm_plans,
         warnings=warnings,
         root_slice=kubepods,
         machines=machines,
+        kept=kept,
+        basis=basis,
     )
+
+
+def recount(plan: Plan, kept: Iterable[KeptPod]) -> Plan:
+    """``plan`` with ``kept`` pod slices counted in the tiers: the node, tier and machine.slice
+    units computed again, every other unit (pods, the VM scopes sync bound) as it is."""
+    assert plan.basis is not None, "a plan from assemble"
+    again = assemble(plan.basis, plan.pods, kept=kept)
+    fresh = {u.name: u for u in again.units if u.kind in ("node", "tier", "machine")}
+    units = [fresh.get(u.name, u) if u.kind in ("node", "tier", "machine") else u for u in plan.units]
+    return dataclasses.replace(plan, units=units, kept=again.kept, pods_budget=again.pods_budget,
+                               warnings=again.warnings + [w for w in plan.warnings if w not in again.warnings
+                                                          and not w.startswith("requests exceed node allocatable")],
+                               clamped={k: v for k, v in plan.clamped.items() if k not in fresh})
 
 
 def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allocatable, vm_cpu, vm_mem, tier_cpu,
@@ -703,9 +777,14 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
         node_rc["memory_min"] = tier_mem[GUARANTEED] + tier_mem[BURSTABLE]
     if explain:
         basis = "allocatable" if "pods" in node.enforce_node_allocatable else "capacity (enforceNodeAllocatable lacks 'pods')"
-        vm_note = f" − VMs {H.cpu(vm_cpu)}" if vm_cpu else ""
+        vm_note = f" − VMs' requests {H.cpu(vm_cpu)}" if vm_cpu else ""
+        if budget[CPU] > enforced[CPU] - vm_cpu:
+            vm_note += f", raised to the pods' requests {H.cpu(budget[CPU])}"
         why_node["cpu_shares"] = f"{budget[CPU]}m × 1024 / 1000m (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
         vm_mnote = f" − VMs {H.size(vm_mem)}" if vm_mem else ""
+        if enforced[MEMORY] and budget[MEMORY] > enforced[MEMORY] - vm_mem:
+            vm_mnote += (f", at least one page {H.size(budget[MEMORY])} (sync raises it to what the pods use, "
+                         "never lower)")
         why_node["memory"] = f"node {basis} {H.size(enforced[MEMORY])}{vm_mnote}"
         why_node["pids"] = f"node {basis} pids"
 

@@ -2,9 +2,12 @@
 
 Declared VMs are counted by their reservation whether they run or not (the engine does that).
 Everything else in machine.slice counts while it runs (an undeclared or removed VM, a podman or
-nspawn container): by its memory limit; a libvirt guest without one by its RAM + QEMU's overhead
-(sdqos's default, in KubeVirt's structure); anything else without one by its usage rounded up
-(nothing bounds it, so machine.slice then gets no memory limit). Its CPU weight counts as the millicores that weight stands for. And whatever
+nspawn container), by what it holds now: its usage rounded up, bounded by what it can hold at most
+(its memory limit; a libvirt guest without one: its RAM + QEMU's overhead, sdqos's default in
+KubeVirt's structure). An undeclared scope never takes more from the pods than it uses: a limit is
+what it may take, not what it has (docs/vms.md, "What runs in machine.slice"). One without any
+bound makes machine.slice unlimited while it runs. Its CPU weight counts as the millicores that
+weight stands for (machine.slice's weight only: a weight reserves nothing). And whatever
 machine.slice holds beyond all that (a VM above its limit because the kernel refused a lower one)
 is counted too, so machine.slice is never planned below what its children hold.
 """
@@ -69,19 +72,20 @@ def machine_charges(
         props = lu.props if lu is not None else {}
         usage = lu.memory_current if lu is not None and lu.memory_current is not None else 0
         limit = _limit(props)
+        if limit is None and name in guests:
+            ram, vcpus = guests[name]  # a guest holds at most its RAM + the default overhead
+            limit = ram + vm_memory_overhead(ram, vcpus)
         what = names.get(name, "scope")
+        counted = round_up(usage)
+        before = previous.get(name)
+        if before is not None and counted <= before.memory < counted + KEEP_BELOW:
+            counted = before.memory  # usage moved a little: the same count (no re-plan every sync)
+        full = limit is not None and counted >= limit
         if limit is not None:
-            out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup), max(limit, usage)))
-        elif name in guests:
-            ram, vcpus = guests[name]  # counted as if declared with sdqos's default overhead
-            out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup),
-                                     max(ram + vm_memory_overhead(ram, vcpus), round_up(usage))))
-        else:
-            counted = round_up(usage)
-            before = previous.get(name)
-            if before is not None and not before.bounded and counted <= before.memory < counted + KEEP_BELOW:
-                counted = before.memory
-            out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup), counted, bounded=False))
+            counted = min(counted, max(limit, usage))
+        # counted at its bound, machine.slice may be limited to the sum; below it, machine.slice is
+        # left unlimited (the scope's own limit bounds it) rather than squeezing it to its usage
+        out.append(MachineCharge(name, what, cpu_millis(props, plan.cgroup), counted, bounded=full, limit=limit))
     if slice_usage is not None and all(c.bounded for c in out):
         planned = sum(v.limits.get("memory", 0) for v in plan.vms) + sum(c.memory for c in out)
         if slice_usage > planned:

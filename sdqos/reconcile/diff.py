@@ -35,7 +35,7 @@ from sdqos import humanize as H
 from sdqos.kube.naming import parent_slice
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, GUARANTEED
 from sdqos.kube.naming import MACHINE_SLICE
-from sdqos.plan.engine import Plan, PodPlan, UnitPlan
+from sdqos.plan.engine import KeptPod, Plan, PodPlan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
 from sdqos.reconcile.scopes import LiveScope
 
@@ -45,6 +45,8 @@ DEPENDS_ON_ALL_INPUTS = frozenset({"node", "tier", "machine"})
 OWNED_BY_NAME = frozenset({"node", "tier", "pod", "machine"})
 SDQOS_DESCRIPTION = "sdqos "
 DEFAULT_MAX_REMOVALS = "50%"
+# Recorded with a pod slice's applied values (never sent): its pod's requests, for kept_pods.
+REQUEST_CPU, REQUEST_MEMORY = "sdqos.cpuRequest", "sdqos.memoryRequest"
 
 PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK = range(4)
 # systemd's defaults for what sdqos sets on a scope it tunes: CPUShares/CPUWeight "unset", no quota,
@@ -108,6 +110,8 @@ class Diff:
     errors: list[str] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # stale or frozen units deliberately left alone
+    kept_why: dict[str, str] = field(default_factory=dict)  # kept unit → why, in a few words
+    frozen: dict[str, str] = field(default_factory=dict)  # kept old slice → the pod (key) refused to move
     invalid: list[str] = field(default_factory=list)  # edits refused as Kubernetes refuses them (exit 2)
     released: list[str] = field(default_factory=list)  # others' scopes sdqos tuned and no longer matches
     abort: bool = False  # refuse to write anything at all
@@ -115,6 +119,12 @@ class Diff:
     @property
     def writes(self) -> int:
         return len(self.actions)
+
+    def keep(self, names, why: str) -> None:
+        for n in names:
+            if n not in self.kept_why:
+                self.kept.append(n)
+                self.kept_why[n] = why
 
 
 def pod_slice_pattern(plan: Plan) -> re.Pattern:
@@ -306,24 +316,26 @@ def compute_diff(
         key = _pod_key_from_description(lu.description)
         protected = f"uid:{uid}" in invalid_keys or (key is not None and f"pod:{key}" in invalid_keys)
         if protected:
-            d.kept.append(name)
+            d.keep([name], "its pod's manifest is invalid")
             continue
         if is_container and uid is not None and any(p.uid == uid for p in plan.pods) \
                 and tree.parent.get(name, plan.root_slice) in planned:
             # A scope of a configured pod whose container left the spec: reported, not stopped.
-            d.kept.append(name)
+            d.keep([name], "container no longer in its pod's spec")
             d.warnings.append(f"{name}: container no longer in its pod's spec; left running")
             continue
         stale.append(lu)
 
     # A pod slice that holds units sdqos did not create is never stopped (that would stop them).
     keep: set[str] = set()
+    why: dict[str, str] = {}
     for lu in stale:
         if not pod_re.match(lu.name):
             continue
         others = [n for n in tree.below(lu.name) if not (n in live and live[n].ours) and n not in runtime_owned]
         if others:
             keep.add(lu.name)
+            why[lu.name] = "holds units sdqos did not create"
             d.warnings.append(f"kept: pod slice {lu.name} holds units sdqos did not create "
                               f"({', '.join(others[:5])}{' …' if len(others) > 5 else ''}); not stopped")
 
@@ -344,13 +356,18 @@ def compute_diff(
             continue
         keep.add(lu.name)
         frozen_pods.add(pp.key)
+        d.frozen[lu.name] = pp.key
+        why[lu.name] = f"QoS class or uid change of {pp.key} refused while it runs"
         d.invalid.append(_refused_move(pp, lu.name, plan))
 
     # Processes in a slice's scopes go with it: what a kept slice holds is kept too.
     for lu in stale:
         if tree.under(lu.name, keep):
             keep.add(lu.name)
-    d.kept.extend(lu.name for lu in stale if lu.name in keep)
+    for lu in stale:
+        if lu.name in keep:
+            top = next((a for a in tree.ancestors(lu.name) if a in why), None)
+            d.keep([lu.name], why.get(lu.name) or (f"in kept {top}: {why[top]}" if top else "kept"))
     stale = [lu for lu in stale if lu.name not in keep]
 
     stale_pods = [lu for lu in stale if pod_re.match(lu.name)]
@@ -358,7 +375,7 @@ def compute_diff(
         d.warnings.append(
             f"{len(stale_pods)} pod(s) not in the config kept running: some config files could not be read"
         )
-        d.kept.extend(lu.name for lu in stale)
+        d.keep((lu.name for lu in stale), "some config files could not be read")
         stale = []
     elif stale_pods and not plan.pods and not allow_empty:
         d.errors.append(
@@ -377,7 +394,7 @@ def compute_diff(
                 f"refusing to stop {len(leaving)} of the {len(running_pods)} pods that run processes "
                 f"(at most {allowed} at once, --max-removals {limit}); if they really are to go, pass "
                 f"--max-removals {len(leaving)} or --max-removals 100%")
-            d.kept.extend(lu.name for lu in stale)
+            d.keep((lu.name for lu in stale), f"held back by --max-removals {limit}")
             stale = []
     doomed = {lu.name for lu in stale if lu.name.endswith(".slice")}
     for lu in sorted(stale, key=lambda u: (-_depth(u.name), u.name)):
@@ -404,7 +421,7 @@ def compute_diff(
             continue
         if u.kind in DEPENDS_ON_ALL_INPUTS and not complete:
             if unit_changes(u, lu):
-                d.kept.append(u.name)
+                d.keep([u.name], "its values depend on input that is invalid")
                 d.warnings.append(f"{u.name} left as it is: its values depend on input that is invalid")
             else:
                 d.unchanged.append(u.name)
@@ -509,11 +526,13 @@ def _pod_key_from_description(description: str) -> str | None:
 
 def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -> None:
     """kubelet's retrySetMemoryReserve: a tier memory limit below what the tier already uses
-    would fail (or OOM); set it to the usage instead, and say so. The same for a VM's scope and
-    machine.slice: a guest's RAM is not reclaimable, so a lower limit is refused by the kernel on
-    cgroup v1 and OOM-kills the guest on v2."""
+    would fail (or OOM); set it to the usage instead, and say so. The same for kubepods.slice (what
+    machine.slice leaves it may be less than its pods use: pods are never squeezed below it), a
+    VM's scope and machine.slice: a guest's RAM is not reclaimable, so a lower limit is refused by
+    the kernel on cgroup v1 and OOM-kills the guest on v2. Each clamp is recorded in
+    ``plan.clamped`` (unit → {property: [planned, set]}): status shows the unit as clamped, not drifted."""
     for u in plan.units:
-        if u.kind not in ("tier", "vm", "machine"):
+        if u.kind not in ("node", "tier", "vm", "machine"):
             continue
         lu = live.get(u.name)
         for prop in ("MemoryLimit", "MemoryMax"):
@@ -522,13 +541,65 @@ def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -
                 continue
             if lu.memory_current > want:
                 why = {"tier": "qosReserved", "vm": "the VM's limits.memory + overhead",
-                       "machine": "the VMs' sum"}[u.kind]
+                       "machine": "the VMs' sum", "node": "what machine.slice leaves of the node"}[u.kind]
+                exact = u.kind == "tier"
                 warnings.append(
-                    f"{u.name}: {prop} clamped to current usage {H.size(lu.memory_current) if u.kind != 'tier' else lu.memory_current}"
-                    f" ({why} wanted {H.size(want) if u.kind != 'tier' else want})"
+                    f"{u.name}: {prop} clamped to current usage {H.size(lu.memory_current) if not exact else lu.memory_current}"
+                    f" ({why} wanted {H.size(want) if not exact else want})"
                     + ("; it goes down when the guest frees memory" if u.kind == "vm" else "")
+                    + ("; its pods are never squeezed below what they use" if u.kind == "node" else "")
                 )
                 # A VM's usage moves a little all the time: 4 MiB steps keep the limit still and
                 # leave a little room for the pages faulted in between reading usage and writing.
-                step = 1 if u.kind == "tier" else 4 << 20
+                step = 1 if exact else 4 << 20
                 u.properties[prop] = -(-lu.memory_current // step) * step
+                plan.clamped.setdefault(u.name, {})[prop] = [want, u.properties[prop]]
+
+
+def kept_pods(plan: Plan, diff: Diff, live: Mapping[str, LiveUnit],
+              applied: Mapping[str, Mapping[str, int]]) -> tuple[KeptPod, ...]:
+    """The pod slices ``diff`` keeps as they are, with the requests their pod was last synced with
+    (what sync records in applied.json; a slice synced before that record: its own values read
+    back), so they count in their tiers exactly as if their files were unchanged."""
+    pod_re = pod_slice_pattern(plan)
+    planned = {u.name for u in plan.units}
+    out = []
+    for name in diff.kept:
+        lu = live.get(name)
+        if not pod_re.match(name) or name in planned or lu is None or not lu.exists:
+            continue
+        cls = _class_of_slice(name, plan.root_slice)
+        last = applied.get(name, {})
+        cpu, memory = last.get(REQUEST_CPU), last.get(REQUEST_MEMORY)
+        props = {**lu.props, **{k: v for k, v in last.items() if k not in lu.props}}
+        if cpu is None:
+            cpu = 0 if cls == BESTEFFORT else _cpu_back(props, plan.cgroup)
+        if memory is None:
+            memory = _memory_back(props, cls)
+        out.append(KeptPod(name, cls, int(cpu), int(memory), diff.kept_why.get(name, "kept"), diff.frozen.get(name)))
+    return tuple(out)
+
+
+def _cpu_back(props: Mapping[str, int], cgroup: str) -> int:
+    from sdqos.reconcile.budget import cpu_millis
+
+    return cpu_millis(props, cgroup)
+
+
+def _memory_back(props: Mapping[str, int], cls: str) -> int:
+    """A pod's memory request from its slice's values: a Guaranteed pod's limit is its request;
+    MemoryQoS's reservation where it was set; else nothing known (0)."""
+    if cls == GUARANTEED:
+        v = props.get("MemoryLimit", props.get("MemoryMax", INFINITY))
+        if v not in (INFINITY, 0):
+            return v
+    for p in ("MemoryMin", "MemoryLow"):
+        if props.get(p):
+            return props[p]
+    return 0
+
+
+def pod_requests_record(pp: PodPlan) -> dict[str, int]:
+    """What sync records for a pod slice besides its properties (applied.json): its requests, to
+    count it in its tier while it is kept."""
+    return {REQUEST_CPU: pp.requests["cpu"], REQUEST_MEMORY: pp.requests["memory"]}

@@ -18,6 +18,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    kept_why: dict[str, str] = field(default_factory=dict)  # kept unit → why it is kept
     foreign: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
     dry_run: bool = False
@@ -41,6 +42,7 @@ class Report:
             "errors": self.errors,
             "invalid": self.invalid,
             "kept": self.kept,
+            "keptWhy": self.kept_why,
             "foreign": self.foreign,
             "dryRun": self.dry_run,
             "aborted": self.aborted,

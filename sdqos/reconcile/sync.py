@@ -18,10 +18,10 @@ from typing import Callable
 from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
 from sdqos.host.systemd import Systemd
-from sdqos.plan.engine import MachineCharge, Plan
+from sdqos.plan.engine import MachineCharge, Plan, recount
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
-from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff
+from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff, kept_pods, pod_requests_record
 from sdqos.reconcile.live import KUBELET, kernel_refusals, observe
 from sdqos.reconcile.report import Report
 
@@ -62,22 +62,35 @@ async def sync(
         plan = replan(obs.machines)  # one node budget: what runs in machine.slice is counted before pods
         seen = []
         obs = await observe(sd, plan, applied, seen)
-    report.plan = plan
     report.warnings.extend(seen)
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
     warn_if_kubelet(live, plan, report.warnings)
-    clamp_to_usage(plan, live, report.warnings)
-    diff = compute_diff(
-        plan, live, applied, complete=complete, removals_safe=removals_safe,
-        invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
-        adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
-        runtime_owned=obs.podman_managed, unsure=obs.unsure,
-    )
+
+    def diff_against(plan: Plan, warnings: list[str]):
+        clamp_to_usage(plan, live, warnings)
+        return compute_diff(
+            plan, live, applied, complete=complete, removals_safe=removals_safe,
+            invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
+            adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
+            runtime_owned=obs.podman_managed, unsure=obs.unsure,
+        )
+
+    clamps: list[str] = []
+    diff = diff_against(plan, clamps)
+    kept = kept_pods(plan, diff, live, applied)
+    if kept != plan.kept:  # pods still running in kept slices count in their tiers: the tree again
+        plan = recount(plan, kept)
+        again = {u.name for u in plan.units if u.kind in ("node", "tier", "machine")}
+        clamps = [w for w in clamps if w.split(":", 1)[0] not in again]
+        diff = diff_against(plan, clamps)
+    report.plan = plan
+    report.warnings.extend(clamps)
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
     report.invalid.extend(diff.invalid)
     report.drift = diff.drift
     report.kept = diff.kept
+    report.kept_why = dict(diff.kept_why)
     report.foreign = diff.foreign + unmatched
     report.unchanged = list(diff.unchanged)
     report.descriptions = {a.unit: live[a.unit].description for a in diff.actions
@@ -103,9 +116,12 @@ async def sync(
         removed = set(report.removed)
         new_applied = {k: v for k, v in applied.items() if k in live and k not in removed}
         planned = {u.name: u for u in plan.units}
+        pods = {pp.slice: pp for pp in plan.pods}
         for name in done | set(diff.unchanged):
             if name in planned:
                 new_applied[name] = dict(planned[name].properties)
+                if name in pods:  # its requests, to count it in its tier should it be kept
+                    new_applied[name].update(pod_requests_record(pods[name]))
         for name in [*removed, *diff.released]:
             new_applied.pop(name, None)
         if new_applied != applied:

@@ -131,7 +131,7 @@ def test_unchanged_files_are_neither_decoded_nor_planned(tmp_path, monkeypatch):
     assert len(decoded) == 2
 
 
-@pytest.mark.parametrize("change", ["node", "vm", "cgroup", "removed-vm"])
+@pytest.mark.parametrize("change", ["node", "cgroup"])
 def test_a_new_context_replans_every_pod(tmp_path, monkeypatch, change):
     cfg, run = config(tmp_path), tmp_path / "run"
     check_same(cfg, run, "v2")
@@ -139,10 +139,6 @@ def test_a_new_context_replans_every_pod(tmp_path, monkeypatch, change):
     cgroup = "v2"
     if change == "node":
         write(cfg / "node.yaml", NODE.replace("1024", "2048"))
-    elif change == "vm":  # the pods' memory budget moves: MemoryQoS' memory.high of a limitless container
-        write(cfg / "vms" / "vm.yaml", VM.format(mem="3Gi"))
-    elif change == "removed-vm":
-        (cfg / "vms" / "vm.yaml").unlink()
     else:
         cgroup = "v1"
     planned = count_calls(monkeypatch, engine, "plan_pod")
@@ -155,6 +151,23 @@ def test_a_new_context_replans_every_pod(tmp_path, monkeypatch, change):
     assert planned == []
     monkeypatch.undo()
     check_same(cfg, run, cgroup)
+
+
+@pytest.mark.parametrize("change", ["vm", "removed-vm"])
+def test_a_vm_change_replans_no_pod(tmp_path, monkeypatch, change):
+    """A pod's values never depend on the VMs (MemoryQoS' memory.high of a limitless container comes
+    from node allocatable, as kubelet's): a VM edit reuses every pod's plan, and gives the same plan."""
+    cfg, run = config(tmp_path), tmp_path / "run"
+    check_same(cfg, run, "v2")
+    if change == "vm":
+        write(cfg / "vms" / "vm.yaml", VM.format(mem="3Gi"))
+    else:
+        (cfg / "vms" / "vm.yaml").unlink()
+    planned = count_calls(monkeypatch, engine, "plan_pod")
+    load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
+    assert planned == []
+    monkeypatch.undo()
+    check_same(cfg, run, "v2")
 
 
 def test_context_key_is_the_same_in_every_process(tmp_path):

@@ -405,8 +405,9 @@ def test_the_headline_says_first_what_was_not_applied(clean_sandbox, tmp_path):
     r = sdqos_in(sb, "sync", "--config", str(config))
     assert r.returncode == 2
     lines = r.stdout.splitlines()
-    assert lines[0] == "not applied: 1 invalid input (exit 2); 3 units kept (see warnings) — details below", lines
-    assert lines[1] == "no changes; 5 units match the plan"
+    # the invalid pod's slice is kept, and still counted: its tier and the node keep their values (issue 30)
+    assert lines[0] == "not applied: 1 invalid input (exit 2); 1 unit kept (see warnings) — details below", lines
+    assert lines[1] == "no changes; 7 units match the plan"
     assert "pods/web.yaml" in r.stderr and "250x" in r.stderr
 
 
