@@ -285,6 +285,8 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
         lines.append(f"  {verbs['updated']:<8} {_named(plan, u['unit'], descriptions)}" + (f": {changes}" if changes else ""))
     for name in report.removed:
         lines.append(f"  {verbs['removed']:<8} {_named(plan, name, descriptions)}")
+    for name in report.containers_removed:
+        lines.append(f"  {verbs['removed']:<8} podman container {name}")
     for name in report.reset:
         lines.append(f"  {verbs['reset']:<8} {_named(plan, name, descriptions)} (it had failed)")
     for d in report.drift:

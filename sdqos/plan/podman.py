@@ -27,6 +27,9 @@ NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
 POD_LABEL = "io.kubernetes.pod.name"
 UID_LABEL = "io.kubernetes.pod.uid"
 CONTAINER_LABEL = "io.kubernetes.container.name"
+# The pod's terminationGracePeriodSeconds on each container, as kubelet labels its CRI containers:
+# a sync that removes a pod which left the config still gives its containers their grace period.
+GRACE_LABEL = "io.kubernetes.pod.terminationGracePeriod"
 # The pod's restartPolicy as podman's --restart; sidecars always restart (kubelet restarts them).
 RESTART = {"Always": "always", "OnFailure": "on-failure", "Never": "no"}
 # An imagePullPolicy the manifest gives, as podman's --pull; none given: podman's own (missing),
@@ -42,7 +45,16 @@ def container_name(pp: PodPlan, container: str) -> str:
 
 def labels(pp: PodPlan, container: str) -> dict[str, str]:
     ns, name = pp.key.split("/", 1)
-    return {NAMESPACE_LABEL: ns, POD_LABEL: name, UID_LABEL: pp.uid, CONTAINER_LABEL: container, MANAGED_LABEL: "true"}
+    out = {NAMESPACE_LABEL: ns, POD_LABEL: name, UID_LABEL: pp.uid, CONTAINER_LABEL: container, MANAGED_LABEL: "true"}
+    if pp.grace_period is not None:
+        out[GRACE_LABEL] = str(pp.grace_period)
+    return out
+
+
+def owned_by(labels_: dict[str, str], uid: str | None = None) -> bool:
+    """A container sdqos started (its managed label) for pod ``uid`` (any pod when None). The uid
+    label alone is not enough: operators put it on their own containers so sync matches them."""
+    return labels_.get(MANAGED_LABEL) == "true" and (uid is None or labels_.get(UID_LABEL) == uid)
 
 
 def _cpu_memory_flags(c: ContainerPlan, *, no_quota: list[str]) -> list[str]:

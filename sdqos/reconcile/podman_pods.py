@@ -4,6 +4,10 @@ container, in order, to completion; sidecars (``restartPolicy: Always`` init con
 and kept running before the init containers after them; then the app containers. Each container
 gets kubelet's values and OOM score as podman flags (sdqos.plan.podman) and lands in its own
 ``libpod-<id>.scope`` inside the pod slice, where ``sync`` recognises it by podman's labels.
+
+Only sdqos's own containers are ever stopped or removed: those with ``sdqos.io/managed=true`` and
+the pod's uid label (operators put the uid label on their own containers so sync tunes them;
+that alone never makes a container sdqos's to remove).
 """
 
 from __future__ import annotations
@@ -23,9 +27,37 @@ class PodRunning(SdqosError):
     """The pod's containers already run (use --replace)."""
 
 
+# podman's states in which a container's processes may run (podman ps's State)
+RUNNING_STATES = frozenset({"running", "paused", "restarting", "stopping", "removing"})
+
+
 def pod_containers(pp: PodPlan) -> list[podman.PodmanContainer]:
-    """The podman containers sdqos started for this pod (by its uid label)."""
-    return podman.containers(f"{flags.UID_LABEL}={pp.uid}")
+    """The podman containers sdqos started for this pod: its managed label and the pod's uid."""
+    found = podman.containers(f"{flags.MANAGED_LABEL}=true", f"{flags.UID_LABEL}={pp.uid}")
+    return [c for c in found if flags.owned_by(c.labels, pp.uid)]
+
+
+def managed_containers(uids: set[str]) -> dict[str, list[podman.PodmanContainer]]:
+    """sdqos's own containers (running or exited) of the pods ``uids``: uid → containers."""
+    out: dict[str, list[podman.PodmanContainer]] = {}
+    if not uids:
+        return out
+    for c in podman.containers(f"{flags.MANAGED_LABEL}=true"):
+        uid = c.labels.get(flags.UID_LABEL)
+        if uid in uids and flags.owned_by(c.labels, uid):
+            out.setdefault(uid, []).append(c)
+    return out
+
+
+def grace_seconds(pp: PodPlan | None = None, labels: dict[str, str] | None = None) -> int:
+    """A pod's terminationGracePeriodSeconds (from its plan, else the label its containers carry),
+    kubelet's default 30 when unset, never below kubelet's floor of 2."""
+    grace = pp.grace_period if pp is not None else None
+    if grace is None and labels is not None and (labels.get(flags.GRACE_LABEL) or "").isdigit():
+        grace = int(labels[flags.GRACE_LABEL])
+    if grace is None:
+        grace = launch.DEFAULT_GRACE_PERIOD_S
+    return max(launch.MINIMUM_GRACE_PERIOD_S, grace)
 
 
 async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, replace: bool = False) -> list[str]:
@@ -38,12 +70,13 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
         raise InvalidInput(f"pod {pp.key} has no planned container {missing[0]!r}; run sync first")
     check_non_root(spec)
     existing = pod_containers(pp)
-    if existing and not replace:
-        raise PodRunning(f"pod {pp.key} already has podman containers ({', '.join(c.name for c in existing)}); "
+    running = [c for c in existing if c.state in RUNNING_STATES]
+    if running and not replace:
+        raise PodRunning(f"pod {pp.key} already has podman containers ({', '.join(c.name for c in running)}); "
                          "pass --replace to stop them first")
     done = []
-    if existing:
-        podman.remove([c.name for c in existing], grace_s=pp.grace_period if pp.grace_period is not None else 30)
+    if existing:  # exited ones are leftovers of an earlier run: they go without --replace
+        podman.remove([c.name for c in existing], grace_s=grace_seconds(pp))
         done.append(f"removed {len(existing)} earlier container(s) of pod {pp.key}")
     root = host_volumes.volume_root()
     spec = host_volumes.prepare(spec, pp.uid, root)
@@ -96,7 +129,6 @@ def check_non_root(spec: PodRunSpec) -> None:
 def stop(pp: PodPlan) -> list[str]:
     """Stop and remove the pod's podman containers, giving them its terminationGracePeriodSeconds."""
     existing = pod_containers(pp)
-    grace = pp.grace_period if pp.grace_period is not None else launch.DEFAULT_GRACE_PERIOD_S
-    podman.remove([c.name for c in existing], grace_s=max(launch.MINIMUM_GRACE_PERIOD_S, grace))
+    podman.remove([c.name for c in existing], grace_s=grace_seconds(pp))
     host_volumes.remove(pp.uid, host_volumes.volume_root())  # its emptyDirs go with it
     return [f"removed {c.name}" for c in existing]

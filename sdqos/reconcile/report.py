@@ -13,6 +13,7 @@ class Report:
     updated: list[dict] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     reset: list[str] = field(default_factory=list)  # failed units reset (scopes: their name is free again)
+    containers_removed: list[str] = field(default_factory=list)  # podman containers of removed pods
     unchanged: list[str] = field(default_factory=list)
     drift: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -36,6 +37,7 @@ class Report:
             "updated": self.updated,
             "removed": self.removed,
             "reset": self.reset,
+            "podmanRemoved": self.containers_removed,
             "unchanged": self.unchanged,
             "drift": self.drift,
             "warnings": self.warnings,
@@ -54,4 +56,4 @@ class Report:
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.updated or self.removed or self.reset)
+        return bool(self.created or self.updated or self.removed or self.reset or self.containers_removed)

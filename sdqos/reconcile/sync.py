@@ -109,7 +109,7 @@ async def sync(
                 merged.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
         report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
     else:
-        _remove_runtime_containers(diff, obs, report)
+        _remove_runtime_containers(plan, diff, obs, report)
         _update_runtime_containers(plan, diff, obs, bindings, report)  # before: systemd then writes the scope last
         done = await apply(sd, diff, report, progress)
         done -= await kernel_refusals(plan, done, scopes, report)
@@ -136,26 +136,43 @@ async def sync(
     return report
 
 
-def _remove_runtime_containers(diff, obs, report: Report) -> None:
-    """Before a pod slice is stopped, the podman containers ``sdqos podman start`` ran in it are
-    stopped and removed through podman (so podman's own record is right); if podman cannot, the
-    slice stays and the error says why."""
+def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
+    """Before a pod slice is stopped, the podman containers ``sdqos podman start`` ran for that pod
+    (its managed label and the pod's uid: running or exited) are stopped and removed through podman,
+    every pod's side by side with its own grace period, so podman's own record is right and a pod
+    that comes back starts afresh. If podman cannot, the slices holding its containers stay and the
+    error says why."""
     from sdqos.host import podman
+    from sdqos.reconcile import podman_pods
+    from sdqos.reconcile.diff import pod_slice_pattern
     from sdqos.reconcile.scopes import owning_slice
 
-    stopping = {a.unit for a in diff.actions if a.kind == "stop" and a.unit.endswith(".slice")}
-    by_slice: dict[str, list[str]] = {}
-    for scope, container in obs.podman_managed.items():
-        sc = obs.scopes.get(scope)
-        owner = owning_slice(sc.slice) if sc is not None else None
-        if owner in stopping and container not in by_slice.setdefault(owner, []):
-            by_slice[owner].append(container)
-    for slice_name, names in sorted(by_slice.items()):
-        try:
-            podman.remove(names, grace_s=30)
-            report.warnings.append(f"{slice_name}: removed podman containers {', '.join(sorted(names))}")
-        except SdqosError as exc:
-            report.errors.append(f"{slice_name}: not stopped: {exc}")
+    pattern = pod_slice_pattern(plan)
+    stopping: dict[str, str] = {}  # uid → slice
+    for a in diff.actions:
+        m = pattern.match(a.unit) if a.kind == "stop" else None
+        if m:
+            stopping[m.group(1).replace("_", "-")] = a.unit
+    if not stopping or (not obs.podman_managed and not podman.installed()):
+        return  # no podman on this host: no containers of it either
+    holding = {owning_slice(obs.scopes[s].slice) for s in obs.podman_managed if s in obs.scopes}
+    try:
+        found = podman_pods.managed_containers(set(stopping))
+    except SdqosError as exc:
+        for uid, slice_name in sorted(stopping.items(), key=lambda x: x[1]):
+            if slice_name in holding:
+                report.errors.append(f"{slice_name}: not stopped: {exc}")
+                diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
+        return
+    groups = sorted(found.items())
+    results = podman.remove_side_by_side(
+        [([c.name for c in cs], max(podman_pods.grace_seconds(labels=c.labels) for c in cs)) for _, cs in groups])
+    for (uid, cs), error in zip(groups, results):
+        slice_name = stopping[uid]
+        if error is None:
+            report.containers_removed.extend(sorted(c.name for c in cs))
+        else:
+            report.errors.append(f"{slice_name}: not stopped: {error}")
             diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
 
 

@@ -173,7 +173,7 @@ def test_a_pod_that_leaves_the_config_is_stopped_through_podman(podman_env):
     t0 = time.monotonic()
     report = sync_json(sb, config, "--allow-empty", "--max-removals", "100%", env=env)
     assert slice_name in report["removed"]
-    assert f"{slice_name}: removed podman containers shop_web_nginx, shop_web_shipper" in report["warnings"]
+    assert report["podmanRemoved"] == ["shop_web_nginx", "shop_web_shipper"] and report["warnings"] == []
     assert time.monotonic() - t0 < 20  # SIGTERM ended them; no grace period waited out
     assert podman(sb, env, "ps", "--all", "--format", "{{.Names}}").strip() == ""
     assert sbx.run(sb, ["systemctl", "is-active", slice_name]).stdout.strip() != "active"
@@ -251,3 +251,52 @@ def test_readmes_walkthrough_from_a_manifest_to_a_running_container(podman_env):
     r = sdqos_in(sb, "podman", "stop", "demo/hello", "--config", str(config), env=env)
     assert r.returncode == 0, r.stderr
     assert "demo_hello_app" not in podman(sb, env, "ps", "--all", "--format", "{{.Names}}")
+
+
+def test_only_sdqos_own_containers_are_stopped_or_removed(podman_env):
+    """An operator's container with only the pod's uid label (as the docs tell operators to label
+    theirs, so sync tunes them) survives `podman start`, `start --replace`, `podman stop` and the
+    sync that removes the pod; sdqos's own containers go, exited ones too, and the pod, back in the
+    config, starts without --replace."""
+    sb, env, config = podman_env
+    sync_json(sb, config, env=env)
+    pod = json.loads(sdqos_in(sb, "plan", "--config", str(config), "-o", "json").stdout)["pods"][0]
+    podman(sb, env, "run", "--detach", "--name=operators", f"--label=io.kubernetes.pod.uid={pod['uid']}",
+           "localhost/bb", "/bin/sleep", "100000")
+
+    def names(*flags):
+        return sorted(podman(sb, env, "ps", *flags, "--format", "{{.Names}}").split())
+
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0, r.stderr
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--replace", "--config", str(config), env=env)
+    assert r.returncode == 0 and "removed 2 earlier container(s) of pod shop/web" in r.stdout, r.stderr
+    assert names() == ["operators", "shop_web_nginx", "shop_web_shipper"]
+    r = sdqos_in(sb, "podman", "stop", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0 and "operators" not in r.stdout
+    assert names("--all") == ["operators"]
+
+    # An exited container of the pod, and a running one: both go with the pod, the operator's stays.
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    podman(sb, env, "stop", "--time=0", "shop_web_nginx")
+    assert names() == ["operators", "shop_web_shipper"]
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.rename(config / "shop.yaml.off")
+    report = sync_json(sb, config, "--allow-empty", "--max-removals", "100%", env=env)
+    assert pod["slice"] in report["removed"], report
+    assert report["podmanRemoved"] == ["shop_web_nginx", "shop_web_shipper"]
+    assert names("--all") == ["operators"]
+    assert inspect(sb, env, "operators")["State"]["Running"]
+
+    # Back in the config: starts without --replace (nothing of its earlier run is left).
+    (config / "shop.yaml.off").rename(pod_file)
+    sync_json(sb, config, env=env)
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0 and "earlier container" not in r.stdout, r.stderr
+    # Exited leftovers of an earlier run do not need --replace either; running ones do.
+    podman(sb, env, "stop", "--time=0", "shop_web_nginx", "shop_web_shipper")
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0 and "removed 2 earlier container(s) of pod shop/web" in r.stdout, r.stderr
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 1 and "--replace" in r.stderr
+    assert inspect(sb, env, "operators")["State"]["Running"]
