@@ -344,40 +344,43 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         except ValueError as exc:
             raise InvalidInput(str(exc), where="--max-removals") from None
         mode = resolve_cgroup(cgroup)
-        cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
-        unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
+        # The lock before the plan: a sync that planned before `sdqos podman start` added a pod's
+        # slice (under this lock) would remove it as not planned.
+        with contextlib.ExitStack() as held:
+            if not dry_run:
+                held.enter_context(SyncLock(DEFAULT_RUN_DIR, lock_timeout))
+            cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
+            unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
 
-        def replan(machines):  # what runs in machine.slice changed since the last sync: count it
-            return load_planned(config, insecure, mode, writes=not dry_run, machines=machines)[1]
-        if unknown:
-            raise InvalidInput(f"no pod {', '.join(unknown)} in the config (NS/NAME)", where="--recreate")
+            def replan(machines):  # what runs in machine.slice changed since the last sync: count it
+                return load_planned(config, insecure, mode, writes=not dry_run, machines=machines)[1]
+            if unknown:
+                raise InvalidInput(f"no pod {', '.join(unknown)} in the config (NS/NAME)", where="--recreate")
 
-        async def run() -> "reconcile.Report":
-            async with Systemd(bus_address) as sd:
-                major, raw = await sd.version()
-                if major >= 258 and mode == "v1":
-                    raise SdqosError(f"systemd {raw} has no cgroup v1 properties; this host is not on cgroup v1")
-                return await reconcile.sync(
-                    sd, p, complete=cfg.complete, removals_safe=cfg.removals_safe,
-                    invalid_keys=cfg.invalid_keys, allow_empty=allow_empty, dry_run=dry_run,
-                    progress=_progress_bar() if output == Output.text else None,
-                    adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit,
-                    replan=replan,
-                )
+            async def run() -> "reconcile.Report":
+                async with Systemd(bus_address) as sd:
+                    major, raw = await sd.version()
+                    if major >= 258 and mode == "v1":
+                        raise SdqosError(f"systemd {raw} has no cgroup v1 properties; this host is not on cgroup v1")
+                    return await reconcile.sync(
+                        sd, p, complete=cfg.complete, removals_safe=cfg.removals_safe,
+                        invalid_keys=cfg.invalid_keys, allow_empty=allow_empty, dry_run=dry_run,
+                        progress=_progress_bar() if output == Output.text else None,
+                        adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit,
+                        replan=replan,
+                    )
 
-        async def run_and_measure():
-            report = await run()
-            if metrics_textfile is None:
-                return report, None
-            from sdqos.cli import status as st
-            from sdqos.host import rundir
+            async def run_and_measure():
+                report = await run()
+                if metrics_textfile is None:
+                    return report, None
+                from sdqos.cli import status as st
+                from sdqos.host import rundir
 
-            async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
-                return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR), interval=0,
-                                                last=st.budget_record(report))
+                async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
+                    return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR),
+                                                    interval=0, last=st.budget_record(report))
 
-        lock = contextlib.nullcontext() if dry_run else SyncLock(DEFAULT_RUN_DIR, lock_timeout)
-        with lock:
             report, observed = asyncio.run(run_and_measure())
         p = report.plan or p
         report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
@@ -534,6 +537,7 @@ def run(
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
+    lock_timeout: float = typer.Option(60.0, "--lock-timeout", help="Seconds to wait for a running sync to finish."),
 ) -> None:
     """Run COMMAND in a container's scope (pod slice, QoS values, OOM score), like systemd-run --scope.
 
@@ -544,6 +548,7 @@ def run(
     import asyncio
     import os
 
+    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import launch
 
@@ -557,25 +562,28 @@ def run(
             command = command[1:]
         if not command:
             raise InvalidInput("no command to run (put it after --)")
-        _, p = load_planned(config, insecure, cgroup, writes=True)
-        target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
-        if vm is not None and not force:
-            from sdqos.kube.qos import value
+        # The sync lock while the scope is made (released at exec: the lock file is close-on-exec):
+        # a sync that planned without this pod or VM never removes what this run just made.
+        with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
+            _, p = load_planned(config, insecure, cgroup, writes=True)
+            target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
+            if vm is not None and not force:
+                from sdqos.kube.qos import value
 
-            vp = next(v for v in p.vms if v.vm.name == vm)
-            launch.check_guest_size(target, value(vp.vm.limits.get("memory")), command)
+                vp = next(v for v in p.vms if v.vm.name == vm)
+                launch.check_guest_size(target, value(vp.vm.limits.get("memory")), command)
 
-        async def prepare() -> None:
-            async with Systemd(bus_address) as sd:
-                if vm is not None and not force:
-                    owned = await launch.vm_owned_elsewhere(sd, target, vm)
-                    if owned is not None:
-                        raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
-                                           "pass --force to start another")
-                await launch.start_scope(sd, target, [os.getpid()], replace=replace)
-                return await launch.apply_budget(sd, p) if vm is not None else []
+            async def prepare() -> None:
+                async with Systemd(bus_address) as sd:
+                    if vm is not None and not force:
+                        owned = await launch.vm_owned_elsewhere(sd, target, vm)
+                        if owned is not None:
+                            raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
+                                               "pass --force to start another")
+                    await launch.start_scope(sd, target, [os.getpid()], replace=replace)
+                    return await launch.apply_budget(sd, p) if vm is not None else []
 
-        warnings = asyncio.run(prepare())
+            warnings = asyncio.run(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
             err(f"warning: {w}")
         sys.stdout.flush()
@@ -676,25 +684,38 @@ def podman_start(
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
+    lock_timeout: float = typer.Option(60.0, "--lock-timeout", help="Seconds to wait for a running sync to finish."),
 ) -> None:
     """Start the pod's containers (those with an image) with podman, in its slice, each with kubelet's
     values: init containers in order to completion, sidecars kept running, then the app containers.
     Named <namespace>_<pod>_<container>; podman's --restart follows the pod's restartPolicy."""
     import asyncio
+    import signal
 
+    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import launch, podman_pods
 
+    def interrupted(*_):  # systemd stopping us, or kill: the pod's containers are stopped as on Ctrl-C
+        raise KeyboardInterrupt
+
     with cli_errors():
-        cfg, p = load_planned(config, insecure, cgroup, writes=True)
-        pp = launch.find_pod(p, pod)
-        spec = _run_spec(config, insecure, pp)
+        signal.signal(signal.SIGTERM, interrupted)
+        # Under the sync lock: the plan and the pod's slice (a sync that planned without the pod
+        # never removes it). Not while containers run: an init container may take hours.
+        with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
+            cfg, p = load_planned(config, insecure, cgroup, writes=True)
+            pp = launch.find_pod(p, pod)
+            spec = _run_spec(config, insecure, pp)
 
-        async def go():
-            async with Systemd(bus_address) as sd:
-                return await podman_pods.start(sd, p, pp, spec, replace=replace)
+            async def go():
+                async with Systemd(bus_address) as sd:
+                    return await podman_pods.prepare(sd, p, pp, spec, replace=replace)
 
-        for line in asyncio.run(go()):
+            lines, spec = asyncio.run(go())
+            for line in lines:
+                typer.echo(line)
+        for line in podman_pods.run_containers(p, pp, spec):
             typer.echo(line)
 
 

@@ -37,8 +37,9 @@ def command() -> list[str]:
     return argv + ["--cgroup-manager=systemd"]
 
 
-def run(args: list[str], *, timeout: float = TIMEOUT_S, capture: bool = True) -> subprocess.CompletedProcess:
-    """One podman command; a podman that is missing or hangs is a HostError naming the command."""
+def run(args: list[str], *, timeout: float | None = TIMEOUT_S, capture: bool = True) -> subprocess.CompletedProcess:
+    """One podman command (``timeout`` None: wait as long as it takes); a podman that is missing
+    or hangs is a HostError naming the command."""
     argv = command() + args
     try:
         return subprocess.run(argv, capture_output=capture, text=True, timeout=timeout, check=False,
@@ -55,6 +56,16 @@ def check(args: list[str], **kw) -> str:
         last = (r.stderr or "").strip().splitlines()[-1:] or [f"exit {r.returncode}"]
         raise HostError(f"podman {args[0]} failed: {last[0]}")
     return r.stdout
+
+
+def last_log_line(name: str) -> str:
+    """The last line a container wrote (stdout or stderr), from podman's log: for an error message."""
+    try:
+        r = run(["logs", "--tail=1", name])
+    except HostError:
+        return ""
+    lines = ((r.stdout or "") + (r.stderr or "")).strip().splitlines()
+    return lines[-1].strip() if r.returncode == 0 and lines else ""
 
 
 def installed() -> bool:

@@ -62,6 +62,16 @@ def grace_seconds(pp: PodPlan | None = None, labels: dict[str, str] | None = Non
 
 async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, replace: bool = False) -> list[str]:
     """Start the pod's containers; returns what was done, one line each."""
+    done, spec = await prepare(sd, plan, pp, spec, replace=replace)
+    return done + run_containers(plan, pp, spec)
+
+
+async def prepare(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *,
+                  replace: bool = False) -> tuple[list[str], PodRunSpec]:
+    """What must happen under the sync lock: the checks, earlier containers removed, the pod's
+    volumes made ready, its slice and tiers created with their values (a sync that planned
+    without the pod would remove a slice made outside the lock). Returns what was done and the run
+    spec with the volumes' host paths."""
     if not any(s.image for s in spec.containers):
         raise InvalidInput(f"no container of pod {pp.key} has an image: nothing for podman to run")
     names = {c.name for c in pp.containers}
@@ -85,8 +95,18 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
     target = launch.Target(unit, launch.ancestors(plan, pp.slice), 0, f"pod {pp.key}")
     for name in await launch.ensure_ancestors(sd, target):
         done.append(f"created {name}")
+    return done, spec
+
+
+def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
+    """Init containers in order, each to completion (no time limit, as kubelet), then sidecars and
+    app containers, detached (``spec`` as :func:`prepare` returned it). If this is interrupted
+    (Ctrl-C, SIGTERM) or a container fails, what it started is stopped and removed, and the pod's
+    emptyDirs with it: a pod starts whole or not at all."""
+    root = host_volumes.volume_root()
     by_name = {c.name: c for c in pp.containers}
     started: list[str] = []
+    done: list[str] = []
     try:
         for s in spec.containers:
             if not s.image:
@@ -96,20 +116,25 @@ async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, repla
             name = flags.container_name(pp, s.name)
             args = flags.run_args(pp, c, s, spec.restart_policy, plan.cgroup, volume_root=root)
             if s.kind == "init":
-                args.insert(1, "--rm")
-                r = podman.run(args, timeout=3600)
-                if r.returncode != 0:
-                    last = (r.stderr or "").strip().splitlines()[-1:] or [""]
-                    raise SdqosError(f"init container {s.name} of pod {pp.key} exited {r.returncode}"
-                                     + (f": {last[0]}" if last[0] else "") + "; the pod was not started")
+                args.insert(1, "--detach")
+                podman.check(args)
+                started.append(name)
+                code = run_to_completion(name)
+                started.remove(name)
+                if code != 0:
+                    last = podman.last_log_line(name)
+                    podman.remove([name], grace_s=launch.MINIMUM_GRACE_PERIOD_S)
+                    raise SdqosError(f"init container {s.name} of pod {pp.key} exited {code}"
+                                     + (f": {last}" if last else "") + "; the pod was not started")
+                podman.remove([name], grace_s=launch.MINIMUM_GRACE_PERIOD_S)
                 done.append(f"ran init container {name} to completion")
             else:
                 podman.check(args)
                 started.append(name)
                 done.append(f"started {name} ({s.kind}) in {pp.slice}")
     except BaseException:
-        if started:  # a pod starts whole or not at all
-            podman.remove(started, grace_s=2)
+        if started:  # a pod starts whole or not at all; nothing is left running when sdqos gives up
+            podman.remove(started, grace_s=grace_seconds(pp))
         host_volumes.remove(pp.uid, root)
         raise
     return done
@@ -124,6 +149,16 @@ def check_non_root(spec: PodRunSpec) -> None:
             if problem:
                 raise InvalidInput(f"{problem} (image {s.image})", where=spec.where,
                                    field=f"{s.path}.securityContext.runAsNonRoot")
+
+
+def run_to_completion(name: str) -> int:
+    """Wait for a detached container to exit, without a time limit; its exit code. Its output
+    stays in podman's log (``podman logs``), never in sdqos's memory."""
+    out = podman.check(["wait", name], timeout=None).strip().splitlines()
+    try:
+        return int(out[-1])
+    except (IndexError, ValueError):
+        raise SdqosError(f"podman wait {name} gave no exit code") from None
 
 
 def stop(pp: PodPlan) -> list[str]:

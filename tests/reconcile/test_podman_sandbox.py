@@ -300,3 +300,52 @@ def test_only_sdqos_own_containers_are_stopped_or_removed(podman_env):
     r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
     assert r.returncode == 1 and "--replace" in r.stderr
     assert inspect(sb, env, "operators")["State"]["Running"]
+
+
+def _hold_sync_lock(sb):
+    """A process in the sandbox holding /run/sdqos/sync.lock (as a running sync does) until its
+    stdin closes."""
+    import subprocess
+
+    p = sbx.popen(sb, ["sh", "-c", "mkdir -p -m 755 /run/sdqos && exec 9>>/run/sdqos/sync.lock && flock 9 "
+                       "&& echo locked && read x"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "locked"
+    return p
+
+
+def test_podman_start_and_run_wait_for_the_sync_lock_and_sync_plans_under_it(podman_env):
+    """`podman start` and `run` make slices only while they hold the sync lock, and sync plans only
+    once it holds it: a sync that planned before a pod was added never removes the slice `podman
+    start` made for it."""
+    import subprocess
+
+    sb, env, config = podman_env
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.rename(config / "shop.yaml.off")
+    sync_json(sb, config, "--allow-empty", env=env)
+    (config / "shop.yaml.off").rename(pod_file)
+    slice_name = json.loads(sdqos_in(sb, "plan", "--config", str(config), "-o", "json").stdout)["pods"][0]["slice"]
+    holder = _hold_sync_lock(sb)
+    try:
+        for argv in (["podman", "start", "shop/web"], ["run", "shop/web", "nginx", "--", "true"]):
+            r = sdqos_in(sb, *argv[:1 if argv[0] == "run" else 2], "--config", str(config), "--lock-timeout", "0.5",
+                         *argv[1 if argv[0] == "run" else 2:], env=env)
+            assert r.returncode == 3 and "sync.lock" in r.stderr, (argv, r.stderr)
+        assert sbx.run(sb, ["systemctl", "is-active", slice_name]).stdout.strip() != "active"
+        assert podman(sb, env, "ps", "--all", "--format", "{{.Names}}").strip() == ""
+        # A sync that starts while the lock is held plans once it has the lock: with the pod added meanwhile.
+        pod_file.rename(config / "shop.yaml.off")
+        waiting = sbx.popen(sb, [__import__("sys").executable, "-m", "sdqos", "sync", "--config", str(config),
+                                 "-o", "json", "--allow-empty", "--max-removals", "100%"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sbx.inner_env(env))
+        time.sleep(1.0)
+        (config / "shop.yaml.off").rename(pod_file)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    out, errs = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, errs
+    assert slice_name in json.loads(out)["created"]
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0, r.stderr
+    assert sbx.run(sb, ["systemctl", "is-active", slice_name]).stdout.strip() == "active"
