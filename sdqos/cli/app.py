@@ -295,7 +295,8 @@ def sync(
     """Reconcile systemd's units with the plan: create, update, restore drift, remove what left.
 
     Exit 0 when everything is in place; 1 when systemd refused something, a planned unit belongs to
-    another manager, or removals were held back (--max-removals); 2 when some input was invalid or an
+    another manager, podman could not be asked which containers run (its containers are then left
+    as they are), or removals were held back (--max-removals); 2 when some input was invalid or an
     edit was refused as Kubernetes refuses it (everything else was still synced); 3 when another
     sync held the lock; with --dry-run, 4 when changes are pending (0: none)."""
     from sdqos.host import inputs

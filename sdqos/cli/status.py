@@ -197,6 +197,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     kept_why: dict[str, str] = dict(last.get("keptWhy") or {})
     warnings = list(plan.warnings)
     obs: Observation = await observe(sd, plan, applied, warnings, usage=True)
+    warnings.extend(obs.errors)
     plan, clamped = applied_budget(plan, last)  # after observe: the VM scopes it bound are units now
     for name in clamped:  # observe compared the kernel with the plan's value; the clamped one is what was set
         lu = obs.live.get(name)

@@ -56,15 +56,18 @@ class Binding:
     container: str | None = None
 
 
-def podman_containers(scopes: dict[str, LiveScope], warnings: list[str]) -> dict[str, podman.PodmanContainer] | None:
+def podman_containers(scopes: dict[str, LiveScope], errors: list[str]) -> dict[str, podman.PodmanContainer] | None:
     """podman's containers by id, asked only when a podman container runs in the tree (a pod slice,
-    or one whose pod left the config); None when podman could not be asked."""
+    or one whose pod left the config); None when podman could not be asked. That is an error, not
+    a warning: sdqos cannot tell its own containers from others', so it neither tunes their
+    containers nor stops them until podman answers again."""
     if not any(PODMAN_SCOPE.match(n) for n in scopes):
         return {}
     try:
         return {c.id: c for c in podman.containers()}
     except SdqosError as exc:  # podman missing or broken: the other matching rules still apply
-        warnings.append(f"cannot ask podman which containers run in pod slices: {exc}")
+        errors.append(f"cannot ask podman which containers run in pod slices: {exc}; their containers are "
+                      "left as they are")
         return None
 
 

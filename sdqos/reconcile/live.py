@@ -139,6 +139,7 @@ class Observation:
     podman_managed: dict[str, str] = field(default_factory=dict)  # scope → container, made by `sdqos podman start`
     unsure: frozenset[str] = frozenset()  # scopes whose owner could not be asked (podman failed): keep as they are
     machines: tuple[MachineCharge, ...] = ()  # what runs in machine.slice besides declared VMs, and its cost
+    errors: list[str] = field(default_factory=list)  # what could not be asked (podman): sync fails with them
 
 
 async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None:
@@ -169,7 +170,8 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
     for name, scope in scopes.items():
         if name in live:
             scope.description = live[name].description
-    containers = podman_containers(scopes, warnings)
+    errors: list[str] = []
+    containers = podman_containers(scopes, errors)
     unsure = frozenset(n for n in scopes if containers is None and n.startswith("libpod-"))
     containers = containers or {}
     machine = machine_scopes(scopes)
@@ -189,7 +191,8 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
             if scope is not None:
                 guests[scope] = (d.memory, d.vcpus)
         charges = machine_charges(plan, machine, claimed, live, names, guests, slice_usage)
-    return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure, charges)
+    return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure, charges,
+                       errors)
 
 
 def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveScope]) -> None:

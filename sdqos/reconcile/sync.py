@@ -63,6 +63,7 @@ async def sync(
         seen = []
         obs = await observe(sd, plan, applied, seen)
     report.warnings.extend(seen)
+    report.errors.extend(obs.errors)
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
     warn_if_kubelet(live, plan, report.warnings)
 
@@ -145,7 +146,7 @@ def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
     from sdqos.host import podman
     from sdqos.reconcile import podman_pods
     from sdqos.reconcile.diff import pod_slice_pattern
-    from sdqos.reconcile.scopes import owning_slice
+    from sdqos.reconcile.scopes import PODMAN_CONMON_ID, PODMAN_SCOPE, owning_slice
 
     pattern = pod_slice_pattern(plan)
     stopping: dict[str, str] = {}  # uid → slice
@@ -155,14 +156,18 @@ def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
             stopping[m.group(1).replace("_", "-")] = a.unit
     if not stopping or (not obs.podman_managed and not podman.installed()):
         return  # no podman on this host: no containers of it either
-    holding = {owning_slice(obs.scopes[s].slice) for s in obs.podman_managed if s in obs.scopes}
+    holding = {owning_slice(sc.slice) for name, sc in obs.scopes.items()
+               if PODMAN_SCOPE.match(name) or PODMAN_CONMON_ID.match(name)}
     try:
         found = podman_pods.managed_containers(set(stopping))
-    except SdqosError as exc:
+    except SdqosError as exc:  # its containers stay, running ones in their slice
         for uid, slice_name in sorted(stopping.items(), key=lambda x: x[1]):
             if slice_name in holding:
                 report.errors.append(f"{slice_name}: not stopped: {exc}")
                 diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
+            else:
+                report.errors.append(f"{slice_name}: stopped, but its pod's exited podman containers (if any) "
+                                     f"were not removed: {exc}")
         return
     groups = sorted(found.items())
     results = podman.remove_side_by_side(

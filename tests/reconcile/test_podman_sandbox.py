@@ -349,3 +349,31 @@ def test_podman_start_and_run_wait_for_the_sync_lock_and_sync_plans_under_it(pod
     r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
     assert r.returncode == 0, r.stderr
     assert sbx.run(sb, ["systemctl", "is-active", slice_name]).stdout.strip() == "active"
+
+
+@pytest.mark.parametrize("broken", ["/nonexistent/podman", "podman --root /proc/version"])
+def test_a_podman_that_cannot_be_asked_fails_the_sync_and_keeps_its_containers(podman_env, broken):
+    """A missing podman, or one that exits non-zero (unusable storage), is an error in the report
+    and exit 1, never a warning; its containers keep their values and keep running, and a pod that
+    left the config keeps its slice, until podman answers again."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+    limit = cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")
+    bad = dict(env, SDQOS_PODMAN=broken)
+    report = sync_json(sb, config, env=bad, expect=1)
+    assert any(e.startswith("cannot ask podman which containers run in pod slices: ") for e in report["errors"]), report
+    assert not any("podman" in w for w in report["warnings"]), report["warnings"]
+    assert report["removed"] == [] and report["reset"] == []
+    r = sdqos_in(sb, "sync", "--config", str(config), "--quiet", env=bad)
+    assert r.returncode == 1 and "sdqos: error: cannot ask podman" in r.stderr
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.rename(config / "shop.yaml.off")
+    report = sync_json(sb, config, "--allow-empty", "--max-removals", "100%", env=bad, expect=1)
+    assert report["removed"] == [] and report["podmanRemoved"] == []
+    assert inspect(sb, env, "shop_web_nginx")["State"]["Running"]
+    assert inspect(sb, env, "shop_web_nginx")["State"]["Pid"] == pid
+    assert cgroup_file(sb, pid, "memory", "memory.limit_in_bytes") == limit
+    report = sync_json(sb, config, "--allow-empty", "--max-removals", "100%", env=env)  # podman back
+    assert report["podmanRemoved"] == ["shop_web_nginx", "shop_web_shipper"]
