@@ -6,6 +6,11 @@ gives qemu's PID (which finds the scope whatever machined made of the name: mach
 characters and cuts at 64, and a ``<resource><partition>`` puts the scope in a sub-slice), the
 guest's RAM and vCPUs. Read only; a file that is not root's, or is writable by others, is not
 trusted (it could point sdqos at any process).
+
+A record outlives its domain when libvirtd is down while the guest ends (or is killed with it),
+and its PID may then be another process's. So a record counts only while its PID is that
+domain's QEMU: a process with ``-name guest=<domain>`` on its command line, started before the
+record was last written. Otherwise sdqos would tune (and count) whatever scope now holds the PID.
 """
 
 from __future__ import annotations
@@ -66,8 +71,67 @@ def parse_status(text: str) -> Domain | None:
         return None
 
 
-def running_domains(run_dir: Path = RUN_DIR, warnings: list[str] | None = None) -> dict[str, Domain]:
-    """Every running domain libvirt records, by name (none when libvirt is not there)."""
+def qemu_options(value: str) -> list[str]:
+    """A QEMU option value split at single commas (``,,`` is a literal comma, as QEMU reads it)."""
+    out, cur, i = [], [], 0
+    while i < len(value):
+        if value[i] == ",":
+            if value[i + 1:i + 2] == ",":
+                cur.append(",")
+                i += 2
+                continue
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(value[i])
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
+def guest_name(argv: list[str]) -> str | None:
+    """The guest name a QEMU command line gives (``-name guest=NAME,…`` or ``-name NAME``)."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg in ("-name", "--name"):
+            opts = qemu_options(argv[i + 1])
+            for o in opts:
+                if o.startswith("guest="):
+                    return o[len("guest="):]
+            return opts[0] if opts and "=" not in opts[0] else None
+    return None
+
+
+def _start_time(pid: int, proc: Path) -> float | None:
+    """When ``pid`` started, in seconds since the epoch (from /proc: boot time + start ticks)."""
+    try:
+        stat_line = (proc / str(pid) / "stat").read_text()
+        ticks = int(stat_line.rsplit(")", 1)[1].split()[19])
+        btime = next(int(ln.split()[1]) for ln in (proc / "stat").read_text().splitlines() if ln.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return btime + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def stale_reason(dom: Domain, written: float, proc: Path = Path("/proc")) -> str | None:
+    """Why a status record's PID is not (or no longer) its domain's QEMU; None when it is."""
+    try:
+        raw = (proc / str(dom.pid) / "cmdline").read_bytes()
+    except OSError:
+        return "no such process"
+    argv = [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0") if a]
+    name = guest_name(argv)
+    if name != dom.name:
+        return "that process is not its QEMU" + (f" (it runs guest {name!r})" if name else "")
+    started = _start_time(dom.pid, proc)
+    if started is not None and started > written + 2.0:  # btime has whole seconds
+        return "that process started after the record was written"
+    return None
+
+
+def running_domains(run_dir: Path = RUN_DIR, warnings: list[str] | None = None,
+                    proc: Path = Path("/proc")) -> dict[str, Domain]:
+    """Every running domain libvirt records, by name (none when libvirt is not there); a record
+    whose PID is not its domain's QEMU is ignored, with a warning."""
     out: dict[str, Domain] = {}
     try:
         entries = sorted(e for e in os.listdir(run_dir) if e.endswith(".xml"))
@@ -90,6 +154,13 @@ def running_domains(run_dir: Path = RUN_DIR, warnings: list[str] | None = None) 
         if len(data) > MAX_STATUS_BYTES:
             continue
         dom = parse_status(data.decode("utf-8", "replace"))
-        if dom is not None:
-            out[dom.name] = dom
+        if dom is None:
+            continue
+        why = stale_reason(dom, st.st_mtime, proc)
+        if why is not None:
+            if warnings is not None:
+                warnings.append(f"{path} names PID {dom.pid} for domain {dom.name}, but {why} (libvirtd down, or "
+                                "the guest gone): ignored, and that process's scope is not tuned as the VM")
+            continue
+        out[dom.name] = dom
     return out

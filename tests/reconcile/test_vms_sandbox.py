@@ -443,3 +443,38 @@ def test_the_path_unit_limits_a_libvirt_vm_within_seconds_without_the_timer(lv_s
                 vm.libvirt_destroy_domain(sb, "lat")
     finally:
         remove_sync_units(sb)
+
+
+def test_a_stale_libvirt_record_never_makes_sdqos_tune_the_scope_its_pid_now_runs_in(clean_sandbox, config):
+    """libvirtd down while its guest ended, and the PID reused by another process: libvirt's status
+    record still names the domain and that PID. The process is not the domain's QEMU (its command
+    line has no `-name guest=<domain>`), so its scope is left alone and the VM is not running."""
+    sb = clean_sandbox
+    (config / "vms" / "ghost.yaml").write_text(vm_yaml("ghost", "  libvirt: {domain: ghost}\n"))
+    p = sbx.popen(sb, ["systemd-run", "--quiet", "--scope", "--slice=machine.slice", "--unit=foreign-batch",
+                       "sh", "-c", "echo $$; exec sleep 100000"], stdout=subprocess.PIPE, text=True)
+    try:
+        inner = int(p.stdout.readline())
+        record = (f"<domstatus state='running' pid='{inner}'><domain type='kvm' id='3'><name>ghost</name>"
+                  "<memory unit='KiB'>65536</memory><vcpu>1</vcpu></domain></domstatus>\n")
+        sbx.run(sb, ["sh", "-c", "mkdir -p /run/libvirt/qemu && umask 077 && cat > /run/libvirt/qemu/ghost.xml"],
+                input=record, check=True)
+        report = sync_json(sb, config)
+        rel = "machine.slice/foreign-batch.scope"
+        assert kernel(sb, "memory", rel, "memory.limit_in_bytes") == UNLIMITED_V1
+        show = sbx.run(sb, ["systemctl", "show", "foreign-batch.scope", "-p", "CPUShares", "-p", "MemoryLimit",
+                            "-p", "CPUQuotaPerSecUSec"]).stdout.splitlines()
+        assert sorted(show) == ["CPUQuotaPerSecUSec=infinity", "CPUShares=[not set]", "MemoryLimit=infinity"], show
+        host = vm.host_pid(sb, inner)
+        assert host is not None and oom_of(host) == 0
+        assert "foreign-batch.scope" not in {u["unit"] for u in report["updated"]}
+        assert (f"/run/libvirt/qemu/ghost.xml names PID {inner} for domain ghost, but that process is not its QEMU "
+                "(libvirtd down, or the guest gone): ignored, and that process's scope is not tuned as the VM"
+                ) in report["warnings"], report["warnings"]
+        assert "VM ghost is declared but not running" in report["warnings"]
+        assert any(w.startswith("foreign-batch.scope in machine.slice is not a VM in the config")
+                   for w in report["warnings"]), report["warnings"]
+    finally:
+        sbx.run(sb, ["rm", "-rf", "/run/libvirt/qemu/ghost.xml"])
+        p.kill()
+        sbx.run(sb, ["systemctl", "stop", "foreign-batch.scope"])
