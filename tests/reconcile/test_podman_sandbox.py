@@ -377,3 +377,80 @@ def test_a_podman_that_cannot_be_asked_fails_the_sync_and_keeps_its_containers(p
     assert cgroup_file(sb, pid, "memory", "memory.limit_in_bytes") == limit
     report = sync_json(sb, config, "--allow-empty", "--max-removals", "100%", env=env)  # podman back
     assert report["podmanRemoved"] == ["shop_web_nginx", "shop_web_shipper"]
+
+
+STUBBORN = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: shop}}
+spec:
+  terminationGracePeriodSeconds: 6
+  containers:
+  - name: app
+    image: localhost/bb
+    command: ["/bin/sleep", "100000"]
+    resources: {{requests: {{cpu: 50m, memory: 16Mi}}, limits: {{cpu: 100m, memory: 32Mi}}}}
+"""
+
+
+def test_removed_pods_stop_side_by_side_each_with_its_grace_period(podman_env):
+    """Two pods whose containers ignore SIGTERM (sleep as PID 1), 6 s grace each: removed together
+    in one sync, they get their 6 s (not kubelet's default 30) side by side (not 12 s one after
+    the other), and the report says so as a change, not a warning."""
+    sb, env, config = podman_env
+    (config / "pods" / "shop.yaml").unlink()
+    for name in ("a", "b"):
+        (config / "pods" / f"{name}.yaml").write_text(STUBBORN.format(name=name))
+    sync_json(sb, config, env=env)
+    for name in ("a", "b"):
+        r = sdqos_in(sb, "podman", "start", f"shop/{name}", "--config", str(config), env=env)
+        assert r.returncode == 0, r.stderr
+    assert inspect(sb, env, "shop_a_app")["Config"]["Labels"]["io.kubernetes.pod.terminationGracePeriod"] == "6"
+    for name in ("a", "b"):
+        (config / "pods" / f"{name}.yaml").unlink()
+    t0 = time.monotonic()
+    r = sdqos_in(sb, "sync", "--config", str(config), "--allow-empty", "--max-removals", "100%", env=env)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stdout + r.stderr, r.stdout
+    assert "  removed  podman container shop_a_app" in r.stdout.splitlines()
+    assert "  removed  podman container shop_b_app" in r.stdout.splitlines()
+    assert 6 <= took < 12, took  # each waited out its own grace period, both at once
+    assert podman(sb, env, "ps", "--all", "--format", "{{.Names}}").strip() == ""
+
+
+def test_init_container_output_stays_out_of_sdqos_and_an_interrupted_start_leaves_nothing_running(podman_env):
+    """An init container that writes 300 MB: its output goes to podman's log, sdqos's peak RSS stays
+    small. An init container that never ends is waited for without a time limit; Ctrl-C on sdqos
+    stops and removes it."""
+    import signal
+    import subprocess
+    import sys
+
+    sb, env, config = podman_env
+    pod = config / "pods" / "shop.yaml"
+    pod.write_text(POD.replace('"echo migrated"', '"head -c 300000000 /dev/zero | tr \\\\\\\\0 x; echo done"'))
+    probe = ("import resource, subprocess, sys; r = subprocess.run([sys.executable, '-m', 'sdqos'] + sys.argv[1:]); "
+             "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = sbx.run(sb, [sys.executable, "-c", probe, "podman", "start", "shop/web", "--config", str(config)],
+                env=env, timeout=300)
+    code, maxrss_kib = map(int, r.stdout.split()[-2:])
+    assert code == 0 and "ran init container shop_web_migrate to completion" in r.stdout, r.stderr
+    assert maxrss_kib < 150 * 1024, maxrss_kib  # sdqos and the podman commands it waited for
+    assert sdqos_in(sb, "podman", "stop", "shop/web", "--config", str(config), env=env).returncode == 0
+
+    pod.write_text(POD.replace('"echo migrated"', '"sleep 100000"'))
+    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "podman", "start", "shop/web", "--config", str(config)],
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sbx.inner_env(env))
+    deadline = time.monotonic() + 60
+    while "shop_web_migrate" not in podman(sb, env, "ps", "--format", "{{.Names}}"):
+        assert time.monotonic() < deadline and p.poll() is None, p.communicate()
+        time.sleep(0.2)
+    time.sleep(1)
+    assert p.poll() is None  # still waiting: no time limit
+    pids = sbx.run(sb, ["pgrep", "-f", f"sdqos podman start shop/web --config {config}"]).stdout.split()
+    assert len(pids) == 1, pids
+    sbx.run(sb, ["kill", "-INT", pids[0]], check=True)
+    out, errs = p.communicate(timeout=60)
+    assert p.returncode == 130 and "sdqos: interrupted" in errs, errs
+    assert podman(sb, env, "ps", "--all", "--format", "{{.Names}}").strip() == ""
