@@ -4,7 +4,8 @@ flags, the way kubelet hands them to its runtime over CRI. Pure.
 - ``--cgroup-parent`` the pod slice: podman (crun, systemd cgroup manager) creates the container's
   ``libpod-<id>.scope`` there, as a CRI runtime creates its scope in the pod's slice.
 - ``--cpu-shares`` (the request, or the limit without one), ``--cpu-quota``/``--cpu-period`` (only
-  with a CPU limit and cpuCFSQuota), ``--memory`` (the limit), ``--oom-score-adj`` (kubelet's
+  with a CPU limit and cpuCFSQuota), ``--memory`` (the limit) with ``--memory-swap`` (kubelet's
+  swap: no swap beyond the limit on v1, the limit plus the container's swap on v2), ``--oom-score-adj`` (kubelet's
   policy), ``--pids-limit -1`` (kubelet limits pids per pod, not per container; podman's own
   default would be 2048). On cgroup v2 also ``memory.swap.max`` (memorySwap) and
   ``memory.oom.group`` (singleProcessOOMKill) through ``--cgroup-conf``.
@@ -57,8 +58,12 @@ def owned_by(labels_: dict[str, str], uid: str | None = None) -> bool:
     return labels_.get(MANAGED_LABEL) == "true" and (uid is None or labels_.get(UID_LABEL) == uid)
 
 
-def _cpu_memory_flags(c: ContainerPlan, *, no_quota: list[str]) -> list[str]:
-    """Shares, quota and period (``no_quota`` when there is no CPU limit), memory limit."""
+def _cpu_memory_flags(c: ContainerPlan, cgroup: str, *, no_quota: list[str]) -> list[str]:
+    """Shares, quota and period (``no_quota`` when there is no CPU limit), memory limit, and swap
+    as kubelet sets it (configureContainerSwapResources): on v1 memory+swap equal to the memory
+    limit (NoSwap: v1 has no other), on v2 the limit plus the container's swap (0 with NoSwap).
+    Always given with a memory limit: podman's own default is twice the limit, swap as large as
+    the memory, on ``run`` and again on every ``update``."""
     rc = c.resources
     out = [f"--cpu-shares={rc.cpu_shares}"]
     if rc.cpu_quota and rc.cpu_quota > 0:
@@ -66,14 +71,15 @@ def _cpu_memory_flags(c: ContainerPlan, *, no_quota: list[str]) -> list[str]:
     else:
         out += no_quota
     if rc.memory:
-        out.append(f"--memory={rc.memory}")
+        swap = (rc.swap or 0) if cgroup == "v2" else 0
+        out += [f"--memory={rc.memory}", f"--memory-swap={rc.memory + swap}"]
     return out
 
 
 def resource_flags(c: ContainerPlan, cgroup: str) -> list[str]:
     """kubelet's container values (generateLinuxContainerResources) as podman flags."""
     rc = c.resources
-    out = _cpu_memory_flags(c, no_quota=[]) + [f"--oom-score-adj={c.oom_score_adj}", "--pids-limit=-1"]
+    out = _cpu_memory_flags(c, cgroup, no_quota=[]) + [f"--oom-score-adj={c.oom_score_adj}", "--pids-limit=-1"]
     if cgroup == "v2":
         if rc.swap is not None:
             out.append(f"--cgroup-conf=memory.swap.max={rc.swap}")
@@ -163,8 +169,9 @@ def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, 
     return args
 
 
-def update_args(c: ContainerPlan) -> list[str]:
+def update_args(c: ContainerPlan, cgroup: str) -> list[str]:
     """``podman update`` arguments bringing a running container to kubelet's current values (what
     kubelet's UpdateContainerResources does for a resized pod): crun keeps a container's limits in
-    its own cgroup below the scope, where the scope's values alone would not reach."""
-    return ["update", *_cpu_memory_flags(c, no_quota=["--cpu-quota=-1"])]  # -1: a quota set before goes
+    its own cgroup below the scope, where the scope's values alone would not reach. (podman 4.3
+    cannot clear a memory limit this way: see sdqos.reconcile.sync.)"""
+    return ["update", *_cpu_memory_flags(c, cgroup, no_quota=["--cpu-quota=-1"])]  # -1: a quota set before goes

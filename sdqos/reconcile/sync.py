@@ -195,7 +195,7 @@ def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report) 
         if c is None:
             continue
         try:
-            podman.check(update_args(c) + [obs.podman_managed[scope]])
+            podman.check(update_args(c, plan.cgroup) + [obs.podman_managed[scope]])
         except SdqosError as exc:
             report.errors.append(f"{scope} ({b.pod}/{b.container}): its scope has the new values, the container "
                                  f"does not: {exc}")

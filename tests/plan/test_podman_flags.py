@@ -99,10 +99,10 @@ def test_update_args_bring_a_running_container_to_the_current_values():
 
     pp = planned()
     nginx = next(c for c in pp.containers if c.name == "nginx")
-    assert update_args(nginx) == ["update", "--cpu-shares=256", "--cpu-quota=50000", "--cpu-period=100000",
-                                  f"--memory={256 * 2**20}"]
+    assert update_args(nginx, "v1") == ["update", "--cpu-shares=256", "--cpu-quota=50000", "--cpu-period=100000",
+                                        f"--memory={256 * 2**20}", f"--memory-swap={256 * 2**20}"]
     shipper = next(c for c in pp.containers if c.name == "shipper")
-    assert update_args(shipper) == ["update", "--cpu-shares=2", "--cpu-quota=-1"]  # no limits: quota removed
+    assert update_args(shipper, "v1") == ["update", "--cpu-shares=2", "--cpu-quota=-1"]  # no limits: quota removed
 
 
 @pytest.mark.parametrize("policy,flag", [(None, None), ("Always", "--pull=always"), ("IfNotPresent", "--pull=missing"),
@@ -126,3 +126,16 @@ def test_an_unknown_pull_policy_is_refused():
     with pytest.raises(InvalidInput) as exc:
         run_spec(doc, "pods/web.yaml[0]")
     assert str(exc.value).startswith("pods/web.yaml[0]: spec.containers[0].imagePullPolicy: 'Sometimes' is not one of")
+
+
+@pytest.mark.parametrize("cgroup", ["v1", "v2"])
+def test_no_swap_as_kubelet_on_run_and_update(cgroup):
+    """kubelet's NoSwap: memory+swap equal to the memory limit (v1: memsw = memory; v2:
+    memory.swap.max 0), on run and on update; podman's own default would be twice the limit."""
+    from sdqos.plan.podman import update_args
+
+    pp = planned(cgroup)
+    nginx = next(c for c in pp.containers if c.name == "nginx")
+    run = run_args(pp, nginx, run_spec(DOC, "x").containers[2], "Always", cgroup)
+    for args in (run, update_args(nginx, cgroup)):
+        assert f"--memory={256 * 2**20}" in args and f"--memory-swap={256 * 2**20}" in args

@@ -454,3 +454,26 @@ def test_init_container_output_stays_out_of_sdqos_and_an_interrupted_start_leave
     out, errs = p.communicate(timeout=60)
     assert p.returncode == 130 and "sdqos: interrupted" in errs, errs
     assert podman(sb, env, "ps", "--all", "--format", "{{.Names}}").strip() == ""
+
+
+def test_no_swap_as_kubelet_on_start_and_after_an_update(podman_env):
+    """kubelet's NoSwap on cgroup v1: memory+swap equal to the memory limit, in the container's
+    own cgroup (podman's default would give twice the limit), and still so after a sync changed the
+    limit through `podman update`."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+    assert "/container" in sbx.run(sb, ["cat", f"/proc/{pid}/cgroup"]).stdout  # crun's cgroup below the scope
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 256 * 2**20
+    assert int(cgroup_file(sb, pid, "memory", "memory.memsw.limit_in_bytes")) == 256 * 2**20
+    sync_json(sb, config, env=env)
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}", "limits: {cpu: 500m, memory: 300Mi}"))
+    report = sync_json(sb, config, env=env)
+    assert report["errors"] == []
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 300 * 2**20
+    assert int(cgroup_file(sb, pid, "memory", "memory.memsw.limit_in_bytes")) == 300 * 2**20
+    pod_file.write_text(pod_file.read_text().replace("memory: 300Mi}", "memory: 200Mi}"))  # shrinking: memsw first
+    assert sync_json(sb, config, env=env)["errors"] == []
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 200 * 2**20
+    assert int(cgroup_file(sb, pid, "memory", "memory.memsw.limit_in_bytes")) == 200 * 2**20
