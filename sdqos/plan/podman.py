@@ -58,7 +58,12 @@ def owned_by(labels_: dict[str, str], uid: str | None = None) -> bool:
     return labels_.get(MANAGED_LABEL) == "true" and (uid is None or labels_.get(UID_LABEL) == uid)
 
 
-def _cpu_memory_flags(c: ContainerPlan, cgroup: str, *, no_quota: list[str]) -> list[str]:
+# The kernel's own "no limit" (page-rounded LONG_MAX): what `podman update` is given to clear a
+# memory limit, since podman 4.3 takes no -1 for --memory (memory+swap the same: no swap above it).
+UNLIMITED_MEMORY = 0x7FFFFFFFFFFFF000
+
+
+def _cpu_memory_flags(c: ContainerPlan, cgroup: str, *, no_quota: list[str], no_memory: list[str] = ()) -> list[str]:
     """Shares, quota and period (``no_quota`` when there is no CPU limit), memory limit, and swap
     as kubelet sets it (configureContainerSwapResources): on v1 memory+swap equal to the memory
     limit (NoSwap: v1 has no other), on v2 the limit plus the container's swap (0 with NoSwap).
@@ -73,6 +78,8 @@ def _cpu_memory_flags(c: ContainerPlan, cgroup: str, *, no_quota: list[str]) -> 
     if rc.memory:
         swap = (rc.swap or 0) if cgroup == "v2" else 0
         out += [f"--memory={rc.memory}", f"--memory-swap={rc.memory + swap}"]
+    elif not (cgroup == "v2" and rc.swap):  # (no limit but swap on v2: memory+swap cannot say that)
+        out += list(no_memory)
     return out
 
 
@@ -173,5 +180,6 @@ def update_args(c: ContainerPlan, cgroup: str) -> list[str]:
     """``podman update`` arguments bringing a running container to kubelet's current values (what
     kubelet's UpdateContainerResources does for a resized pod): crun keeps a container's limits in
     its own cgroup below the scope, where the scope's values alone would not reach. (podman 4.3
-    cannot clear a memory limit this way: see sdqos.reconcile.sync.)"""
-    return ["update", *_cpu_memory_flags(c, cgroup, no_quota=["--cpu-quota=-1"])]  # -1: a quota set before goes
+    takes no -1 for a memory limit: the kernel's own no-limit value clears one set before.)"""
+    return ["update", *_cpu_memory_flags(c, cgroup, no_quota=["--cpu-quota=-1"],  # -1: a quota set before goes
+                                         no_memory=[f"--memory={UNLIMITED_MEMORY}", f"--memory-swap={UNLIMITED_MEMORY}"])]

@@ -242,6 +242,52 @@ async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool 
     return {name: _live_unit(name, st, props) for name, st in units.items()}
 
 
+CONTAINER_CGROUP = "container"  # crun's own cgroup below a podman container's scope (systemd cgroup manager)
+CONTAINER_FILES = ("memory/memory.limit_in_bytes", "memory.max")
+
+
+def container_kernel_off(plan: Plan, runtime, scopes: dict[str, LiveScope]) -> dict[str, dict]:
+    """The kernel has the last word inside a container too: crun keeps a container's limits in its
+    own cgroup below the scope (``libpod-<id>.scope/container``), where the scope's values do not
+    reach. For each podman container sdqos started (``runtime``: their scopes), the memory limit
+    that cgroup holds against the container's planned one; only where that cgroup exists."""
+    if not cgroupfs.available():
+        return {}
+    page = facts.page_size()
+    planned = {u.name: u for u in plan.units}
+    out: dict[str, dict] = {}
+    for name in sorted(runtime):
+        u, sc = planned.get(name), scopes.get(name)
+        if u is None or sc is None:
+            continue
+        mem = {k: v for k, v in u.properties.items() if k in ("MemoryLimit", "MemoryMax")}
+        want = {f: v for f, v in (cgroupfs.expected(mem, plan.cgroup, page) or {}).items() if f in CONTAINER_FILES}
+        have = cgroupfs.read(f"{sc.cgroup}/{CONTAINER_CGROUP}", want) if want else None
+        if have is not None and have != want:
+            out[name] = cgroupfs.differing(want, have)
+    return out
+
+
+def container_refusals(plan: Plan, runtime: dict[str, str], bindings: dict[str, Binding],
+                       scopes: dict[str, LiveScope], report) -> set[str]:
+    """Read back after ``podman update``: each podman container whose own cgroup does not hold its
+    planned memory limit is an error (every sync, until it does), and its scope is not reported as
+    updated or restored — never "→ unlimited" while the container keeps a limit."""
+    off = container_kernel_off(plan, runtime, scopes)
+    for name, files in off.items():
+        b = bindings.get(name)
+        who = f" ({b.pod}/{b.container})" if b is not None and b.pod else ""
+        pod = b.pod if b is not None and b.pod else "NS/NAME"
+        for f, (have, want) in files.items():
+            held, wanted = H.kernel_value(f, have), H.kernel_value(f, want)
+            report.errors.append(
+                f"{name}{who}: container {runtime[name]} keeps its memory limit {held} (wanted {wanted}): podman "
+                f"update did not reach it; `sdqos podman start --replace {pod}` recreates it with the new values")
+    report.updated[:] = [u for u in report.updated if u["unit"] not in off]
+    report.drift[:] = [d for d in report.drift if d["unit"] not in off]
+    return set(off)
+
+
 async def kernel_refusals(plan: Plan, done: set[str], scopes: dict[str, LiveScope], report,
                           settle_s: float = 1.0) -> set[str]:
     """The kernel has the last word: after systemd took new values, each unit's cgroup files are

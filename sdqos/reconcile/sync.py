@@ -22,7 +22,7 @@ from sdqos.plan.engine import MachineCharge, Plan, recount
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff, kept_pods, pod_requests_record
-from sdqos.reconcile.live import KUBELET, kernel_refusals, observe
+from sdqos.reconcile.live import KUBELET, container_kernel_off, container_refusals, kernel_refusals, observe
 from sdqos.reconcile.report import Report
 
 
@@ -90,6 +90,11 @@ async def sync(
     report.errors.extend(diff.errors)
     report.invalid.extend(diff.invalid)
     report.drift = diff.drift
+    runtime = {s: c for s, c in obs.podman_managed.items() if s in bindings}
+    inside = container_kernel_off(plan, runtime, scopes)  # a container's own cgroup changed behind our back
+    for name, files in inside.items():
+        if not any(d["unit"] == name for d in report.drift):
+            report.drift.append({"unit": name, "changes": {}, "kernel": files})
     report.kept = diff.kept
     report.kept_why = dict(diff.kept_why)
     report.foreign = diff.foreign + unmatched
@@ -111,9 +116,10 @@ async def sync(
         report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
     else:
         _remove_runtime_containers(plan, diff, obs, report)
-        _update_runtime_containers(plan, diff, obs, bindings, report)  # before: systemd then writes the scope last
+        _update_runtime_containers(plan, diff, obs, bindings, report, set(inside))  # before: systemd writes the scope last
         done = await apply(sd, diff, report, progress)
         done -= await kernel_refusals(plan, done, scopes, report)
+        done -= container_refusals(plan, runtime, bindings, scopes, report)
         removed = set(report.removed)
         new_applied = {k: v for k, v in applied.items() if k in live and k not in removed}
         planned = {u.name: u for u in plan.units}
@@ -181,13 +187,14 @@ def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
             diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
 
 
-def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report) -> None:
-    """A container ``sdqos podman start`` ran whose values just changed on its scope: the same values
-    through ``podman update``, so they reach the cgroup the runtime keeps below the scope."""
+def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report, inside: set[str]) -> None:
+    """A container ``sdqos podman start`` ran whose values just changed on its scope (or whose own
+    cgroup, ``inside``, no longer holds them): the same values through ``podman update``, so they
+    reach the cgroup the runtime keeps below the scope."""
     from sdqos.host import podman
     from sdqos.plan.podman import update_args
 
-    changed = {a.unit for a in diff.actions if a.kind == "update"}
+    changed = {a.unit for a in diff.actions if a.kind == "update"} | inside
     for scope in sorted(changed & set(obs.podman_managed)):
         b = bindings.get(scope)
         pp = plan.pod(b.pod) if b is not None and b.pod else None

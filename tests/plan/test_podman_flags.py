@@ -102,7 +102,9 @@ def test_update_args_bring_a_running_container_to_the_current_values():
     assert update_args(nginx, "v1") == ["update", "--cpu-shares=256", "--cpu-quota=50000", "--cpu-period=100000",
                                         f"--memory={256 * 2**20}", f"--memory-swap={256 * 2**20}"]
     shipper = next(c for c in pp.containers if c.name == "shipper")
-    assert update_args(shipper, "v1") == ["update", "--cpu-shares=2", "--cpu-quota=-1"]  # no limits: quota removed
+    no_limit = 0x7FFFFFFFFFFFF000  # the kernel's own: podman takes no -1 for a memory limit
+    assert update_args(shipper, "v1") == ["update", "--cpu-shares=2", "--cpu-quota=-1",  # no limits: both removed
+                                          f"--memory={no_limit}", f"--memory-swap={no_limit}"]
 
 
 @pytest.mark.parametrize("policy,flag", [(None, None), ("Always", "--pull=always"), ("IfNotPresent", "--pull=missing"),

@@ -18,7 +18,7 @@ import pytest
 
 from sdqos import sandbox as sbx
 
-from ..sbhelpers import copy_config, sdqos_in, sync_json
+from ..sbhelpers import UNLIMITED_V1, copy_config, sdqos_in, sync_json
 
 BUSYBOX = "/bin/busybox"
 # A container process that ends on SIGTERM (a plain `sleep` as PID 1 would ignore it and wait out
@@ -477,3 +477,50 @@ def test_no_swap_as_kubelet_on_start_and_after_an_update(podman_env):
     assert sync_json(sb, config, env=env)["errors"] == []
     assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 200 * 2**20
     assert int(cgroup_file(sb, pid, "memory", "memory.memsw.limit_in_bytes")) == 200 * 2**20
+
+
+def test_a_removed_limit_reaches_the_container_and_the_sync_reads_the_container_back(podman_env):
+    """A container's memory limit removed from the manifest reaches the running container's own
+    cgroup (podman takes no -1: the kernel's no-limit value clears it), and only then is the scope
+    reported as updated. A limit changed in the container's cgroup behind sdqos's back is drift,
+    restored through podman; one that cannot be restored is an error, never "updated"."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
+    pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+    limit_file = "memory.limit_in_bytes"
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}", "limits: {cpu: 500m}"))
+    report = sync_json(sb, config, env=env)
+    assert report["errors"] == [] and scope in {u["unit"] for u in report["updated"]}
+    assert int(cgroup_file(sb, pid, "memory", limit_file)) == UNLIMITED_V1
+    assert int(cgroup_file(sb, pid, "memory", "memory.memsw.limit_in_bytes")) == UNLIMITED_V1
+    assert sdqos_in(sb, "sync", "--config", str(config), env=env).stdout.startswith("nothing to do")
+
+    # Behind sdqos's back, in the container's own cgroup (below the scope): drift, restored.
+    lines = sbx.run(sb, ["cat", f"/proc/{pid}/cgroup"], check=True).stdout.splitlines()
+    path = next(ln.split(":", 2)[2] for ln in lines if "memory" in ln.split(":")[1].split(","))
+    assert path.endswith(f"/{scope}/container")
+    mount = next(d for d in os.listdir("/sys/fs/cgroup") if "memory" in d.split(","))
+    sbx.run(sb, ["sh", "-c", f"echo {64 * 2**20} > /sys/fs/cgroup/{mount}{path}/{limit_file}"], check=True)
+    r = sdqos_in(sb, "diff", "--config", str(config), env=env)
+    assert r.returncode == 4 and f"memory.limit_in_bytes 64 MiB → unlimited" in r.stdout, r.stdout
+    report = sync_json(sb, config, env=env)
+    assert [d["unit"] for d in report["drift"]] == [scope] and report["errors"] == []
+    assert int(cgroup_file(sb, pid, "memory", limit_file)) == UNLIMITED_V1
+
+    # One podman does not restore (its update refused): an error naming what the container keeps,
+    # every sync, and never "restored" or "updated".
+    sbx.run(sb, ["sh", "-c", f"echo {64 * 2**20} > /sys/fs/cgroup/{mount}{path}/{limit_file}"], check=True)
+    wrapper = config.parent / "podman-no-update"
+    wrapper.write_text('#!/bin/sh\nfor a; do [ "$a" = update ] && { echo "Error: refused" >&2; exit 125; }; done\n'
+                       f'exec {env["SDQOS_PODMAN"]} "$@"\n')
+    wrapper.chmod(0o755)
+    for _ in range(2):
+        report = sync_json(sb, config, env=dict(env, SDQOS_PODMAN=str(wrapper)), expect=1)
+        assert report["drift"] == [] and report["updated"] == [], report
+        assert f"{scope} (shop/web/nginx): container shop_web_nginx keeps its memory limit 64 MiB (wanted unlimited): " \
+               "podman update did not reach it; `sdqos podman start --replace shop/web` recreates it with the new " \
+               "values" in report["errors"], report["errors"]
+    assert int(cgroup_file(sb, pid, "memory", limit_file)) == 64 * 2**20
