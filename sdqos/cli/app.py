@@ -226,16 +226,32 @@ def explain(
                 raise InvalidInput(f"no such file, and no configured pod named {pod!r}")
             wanted = matches[:1]
         p = build_plan(cfg.node, pods, cfg.vms, resolve_cgroup(cgroup), explain=True)
+        live = {} if path.exists() or path.is_symlink() else _live_containers(p, wanted)
         if output == Output.json:
             from sdqos.plan.explain import explain_json
 
-            typer.echo(json.dumps({"pods": [explain_json(pp) for pp in p.pods if pp.key in wanted],
+            typer.echo(json.dumps({"pods": [explain_json(pp, live.get(pp.key)) for pp in p.pods if pp.key in wanted],
                                    "warnings": list(p.warnings)}, indent=2))
             return
-        texts = [explain_pod(p, pp) for pp in p.pods if pp.key in wanted]
+        texts = [explain_pod(p, pp, live.get(pp.key)) for pp in p.pods if pp.key in wanted]
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
             err(f"warning: {w}")
+
+
+def _live_containers(p, keys: list[str]) -> dict[str, dict[str, tuple[str, str]]]:
+    """pod → container → (the scope it runs in, what runs it), for the podman containers sdqos
+    started (a podman that cannot be asked: a warning, the planned scopes are shown)."""
+    from sdqos.reconcile import podman_pods
+
+    out = {}
+    for pp in p.pods:
+        if pp.key in keys:
+            try:
+                out[pp.key] = podman_pods.live_scopes(pp)
+            except SdqosError as exc:
+                err(f"warning: cannot ask podman whether pod {pp.key}'s containers run: {exc}")
+    return out
 
 
 def _explain_vm(cfg, vm: str | None, pod: str | None, cgroup, output) -> None:
@@ -718,6 +734,36 @@ def podman_start(
                 typer.echo(line)
         for line in podman_pods.run_containers(p, pp, spec):
             typer.echo(line)
+        _record_pod(config, insecure, cgroup, bus_address, lock_timeout, pp.key)
+
+
+def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout: float, key: str) -> None:
+    """Right after its containers started: the pod's units through the sync's own path (its slice,
+    the slices above, its containers' scopes: updated, read back, recorded as applied), so `status`
+    shows them ok and `diff` has nothing pending, without waiting for the next sync."""
+    import asyncio
+
+    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
+    from sdqos.host.systemd import Systemd
+    from sdqos.reconcile import sync as reconcile
+
+    with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
+        mode = resolve_cgroup(cgroup) if isinstance(cgroup, CgroupMode) else cgroup
+        cfg, p = load_planned(config, insecure, mode, writes=True)
+        if p.pod(key) is None:  # left the config meanwhile: the next sync removes it
+            return
+
+        async def go():
+            async with Systemd(bus_address) as sd:
+                return await reconcile.sync(
+                    sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only_pod=key,
+                    replan=lambda machines: load_planned(config, insecure, mode, writes=True, machines=machines)[1])
+
+        report = asyncio.run(go())
+    for e in report.errors:
+        err(f"error: {e}")
+    if report.errors:
+        raise typer.Exit(EXIT_ERROR)
 
 
 @podman_app.command("stop")

@@ -67,7 +67,9 @@ def _prop_line(name: str, value: int, why: dict[str, str], period: int) -> str:
     return text
 
 
-def explain_pod(plan: Plan, pp: PodPlan) -> str:
+def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) -> str:
+    """``live``: container name → (the scope it runs in now, what runs it), e.g. a podman
+    container's ``libpod-<id>.scope``: named instead of the scope ``sdqos run`` would make."""
     pod = pp.pod
     period = plan.node.cpu_cfs_quota_period_us
     pod_level = plan.node.gate("PodLevelResources")
@@ -91,7 +93,9 @@ def explain_pod(plan: Plan, pp: PodPlan) -> str:
         lines.append(_prop_line(name, value, pp.why, period))
     for c in pp.containers:
         lines.append("")
-        lines.append(f"  {c.scope}  (container {c.name}, {c.kind})")
+        running = (live or {}).get(c.name)
+        lines.append(f"  {running[0]}  (container {c.name}, {c.kind}; runs now: {running[1]})" if running
+                     else f"  {c.scope}  (container {c.name}, {c.kind})")
         for name, value in c.properties.items():
             lines.append(_prop_line(name, value, c.why, period))
         lines.append(f"    {'oom_score_adj':<20} {c.oom_score_adj:>20}")
@@ -133,8 +137,9 @@ def _values(props: dict[str, int], why: dict[str, str]) -> dict:
             for name, value in props.items()}
 
 
-def explain_json(pp: PodPlan) -> dict:
-    """One pod's values with their reasons, for programs: what ``explain`` prints, as data."""
+def explain_json(pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) -> dict:
+    """One pod's values with their reasons, for programs: what ``explain`` prints, as data
+    (``liveScope``: the scope a container runs in now, when it runs in another than ``scope``)."""
     values = _values
     pod = pp.pod
     return {
@@ -144,7 +149,8 @@ def explain_json(pp: PodPlan) -> dict:
         "limits": {"cpu": H.cpu(pp.limits[CPU]) if pp.limits[CPU] else None, "memory": pp.limits[MEMORY] or None},
         "slice": pp.slice, "properties": values(pp.properties, pp.why),
         "containers": [{"name": c.name, "kind": c.kind, "scope": c.scope, "oomScoreAdj": c.oom_score_adj,
-                        "oomScoreAdjWhy": c.why.get("oom_score_adj"), "properties": values(c.properties, c.why)}
+                        "oomScoreAdjWhy": c.why.get("oom_score_adj"), "properties": values(c.properties, c.why),
+                        **({"liveScope": live[c.name][0]} if live and c.name in live else {})}
                        for c in pp.containers],
     }
 

@@ -37,6 +37,19 @@ def pod_containers(pp: PodPlan) -> list[podman.PodmanContainer]:
     return [c for c in found if flags.owned_by(c.labels, pp.uid)]
 
 
+def live_scopes(pp: PodPlan) -> dict[str, tuple[str, str]]:
+    """The pod's running podman containers: container name → (its ``libpod-<id>.scope``, what
+    runs it), for ``explain``. Nothing when podman is not installed."""
+    if not podman.installed():
+        return {}
+    out = {}
+    for c in pod_containers(pp):
+        name = c.labels.get(flags.CONTAINER_LABEL)
+        if c.state in RUNNING_STATES and name:
+            out[name] = (f"libpod-{c.id}.scope", f"podman container {c.name}")
+    return out
+
+
 def managed_containers(uids: set[str]) -> dict[str, list[podman.PodmanContainer]]:
     """sdqos's own containers (running or exited) of the pods ``uids``: uid → containers."""
     out: dict[str, list[podman.PodmanContainer]] = {}

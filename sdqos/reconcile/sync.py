@@ -49,9 +49,13 @@ async def sync(
     recreate: frozenset[str] = frozenset(),
     max_removals: RemovalLimit | None = None,
     replan: Callable[[tuple[MachineCharge, ...]], Plan] | None = None,
+    only_pod: str | None = None,
 ) -> Report:
     """One reconciliation pass. The caller holds the sync lock. ``replan``: the plan again with
-    what runs in machine.slice counted (called when that differs from what ``plan`` counted)."""
+    what runs in machine.slice counted (called when that differs from what ``plan`` counted).
+    ``only_pod`` (NS/NAME): only that pod's units (its slice, the slices above it, the scopes in
+    it) are updated and recorded, nothing is created or removed: what ``sdqos podman start`` does
+    right after its containers started, so their scopes hold kubelet's values at once."""
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
@@ -86,6 +90,8 @@ async def sync(
         diff = diff_against(plan, clamps)
     report.plan = plan
     report.warnings.extend(clamps)
+    if only_pod is not None:
+        _only_pod(plan, only_pod, diff, obs, report)
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
     report.invalid.extend(diff.invalid)
@@ -136,11 +142,38 @@ async def sync(
                 rundir.save_applied(new_applied, run_dir)
             except HostError as e:  # the units changed; say so, and still write the OOM scores
                 report.errors.append(f"{e}; the next sync reports what it restores as updates, not drift")
+        if only_pod is not None:
+            bindings = {n: b for n, b in bindings.items() if b.pod == only_pod}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0
     report.disconnects = sd.stats.disconnects - disc0
     return report
+
+
+def _only_pod(plan: Plan, key: str, diff, obs, report: Report) -> None:
+    """Narrow a diff to one pod's units: updates of its slice, the slices above it and the scopes
+    in it; the rest of the tree (and what other pods' problems say) is the next sync's."""
+    from sdqos.reconcile.launch import ancestors
+    from sdqos.reconcile.scopes import owning_slice
+
+    pp = plan.pod(key)
+    units = {u.name for u in ancestors(plan, pp.slice)} if pp is not None else set()
+    if pp is not None:
+        units |= {n for n, sc in obs.scopes.items() if owning_slice(sc.slice) == pp.slice}
+    mine = units.__contains__
+    diff.actions[:] = [a for a in diff.actions if a.kind == "update" and mine(a.unit)]
+    diff.drift[:] = [d for d in diff.drift if mine(d["unit"])]
+    diff.unchanged[:] = [u for u in diff.unchanged if mine(u)]
+    diff.released[:] = []
+    diff.warnings[:] = [w for w in diff.warnings if any(u in w for u in units)]
+    diff.errors[:] = [e for e in diff.errors if any(u in e for u in units)]
+    report.errors[:] = [e for e in report.errors if any(u in e for u in units)]
+    report.warnings[:] = [w for w in report.warnings if any(u in w for u in units)]
+    diff.invalid[:] = []
+    for name in list(obs.podman_managed):
+        if not mine(name):
+            del obs.podman_managed[name]
 
 
 def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:

@@ -135,11 +135,12 @@ def test_podman_start_runs_the_pod_with_kubelets_values(podman_env):
     assert "GREETING=hello" in inspect(sb, env, "shop_web_nginx")["Config"]["Env"]
     assert "shop_web_migrate" not in podman(sb, env, "ps", "--all", "--format", "{{.Names}}")  # ran, and went
 
-    # sync recognises them by podman's labels: the container values on their scopes too, conmon untouched
+    # sync recognises them by podman's labels: the container values already on their scopes (podman
+    # start put them there through the sync's path), conmon untouched
     report = sync_json(sb, config, env=env)
     updated = {u["unit"] for u in report["updated"]}
     nginx_scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
-    assert nginx_scope in updated and not any("conmon" in u for u in updated) and report["foreign"] == []
+    assert nginx_scope in report["unchanged"] and not any("conmon" in u for u in updated) and report["foreign"] == []
     text = sdqos_in(sb, "sync", "--config", str(config), env=env)
     assert text.stdout.startswith("nothing to do"), text.stdout
     status = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0", env=env).stdout)
@@ -524,3 +525,32 @@ def test_a_removed_limit_reaches_the_container_and_the_sync_reads_the_container_
                "podman update did not reach it; `sdqos podman start --replace shop/web` recreates it with the new " \
                "values" in report["errors"], report["errors"]
     assert int(cgroup_file(sb, pid, "memory", limit_file)) == 64 * 2**20
+
+
+def test_right_after_podman_start_the_scopes_hold_kubelets_values_and_explain_names_them(podman_env):
+    """`podman start` brings its containers' scopes to kubelet's values through the sync's own path
+    (not at the next sync): `status` shows them ok, `diff` has nothing pending (exit 0), and
+    `explain` names the libpod scope each running container is in."""
+    sb, env, config = podman_env
+    sync_json(sb, config, env=env)
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    nginx = inspect(sb, env, "shop_web_nginx")
+    scope = f"libpod-{nginx['Id']}.scope"
+    want = {c["name"]: c for c in
+            json.loads(sdqos_in(sb, "plan", "--config", str(config), "-o", "json").stdout)["pods"][0]["containers"]}
+    show = sbx.run(sb, ["systemctl", "show", scope, "-p", "MemoryLimit", "-p", "CPUShares"]).stdout.split()
+    assert show == [f"CPUShares={want['nginx']['properties']['CPUShares']}",
+                    f"MemoryLimit={want['nginx']['properties']['MemoryLimit']}"]
+    d = sdqos_in(sb, "diff", "--config", str(config), env=env)
+    assert d.returncode == 0 and d.stdout.startswith("nothing to do"), d.stdout
+    status = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0", env=env).stdout)
+    rows = {u["unit"]: u for u in status["units"]}
+    assert rows[scope]["flags"] == [] and rows[scope]["container"] == "nginx"
+    text = sdqos_in(sb, "explain", "shop/web", "--config", str(config), env=env).stdout
+    assert f"  {scope}  (container nginx, app; runs now: podman container shop_web_nginx)" in text.splitlines()
+    ex = json.loads(sdqos_in(sb, "explain", "shop/web", "--config", str(config), "-o", "json", env=env).stdout)
+    assert {c["name"]: c.get("liveScope") for c in ex["pods"][0]["containers"]}["nginx"] == scope
+    assert sdqos_in(sb, "podman", "stop", "shop/web", "--config", str(config), env=env).returncode == 0
+    text = sdqos_in(sb, "explain", "shop/web", "--config", str(config), env=env).stdout
+    assert "runs now" not in text
