@@ -183,6 +183,7 @@ def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
     that comes back starts afresh. If podman cannot, the slices holding its containers stay and the
     error says why."""
     from sdqos.host import podman
+    from sdqos.host import volumes as host_volumes
     from sdqos.reconcile import podman_pods
     from sdqos.reconcile.diff import pod_slice_pattern
     from sdqos.reconcile.scopes import PODMAN_CONMON_ID, PODMAN_SCOPE, owning_slice
@@ -215,6 +216,10 @@ def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
         slice_name = stopping[uid]
         if error is None:
             report.containers_removed.extend(sorted(c.name for c in cs))
+            try:  # its emptyDirs go with it, as `sdqos podman stop` removes them
+                host_volumes.remove(uid, host_volumes.volume_root())
+            except SdqosError as exc:
+                report.errors.append(f"{slice_name}: its emptyDir volumes were not removed: {exc}")
         else:
             report.errors.append(f"{slice_name}: not stopped: {error}")
             diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]

@@ -26,7 +26,7 @@ from sdqos.plan.podman import container_name, labels, run_args
 from ..helpers import node
 
 OWN_FLAGS = {"name", "cgroup-parent", "detach", "restart", "label", "cpu-shares", "cpu-quota", "cpu-period",
-             "memory", "oom-score-adj", "pids-limit", "cgroup-conf", "env", "workdir", "entrypoint", "rm",
+             "memory", "memory-swap", "oom-score-adj", "pids-limit", "cgroup-conf", "env", "workdir", "entrypoint", "rm",
              "user", "group-add", "privileged", "read-only", "read-only-tmpfs", "security-opt", "cap-add", "cap-drop",
              "sysctl", "mount", "pull"}
 MOUNT_KEYS = {"type", "source", "destination", "ro", "bind-propagation", "tmpfs-size", "tmpfs-mode"}
