@@ -119,6 +119,26 @@ def test_changing_limits_updates_in_place(clean_sandbox, tmp_path):
     }
 
 
+def test_a_pod_moved_to_another_namespace_keeps_its_unit_with_a_new_description(clean_sandbox, tmp_path):
+    """Same uid, same slice: only its Description (who it is for) follows the pod."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    db = "kubepods-pod0d5c8a4e_6f3b_4c1e_9a2d_7b8e1f0c3a55.slice"
+    invocation = show(sb, db, "InvocationID")["InvocationID"]
+    assert show(sb, db, "Description")["Description"] == "sdqos pod shop/db (Guaranteed)"
+    path = config / "pods" / "db.yaml"
+    text = path.read_text()
+    assert "namespace: shop" in text
+    path.write_text(text.replace("namespace: shop", "namespace: store"))
+    report = sync_json(sb, config)
+    assert [u["unit"] for u in report["updated"]] == [db]
+    assert report["created"] == [] and report["removed"] == []
+    assert show(sb, db, "Description")["Description"] == "sdqos pod store/db (Guaranteed)"
+    assert show(sb, db, "InvocationID")["InvocationID"] == invocation  # not recreated
+    assert sync_json(sb, config)["updated"] == []  # and then it matches
+
+
 def test_drift_is_restored_and_reported(clean_sandbox, tmp_path):
     sb = clean_sandbox
     config = copy_config(tmp_path)
