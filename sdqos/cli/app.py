@@ -305,10 +305,12 @@ def sync(
                 metrics_textfile=metrics_textfile, max_removals=max_removals, recreate=recreate,
                 adopt_existing=adopt_existing)
     settle = settle and not dry_run
+    documents: list[dict] | None = [] if settle and output == Output.json else None
+    code = 0
     for _ in range(inputs.MAX_PASSES if settle else 1):
         before = inputs.fingerprint(config) if settle else None
         try:
-            _sync_pass(**args)
+            _sync_pass(**args, documents=documents)
             code = 0
         except typer.Exit as done:
             code = done.exit_code
@@ -317,6 +319,11 @@ def sync(
         # (libvirt writes its files over a second while a VM starts): a short quiet period first.
         if before is None or inputs.settled(config, before):
             break
+    if documents:  # stdout stays one JSON document: the last pass's report, the earlier ones inside it
+        last = documents[-1]
+        if len(documents) > 1:
+            last["previousPasses"] = documents[:-1]
+        typer.echo(json.dumps(last, indent=2))
     if settle:  # no interpreter teardown: a change in that window would be merged into this run and lost
         sys.stdout.flush()
         sys.stderr.flush()
@@ -327,8 +334,10 @@ def sync(
 
 def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optional[str], allow_empty: bool,
                lock_timeout: float, cgroup: CgroupMode, insecure: bool, verbose: bool, quiet: bool,
-               metrics_textfile: Optional[Path], max_removals: str, recreate: list[str], adopt_existing: bool) -> None:
-    """One sync, as `sdqos sync` prints and exits it."""
+               metrics_textfile: Optional[Path], max_removals: str, recreate: list[str], adopt_existing: bool,
+               documents: list[dict] | None = None) -> None:
+    """One sync, as `sdqos sync` prints and exits it; with ``documents``, its JSON report is
+    appended there instead of printed (--settle prints one document for all its passes)."""
     import asyncio
 
     from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
@@ -398,7 +407,9 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                     m.write_atomic(metrics_textfile, m.render(observed, rec))
             except HostError as exc:
                 report.errors.append(str(exc))
-        if output == Output.json:
+        if output == Output.json and documents is not None:
+            documents.append(report.as_json())
+        elif output == Output.json:
             typer.echo(json.dumps(report.as_json(), indent=2))
         else:
             from sdqos.cli.render import sync_text

@@ -4,6 +4,7 @@ systemd's own view of the units."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -448,3 +449,33 @@ def test_removed_units_are_named_by_the_pod_they_were_for(clean_sandbox, tmp_pat
     assert r.returncode == 0, r.stderr
     removed = [ln for ln in r.stdout.splitlines() if ln.startswith("  removed  ")]
     assert len(removed) == 1 and removed[0].endswith(".slice (shop/web)"), r.stdout
+
+
+def test_settle_with_json_prints_one_document(clean_sandbox, tmp_path):
+    """sync --settle -o json syncs again while the config changes; stdout is still one JSON
+    document (the last pass's report, the earlier passes inside it)."""
+    import threading
+
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    path = config / "pods" / "web.yaml"
+    text = path.read_text()
+    done = threading.Event()
+
+    def edit():  # a config that keeps changing while the sync runs: every pass sees a change
+        i = 0
+        while not done.is_set():
+            i += 1
+            path.write_text(text + f"# edit {i}\n")
+            time.sleep(0.05)
+    writer = threading.Thread(target=edit)
+    writer.start()
+    try:
+        r = sdqos_in(sb, "sync", "--settle", "--config", str(config), "-o", "json")
+    finally:
+        done.set()
+        writer.join()
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)  # one document: json.loads refuses "Extra data"
+    assert len(doc["created"]) == 8 or any(len(p["created"]) == 8 for p in doc["previousPasses"])
+    assert 1 <= len(doc["previousPasses"]) <= 4  # 5 passes at most
