@@ -17,6 +17,18 @@ def _is_sandbox(candidate: str) -> bool:
     return any(s.name == candidate for s in list_sandboxes())
 
 
+def _named_before_dashes(argv: list[str]) -> bool:
+    """Whether the command line put one word between `exec` and `--` (click drops the `--`
+    itself): then that word is NAME, and a missing sandbox is reported under that name."""
+    import sys
+
+    raw = sys.argv[1:]
+    if "exec" not in raw or "--" not in raw:
+        return False
+    before = [a for a in raw[raw.index("exec") + 1:raw.index("--")] if not a.startswith("-")]
+    return len(before) == 1 and len(argv) > 1 and argv[0] == before[0]
+
+
 def _json(s) -> dict:
     """A sandbox's status as JSON values (paths as text)."""
     return json.loads(json.dumps(dataclasses.asdict(s), default=str))
@@ -80,9 +92,13 @@ def make_app() -> Any:
 
         `sdqos sandbox exec demo -- systemctl status`; without NAME, the sandbox named sdqos."""
         if name is None:
-            name = DEFAULT_NAME
-            if len(argv) > 1 and _is_sandbox(argv[0]):
+            named = _named_before_dashes(argv)
+            if named:  # `exec foo -- cmd`: foo is the sandbox, whether or not it exists
                 name, argv = argv[0], argv[1:]
+            elif len(argv) > 1 and _is_sandbox(argv[0]):
+                name, argv = argv[0], argv[1:]
+            else:
+                name = DEFAULT_NAME
         try:
             exec_in(name, argv)
         except SandboxError as e:

@@ -196,6 +196,20 @@ def test_exec_in_replaces_process(sandbox: sbx.Sandbox):
     assert cp.returncode != 0 and "does not exist" in cp.stderr
 
 
+def test_exec_of_a_missing_sandbox_names_it(sandbox: sbx.Sandbox):
+    """`sandbox exec NAME -- CMD`: a NAME that does not exist is reported by that name (not as
+    the default sandbox, and not run as a command there)."""
+    missing = sandbox.name + "-nosuch"
+    cp = subprocess.run([sys.executable, "-m", "sdqos", "sandbox", "exec", missing, "--", "true"],
+                        capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 1
+    assert cp.stderr.startswith(f"sdqos sandbox: sandbox {missing} does not exist"), cp.stderr
+    assert f"`sdqos sandbox up {missing}` boots it" in cp.stderr
+    cp = subprocess.run([sys.executable, "-m", "sdqos", "sandbox", "exec", sandbox.name, "--", "cat", "/proc/1/comm"],
+                        capture_output=True, text=True, timeout=30)
+    assert (cp.returncode, cp.stdout) == (0, "systemd\n")
+
+
 def test_bus_from_host(sandbox: sbx.Sandbox):
     cp = subprocess.run(["busctl", f"--address={sandbox.bus_address}", "get-property", *MANAGER, "Version"],
                         capture_output=True, text=True, timeout=30, check=True)
