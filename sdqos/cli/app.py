@@ -73,6 +73,10 @@ CgroupOpt = typer.Option(CgroupMode.auto, "--cgroup", help="cgroup version of th
 IntervalOpt = typer.Option(1.0, "--interval", help="Seconds over which CPU usage is measured.")
 
 
+BUS_HINT = ("is systemd PID 1 here, with the system bus up? `sdqos sandbox up` gives a private one to try "
+            "sdqos in (then `sdqos sandbox exec -- sdqos ...`)")
+
+
 def err(line: str) -> None:
     typer.echo(f"sdqos: {line}", err=True)
 
@@ -83,8 +87,11 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except SdqosError as exc:
+        from sdqos.errors import BusUnavailable
+
+        hint = f"; {BUS_HINT}" if isinstance(exc, BusUnavailable) else ""
         for e in getattr(exc, "errors", None) or [exc]:
-            err(f"error: {e}")
+            err(f"error: {e}{hint}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err("interrupted")
@@ -332,6 +339,14 @@ def sync(
         raise typer.Exit(code)
 
 
+async def _probe_bus(bus_address: Optional[str]) -> None:
+    """Connect to systemd once (and close): BusUnavailable when it cannot be reached."""
+    from sdqos.host.systemd import Systemd
+
+    async with Systemd(bus_address):
+        pass
+
+
 def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optional[str], allow_empty: bool,
                lock_timeout: float, cgroup: CgroupMode, insecure: bool, verbose: bool, quiet: bool,
                metrics_textfile: Optional[Path], max_removals: str, recreate: list[str], adopt_existing: bool,
@@ -353,6 +368,10 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         except ValueError as exc:
             raise InvalidInput(str(exc), where="--max-removals") from None
         mode = resolve_cgroup(cgroup)
+        if not os.path.lexists(DEFAULT_RUN_DIR):
+            # A first sync on this host: no bus (no systemd as PID 1) must fail before the parse
+            # cache and the lock make /run/sdqos; a failing command leaves nothing behind.
+            asyncio.run(_probe_bus(bus_address))
         cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
         unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
 

@@ -58,15 +58,19 @@ def read_private(path: Path, max_bytes: int = MAX_READ, *, ours: bool = False) -
 
 def ensure_dir(run_dir: Path = DEFAULT_RUN_DIR) -> Path:
     """Create the run dir 0755 if missing; refuse one that another user could tamper with."""
+    root = os.geteuid() == 0
     try:
         os.mkdir(run_dir, 0o755)
     except FileExistsError:
         pass
     except OSError as exc:
-        raise HostError(f"cannot create {run_dir}: {exc.strerror}") from None
+        hint = "; run sdqos as root" if not root and exc.errno in (errno.EACCES, errno.EPERM) else ""
+        raise HostError(f"cannot create {run_dir}: {exc.strerror}{hint}") from None
     st = os.lstat(run_dir)
     if not stat.S_ISDIR(st.st_mode):
         raise HostError(f"{run_dir} is not a directory (symlink?); refusing to use it")
+    if not root and st.st_uid == 0:
+        raise HostError(f"{run_dir} belongs to root: run sdqos as root")
     if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise HostError(f"{run_dir} is writable by others or not owned by us; refusing to use it")
     return run_dir
