@@ -652,6 +652,7 @@ def adopt(
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
         _, p = load_planned(config, insecure, cgroup, writes=True)
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
+        launch.check_adoptable(list(pids), target, force)  # a refused PID: its children are not listed too
         all_pids = procfs.descendants(pids) if children else list(pids)
         launch.check_adoptable(all_pids, target, force)
 
