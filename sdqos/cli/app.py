@@ -165,6 +165,7 @@ def plan(
     with cli_errors():
         cfg, p = load_planned(config, insecure, cgroup)
         errors = [str(e) for e in cfg.errors]
+        p.warnings[:0] = [w for w in cfg.warnings if w not in p.warnings]  # the config's own (files not read)
         if output == Output.json:
             typer.echo(json.dumps(plan_json(p, errors), indent=2))
         else:
@@ -189,7 +190,7 @@ def explain(
 ) -> None:
     """Every value of one pod (or VM) with the formula and inputs that produced it."""
     from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents
-    from sdqos.kube.yamlsafe import YamlError, load_documents
+    from sdqos.kube.yamlsafe import YamlError
     from sdqos.plan.engine import build_plan
     from sdqos.plan.explain import explain_pod
 
@@ -202,11 +203,11 @@ def explain(
         wanted: list[str] = []
         path = Path(pod)
         if path.exists() or path.is_symlink():
-            from sdqos.loading.configdir import read_checked_file
+            from sdqos.loading.configdir import parse_documents, read_checked_file
 
             text = read_checked_file(path, insecure)
             try:
-                docs = load_documents(text)
+                docs = parse_documents(text, str(path))
             except YamlError as exc:  # its position only: the problem may quote the file
                 at = str(exc).split(": ", 1)[0] if str(exc).startswith("line ") else "somewhere"
                 raise InvalidInput(f"is not valid YAML ({at})", where=str(path)) from None
@@ -683,12 +684,11 @@ def _run_spec(config: Path, insecure: bool, pp):
     """The pod's run spec (images, commands, env) from the manifest document it came from."""
     from sdqos.host import lsm
     from sdqos.kube.runspec import run_spec
-    from sdqos.kube.yamlsafe import load_documents
-    from sdqos.loading.configdir import read_checked_file
+    from sdqos.loading.configdir import parse_documents, read_checked_file
 
     src = pp.pod.source
     path = config / src.file
-    docs = load_documents(read_checked_file(path, insecure))
+    docs = parse_documents(read_checked_file(path, insecure), src.file)
     ns, name = pp.key.split("/", 1)
     raw = docs[src.index] if src.index < len(docs) else None
     candidates = raw.get("items", []) if isinstance(raw, dict) and raw.get("kind") in ("List", "PodList") else [raw]
