@@ -1,6 +1,6 @@
 """The ``sdqos`` command line. Each command is a thin shell around a pure core: load config →
-engine → (D-Bus) → render. Errors become one readable line on stderr and a documented exit code:
-0 ok, 1 error (systemd, host), 2 invalid input, 3 lock held by another sync.
+engine → (D-Bus) → render. Errors become one readable line on stderr and a documented exit code
+(sdqos.errors.EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING, InvalidInput, SdqosError
+from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING, InvalidInput, SdqosError
 
 SANDBOX_HELP = "A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in."
 
@@ -50,7 +50,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="Kubelet's QoS model (node allocatable → QoS tiers → pods → containers, plus VMs in "
     "machine.slice) enforced as systemd units over D-Bus.\n\n"
-    "Exit codes: 0 ok, 1 error, 2 invalid input, 3 another sync holds the lock.",
+    + EXIT_CODES_LINE,
 )
 
 CONFIG_HELP = "Config directory: node.yaml, pods/*.yaml, vms/*.yaml."
@@ -79,6 +79,11 @@ BUS_HINT = ("is systemd PID 1 here, with the system bus up? `sdqos sandbox up` g
 
 def err(line: str) -> None:
     typer.echo(f"sdqos: {line}", err=True)
+
+
+def warn(line: str) -> None:
+    """A warning on stderr, with the prefix every warning has (in reports too): ``warning:``."""
+    typer.echo(f"warning: {line}", err=True)
 
 
 @contextlib.contextmanager
@@ -243,7 +248,7 @@ def explain(
         texts = [explain_pod(p, pp) for pp in p.pods if pp.key in wanted]
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
-            err(f"warning: {w}")
+            warn(f"{w}")
 
 
 def _explain_vm(cfg, vm: str | None, pod: str | None, cgroup, output) -> None:
@@ -267,7 +272,7 @@ def _explain_vm(cfg, vm: str | None, pod: str | None, cgroup, output) -> None:
         return
     typer.echo(explain_vm(p, vp))
     for w in p.warnings:
-        err(f"warning: {w}")
+        warn(f"{w}")
 
 
 BusOpt = typer.Option(None, "--bus-address", envvar="DBUS_SYSTEM_BUS_ADDRESS",
@@ -608,7 +613,7 @@ def run(
 
         warnings = asyncio.run(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
-            err(f"warning: {w}")
+            warn(f"{w}")
         sys.stdout.flush()
         try:
             os.execvp(command[0], command)
@@ -670,7 +675,7 @@ def adopt(
 
         how, warnings = asyncio.run(move())
         for w in warnings + launch.set_oom(all_pids, target):
-            err(f"warning: {w}")
+            warn(f"{w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
 
 
@@ -807,7 +812,7 @@ def install_units(
                     try:
                         await sd.enable_unit_files([unit])
                     except SdqosError as exc:  # e.g. no timers.target in a minimal system
-                        err(f"warning: could not enable {unit}: {exc}")
+                        warn(f"could not enable {unit}: {exc}")
                     await sd.start_unit(unit)
 
         asyncio.run(activate())

@@ -80,3 +80,37 @@ def test_man_page_is_clean_roff():
     page = sdqos("man").stdout
     r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=page, capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == ""
+
+
+def test_one_list_of_exit_codes_in_help_man_page_and_readme():
+    """`sdqos -h`, the man page and README's table list the same codes (0–4) with the same words."""
+    from pathlib import Path
+
+    from sdqos.errors import EXIT_CODES, EXIT_CODES_LINE
+
+    assert [c for c, _ in EXIT_CODES] == [0, 1, 2, 3, 4]
+    assert EXIT_CODES_LINE in " ".join(sdqos("-h").stdout.split())
+    page = sdqos("man").stdout
+    listed = re.findall(r"^\.TP\n\\fB(\d)\\fR\n(.*)$", page.split(".SH EXIT STATUS", 1)[1].split(".SH ", 1)[0], re.M)
+    assert [(int(c), m) for c, m in listed] == list(EXIT_CODES)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    assert re.findall(r"^\| (\d) \| (.*) \|$", table, re.M) == [(str(c), m) for c, m in EXIT_CODES]
+
+
+def test_every_warning_has_one_prefix(tmp_path):
+    """Warnings on stderr and in reports start with `warning: ` (never `sdqos: warning:`)."""
+    import shutil as sh
+    from pathlib import Path
+
+    cfg = tmp_path / "cfg"
+    sh.copytree(Path(__file__).resolve().parents[2] / "examples", cfg)
+    (cfg / "node.yaml").write_text((cfg / "node.yaml").read_text() + "kubeReserverd: {}\n")
+    (cfg / "pods" / "notes.txt").write_text("x")
+    for p in [cfg, *cfg.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    plan = sdqos("plan", "--config", str(cfg))
+    explain = sdqos("explain", "--config", str(cfg), "shop/web")
+    warnings = [l for r in (plan, explain) for l in (r.stdout + r.stderr).splitlines() if "warning" in l]
+    assert len(warnings) >= 3, warnings
+    assert all(l.startswith("warning: ") for l in warnings), warnings
