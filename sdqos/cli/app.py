@@ -345,6 +345,29 @@ def sync(
         raise typer.Exit(code)
 
 
+def _changed_warnings(new: list[str], gone: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(new, changed, cleared) for the timer's quiet report: a standing warning whose numbers
+    changed (same words, other figures) is ``changed:``, not a new warning plus ``cleared:`` (which
+    reads as if the problem went away)."""
+    import re
+
+    def shape(w: str) -> str:
+        return re.sub(r"\d+(?:[.,]\d+)*", "#", w)
+    gone_by_shape: dict[str, list[str]] = {}
+    for w in gone:
+        gone_by_shape.setdefault(shape(w), []).append(w)
+    fresh, changed = [], []
+    for w in new:
+        twins = gone_by_shape.get(shape(w))
+        if twins:
+            twins.pop(0)
+            changed.append(w)
+        else:
+            fresh.append(w)
+    cleared = [w for ws in gone_by_shape.values() for w in ws]
+    return fresh, changed, [w for w in gone if w in cleared]
+
+
 async def _probe_bus(bus_address: Optional[str]) -> None:
     """Connect to systemd once (and close): BusUnavailable when it cannot be reached."""
     from sdqos.host.systemd import Systemd
@@ -418,7 +441,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         refused = list(report.invalid)  # edits the diff refused, as Kubernetes refuses them
         report.invalid[:] = [str(e) for e in cfg.errors] + refused
         standing = sorted(set(report.warnings))
-        shown, cleared = report.warnings, []
+        shown, changed, cleared = report.warnings, [], []
         if not dry_run:
             from sdqos.cli import metrics as m
 
@@ -426,6 +449,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 before = m.load_sync_record(DEFAULT_RUN_DIR).get("warnings") or []
                 shown = [w for w in report.warnings if w not in before]
                 cleared = [w for w in before if w not in standing]
+                shown, changed, cleared = _changed_warnings(shown, cleared)
             try:  # after the units changed: a failure here is reported with the rest, never instead of it
                 rec = m.record_sync(report, DEFAULT_RUN_DIR, warnings=standing)
                 if metrics_textfile is not None:
@@ -440,7 +464,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
             from sdqos.cli.render import sync_text
 
             text = sync_text(report, p, verbose=verbose, quiet=quiet, warnings=shown)
-            text += "".join(f"\ncleared: {w}" for w in cleared)
+            text += "".join(f"\nchanged: {w}" for w in changed) + "".join(f"\ncleared: {w}" for w in cleared)
             if text.strip():
                 typer.echo(text.strip("\n"))
         print_errors(cfg.errors)
@@ -493,6 +517,17 @@ def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_addr
     return result
 
 
+@contextlib.contextmanager
+def _stopped_by_ctrl_c(expected: bool) -> Iterator[None]:
+    """--watch runs until Ctrl-C: then that is how it ends (exit 0, as watch(1)), not an error."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not expected:
+            raise
+        typer.echo("")
+
+
 @app.command()
 def status(
     config: Path = ConfigOpt,
@@ -515,10 +550,13 @@ def status(
 
     from sdqos.cli import status as st
 
-    with cli_errors():
+    with cli_errors(), _stopped_by_ctrl_c(watch is not None):
         tty = sys.stdout.isatty() and output == Output.text
         while True:
-            result = st.only(_collect_status(config, insecure, cgroup, bus_address, interval), namespace, pod)
+            collected = _collect_status(config, insecure, cgroup, bus_address, interval)
+            result = st.only(collected, namespace, pod)
+            if (namespace is not None or pod is not None) and not any(r.pod for r in result.rows):
+                raise InvalidInput(st.not_found(collected, namespace, pod))  # as kubectl's NotFound
             if output == Output.json:
                 typer.echo(json.dumps(result.as_json(), indent=2))
             else:
@@ -526,6 +564,9 @@ def status(
 
                 if tty and watch:
                     typer.echo("\x1b[H\x1b[2J", nl=False)  # clear, as watch(1) does
+                if watch:  # when and how often, as watch(1) heads its screen
+                    typer.echo(f"every {watch:g}s: sdqos status · {time.strftime('%Y-%m-%d %H:%M:%S %Z')} "
+                               f"· Ctrl-C stops\n")
                 width = shutil.get_terminal_size().columns if tty and not full else None
                 typer.echo(st.render_plain(result, width, color=tty))
             if not watch:

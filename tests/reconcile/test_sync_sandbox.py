@@ -417,6 +417,43 @@ def test_quiet_sync_for_the_timer_says_each_thing_once(clean_sandbox, tmp_path):
     assert cleared.stdout.strip() == "cleared: " + typo[len("warning: "):]
 
 
+def test_quiet_sync_says_changed_when_a_standing_warnings_numbers_change(clean_sandbox, tmp_path):
+    """Over-commit stays, its figures move: `changed:` with the new figures, no `cleared:` (which
+    would read as if the over-commit went away)."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    node = config / "node.yaml"
+    node.write_text(node.read_text().replace('cpu: "8"', 'cpu: "3"'))
+    first = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    over = [ln for ln in first.stdout.splitlines() if "requests exceed node allocatable" in ln]
+    assert len(over) == 1 and over[0].startswith("warning: "), first.stdout
+    node.write_text(node.read_text().replace('cpu: "3"', 'cpu: "2"'))
+    again = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    lines = [ln for ln in again.stdout.splitlines() if "requests exceed node allocatable" in ln]
+    assert len(lines) == 1 and lines[0].startswith("changed: requests exceed node allocatable"), again.stdout
+    assert lines[0] != over[0].replace("warning: ", "changed: ")  # the new figures
+    assert "cleared:" not in again.stdout
+    node.write_text(node.read_text().replace('cpu: "2"', 'cpu: "8"'))
+    gone = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    assert [ln.split(":")[0] for ln in gone.stdout.splitlines() if "requests exceed" in ln] == ["cleared"]
+
+
+def test_a_dry_run_never_says_restored(clean_sandbox, tmp_path):
+    """diff shows drift live → planned and that sync would set it back; only a sync restores."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    sbx.run(sb, ["systemctl", "set-property", "--runtime", "kubepods-burstable.slice", "CPUShares=100"], check=True)
+    r = sdqos_in(sb, "diff", "--config", str(config))
+    assert r.returncode == 4
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("drift"))
+    assert line.strip() == ("drift    kubepods-burstable.slice: CPUShares 100 shares → 1228 shares "
+                            "(changed outside sdqos; sync would set it back)")
+    assert "restored" not in r.stdout
+    r = sdqos_in(sb, "sync", "--config", str(config))
+    assert "(changed outside sdqos; restored)" in r.stdout
+
+
 def test_the_headline_says_first_what_was_not_applied(clean_sandbox, tmp_path):
     sb = clean_sandbox
     config = copy_config(tmp_path)
