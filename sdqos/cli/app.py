@@ -107,6 +107,39 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_ERROR) from None
 
 
+# --- shell completion of names (kubectl completes resource names the same way) -------------------
+
+
+def _completion_config(ctx: typer.Context):
+    """The config named on the command line so far (or SDQOS_CONFIG, or /etc/sdqos), read as
+    status reads it; None when it cannot be read (completion then offers nothing)."""
+    try:
+        config = Path(ctx.params.get("config") or os.environ.get("SDQOS_CONFIG") or "/etc/sdqos")
+        return load_cached(config, insecure=True)  # only names are listed
+    except (Exception, SystemExit):
+        return None
+
+
+def complete_pods(ctx: typer.Context, incomplete: str) -> list[str]:
+    cfg = _completion_config(ctx)
+    keys = sorted(p.key for p in cfg.pods) if cfg is not None else []
+    return [k for k in keys if k.startswith(incomplete)]
+
+
+def complete_containers(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The containers of the pod given before (run/adopt POD CONTAINER)."""
+    cfg = _completion_config(ctx)
+    pod = ctx.params.get("pod") or ""
+    names = [c.name for p in (cfg.pods if cfg is not None else []) if pod in (p.key, p.name)
+             for c in (*p.init_containers, *p.containers)]
+    return [n for n in dict.fromkeys(names) if n.startswith(incomplete)]
+
+
+def complete_vms(ctx: typer.Context, incomplete: str) -> list[str]:
+    cfg = _completion_config(ctx)
+    return [n for n in sorted(v.name for v in (cfg.vms if cfg is not None else [])) if n.startswith(incomplete)]
+
+
 def load_cached(config: Path, insecure: bool):
     """The config, reusing validated files from /run/sdqos when this process may keep a cache.
     Read-only: the cache is the timer's, kept for the config it syncs; never rewritten from here."""
@@ -185,9 +218,11 @@ def plan(
 
 @app.command()
 def explain(
-    pod: Optional[str] = typer.Argument(None, help="A pod manifest file (what-if: added to the config), or "
+    pod: Optional[str] = typer.Argument(None, autocompletion=complete_pods,
+                                        help="A pod manifest file (what-if: added to the config), or "
                                                    "namespace/name of a configured pod."),
-    vm: Optional[str] = typer.Option(None, "--vm", help="Explain this declared VM instead of a pod."),
+    vm: Optional[str] = typer.Option(None, "--vm", autocompletion=complete_vms,
+                                     help="Explain this declared VM instead of a pod."),
     config: Path = ConfigOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
@@ -296,7 +331,7 @@ def sync(
                                                     help="After the sync, write Prometheus metrics here (atomically)."),
     max_removals: str = typer.Option("50%", "--max-removals", metavar="N|P%",
                                      help="Stop at most this many (or this share) of the pods that run processes."),
-    recreate: list[str] = typer.Option([], "--recreate", metavar="NS/NAME",
+    recreate: list[str] = typer.Option([], "--recreate", metavar="NS/NAME", autocompletion=complete_pods,
                                        help="Move this pod to its new QoS class or uid even though its processes "
                                             "run (they are stopped). Repeatable."),
     adopt_existing: bool = typer.Option(False, "--adopt-existing",
@@ -538,7 +573,8 @@ def status(
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Only pods of this namespace."),
-    pod: Optional[str] = typer.Option(None, "--pod", metavar="NAME|NS/NAME", help="Only this pod."),
+    pod: Optional[str] = typer.Option(None, "--pod", metavar="NAME|NS/NAME", help="Only this pod.",
+                                      autocompletion=complete_pods),
     full: bool = typer.Option(False, "--full", "-l", help="Do not shorten unit names to fit the terminal."),
 ) -> None:
     """The live QoS tree: class, entitled CPU and memory, usage, OOM scores, and what is off
@@ -600,10 +636,13 @@ def metrics(
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def run(
-    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm."),
-    container: Optional[str] = typer.Argument(None, help="Container name in that pod."),
+    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm.",
+                                        autocompletion=complete_pods),
+    container: Optional[str] = typer.Argument(None, help="Container name in that pod.",
+                                              autocompletion=complete_containers),
     command: Optional[List[str]] = typer.Argument(None, help="The command and its arguments, after --."),
-    vm: Optional[str] = typer.Option(None, "--vm", help="Run a hypervisor process as this declared VM instead."),
+    vm: Optional[str] = typer.Option(None, "--vm", help="Run a hypervisor process as this declared VM instead.",
+                                     autocompletion=complete_vms),
     config: Path = ConfigOpt,
     replace: bool = typer.Option(False, "--replace", help="Stop a running instance of the container first."),
     force: bool = typer.Option(False, "--force", help="With --vm: start it even if libvirt or machined run a VM of "
@@ -665,10 +704,13 @@ def run(
 
 @app.command()
 def adopt(
-    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm."),
-    container: Optional[str] = typer.Argument(None, help="Container name in that pod."),
+    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm.",
+                                        autocompletion=complete_pods),
+    container: Optional[str] = typer.Argument(None, help="Container name in that pod.",
+                                              autocompletion=complete_containers),
     pids: Optional[List[int]] = typer.Argument(None, help="PIDs to move (their children come along)."),
-    vm: Optional[str] = typer.Option(None, "--vm", help="Adopt a running hypervisor as this declared VM."),
+    vm: Optional[str] = typer.Option(None, "--vm", help="Adopt a running hypervisor as this declared VM.",
+                                     autocompletion=complete_vms),
     children: bool = typer.Option(True, "--children/--no-children", help="Also move the processes' descendants."),
     force: bool = typer.Option(False, "--force", help="Take processes another manager owns (a service, podman, "
                                                       "libvirt...) or a VM libvirt runs; never PID 1's own."),
@@ -747,7 +789,7 @@ def _run_spec(config: Path, insecure: bool, pp):
 
 @podman_app.command("start")
 def podman_start(
-    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod."),
+    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod.", autocompletion=complete_pods),
     config: Path = ConfigOpt,
     replace: bool = typer.Option(False, "--replace", help="Stop and remove the pod's podman containers first."),
     bus_address: Optional[str] = BusOpt,
@@ -777,7 +819,7 @@ def podman_start(
 
 @podman_app.command("stop")
 def podman_stop(
-    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod."),
+    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod.", autocompletion=complete_pods),
     config: Path = ConfigOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,

@@ -29,6 +29,14 @@ def _named_before_dashes(argv: list[str]) -> bool:
     return len(before) == 1 and len(argv) > 1 and argv[0] == before[0]
 
 
+def complete_sandboxes(incomplete: str) -> list[str]:
+    """Shell completion: the sandboxes there are (as `sandbox list` shows them)."""
+    try:
+        return [s.name for s in list_sandboxes() if s.name.startswith(incomplete)]
+    except Exception:
+        return []
+
+
 def _json(s) -> dict:
     """A sandbox's status as JSON values (paths as text)."""
     return json.loads(json.dumps(dataclasses.asdict(s), default=str))
@@ -58,7 +66,7 @@ def make_app() -> Any:
 
     @cli.command("up")
     def cmd_up(
-        name: str = typer.Argument(DEFAULT_NAME, help="sandbox name"),
+        name: str = typer.Argument(DEFAULT_NAME, help="sandbox name", autocompletion=complete_sandboxes),
         timeout: float = typer.Option(BOOT_TIMEOUT, help="seconds to wait for systemd on its bus"),
         machined: bool = typer.Option(False, "--machined", help="also run systemd-machined (opt-in)"),
         libvirt: bool = typer.Option(False, "--libvirt", help="also run libvirtd and machined, for qemu domains (opt-in)"),
@@ -84,9 +92,10 @@ def make_app() -> Any:
         "exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
     )
     def cmd_exec(
-        argv: list[str] = typer.Argument(..., metavar="[NAME] -- COMMAND...",
+        argv: list[str] = typer.Argument(..., metavar="[NAME] -- COMMAND...", autocompletion=complete_sandboxes,
                                          help="sandbox name (as for up/status/down), then -- and the command"),
-        name: Optional[str] = typer.Option(None, "--name", "-n", help="sandbox name (the same as NAME)"),
+        name: Optional[str] = typer.Option(None, "--name", "-n", help="sandbox name (the same as NAME)",
+                                           autocompletion=complete_sandboxes),
     ) -> None:
         """Run a command inside a sandbox (its mount/pid/uts namespaces); exits with its status.
 
@@ -105,7 +114,7 @@ def make_app() -> Any:
             fail(e)
 
     @cli.command("status")
-    def cmd_status(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name"), output: str = output_opt) -> None:
+    def cmd_status(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name", autocompletion=complete_sandboxes), output: str = output_opt) -> None:
         """Show whether NAME runs, its PID, bus address, systemd version, units; exit 1 if not running."""
         try:
             s = status(name)
@@ -126,7 +135,7 @@ def make_app() -> Any:
             typer.echo(f"{s.name}  {what}")
 
     @cli.command("down")
-    def cmd_down(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name")) -> None:
+    def cmd_down(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name", autocompletion=complete_sandboxes)) -> None:
         """Kill a sandbox and remove its cgroups and state (idempotent)."""
         try:
             found = down(name)

@@ -210,6 +210,15 @@ def test_exec_of_a_missing_sandbox_names_it(sandbox: sbx.Sandbox):
     assert (cp.returncode, cp.stdout) == (0, "systemd\n")
 
 
+def test_completion_offers_sandbox_names(sandbox: sbx.Sandbox):
+    """`sdqos sandbox exec|down|status <TAB>`: the sandboxes there are."""
+    for words in (f"sdqos sandbox exec {sandbox.name[:-1]}", f"sdqos sandbox down {sandbox.name[:-1]}"):
+        env = {**os.environ, "_SDQOS_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": "3"}
+        r = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'sdqos'; from sdqos.cli.app import main; main()"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 0 and sandbox.name in r.stdout.split(), (words, r.stdout, r.stderr)
+
+
 def test_bus_from_host(sandbox: sbx.Sandbox):
     cp = subprocess.run(["busctl", f"--address={sandbox.bus_address}", "get-property", *MANAGER, "Version"],
                         capture_output=True, text=True, timeout=30, check=True)
