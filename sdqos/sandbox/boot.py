@@ -143,6 +143,8 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: boo
         _write_vm_units(st, services)
         (sdir / "machine-id").write_text(st["machine_id"] + "\n")
         _make_private_etc(sdir / "etc")
+        for d in ("upper", "work"):  # /var/lib copy-on-write too (see pid1._init)
+            (sdir / "varlib" / d).mkdir(parents=True)
         _make_cgroups(name, hierarchies)
         _start_supervisor(sdir)
         st = _wait_pid(name, sdir, t0 + timeout)

@@ -237,6 +237,19 @@ def test_the_journal_inside_shows_a_services_output_and_stays_inside(clean_sandb
     assert not Path("/var/log/journal", machine_id).exists()
 
 
+def test_var_lib_is_copy_on_write(sandbox: sbx.Sandbox):
+    """What runs inside writes /var/lib (podman's /var/lib/containers, systemd's stamps) into the
+    instance's state dir, never into the host's /var/lib."""
+    name = f"sdqos-probe-{os.getpid()}"
+    sandbox.run(["sh", "-c", f"mkdir -p /var/lib/{name} && echo x > /var/lib/{name}/f"], check=True)
+    try:
+        assert sandbox.run(["cat", f"/var/lib/{name}/f"], check=True).stdout == "x\n"
+        assert not Path("/var/lib", name).exists()
+        assert (sandbox.state_dir / "varlib" / "upper" / name / "f").read_text() == "x\n"
+    finally:
+        sandbox.run(["rm", "-rf", f"/var/lib/{name}"])
+
+
 def test_bus_from_host(sandbox: sbx.Sandbox):
     cp = subprocess.run(["busctl", f"--address={sandbox.bus_address}", "get-property", *MANAGER, "Version"],
                         capture_output=True, text=True, timeout=30, check=True)
