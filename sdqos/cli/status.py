@@ -364,13 +364,14 @@ def _cpu_text(e: dict, compact: bool = False) -> str:
 
 
 def _short_size(n: int) -> str:
-    """12G, 256M, 1.5G: a size in at most 5 characters (kubectl-style, binary units)."""
+    """12G, 256M, 11.5G: a size in at most 5 characters (binary units, as kubectl shows Mi/Gi)."""
     text = H.size(n)
     number, _, unit = text.partition(" ")
     if unit == "B":
         return f"{n}B"
-    if "." in number and len(number) > 3:
-        number = number.split(".")[0]
+    if "." in number and len(number) > 4:  # 511.9 → 512; 11.5 stays
+        whole, frac = number.split(".")
+        number = str(int(whole) + (frac >= "5"))
     return number + unit[0]
 
 
@@ -534,12 +535,12 @@ def render_plain(status: Status, width: int | None = None, color: bool = False) 
     else:
         if color:
             lines[1:] = [ln[: len(ln) - len(row[-1])] + _colored(row[-1]) for ln, row in zip(lines[1:], cells)]
-        depth = _depths(status.rows)
         out = lines[:1]
         for ln, r in zip(lines[1:], status.rows):
             out.append(ln)
             if r.drift:
-                out.append(" " * (2 * depth[r.unit] + 2) + "↳ " + drift_line(r))  # whole: wraps if it must
+                indent = len(ln) - len(ln.lstrip(" ")) + 2
+                out.append(" " * indent + "↳ " + drift_line(r))  # whole: wraps if it must
         lines = out
     s = status.summary
     lines.append("")

@@ -162,7 +162,7 @@ def test_at_80_columns_each_unit_is_one_line_and_drift_shows_live_to_planned(cle
     lines = render_plain(status, 80).splitlines()
     table = lines[:lines.index("")]
     drift = [ln for ln in table if "↳" in ln]
-    assert drift == ["    ↳ drift (live → planned): CPUShares 100 shares → 1228 shares, "
+    assert drift == ["   ↳ drift (live → planned): CPUShares 100 shares → 1228 shares, "
                      "MemoryLimit 19.1 GiB → 12 GiB"]
     rows = [ln for ln in table[1:] if "↳" not in ln]
     assert len(rows) == 16 and all(len(ln) <= 80 for ln in table[:1] + rows), [len(ln) for ln in rows]
