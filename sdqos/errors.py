@@ -19,6 +19,17 @@ EXIT_INVALID = 2
 EXIT_LOCKED = 3
 EXIT_PENDING = 4
 
+# The one list of exit codes: `sdqos -h`, the man page and README say exactly these (tests/cli).
+EXIT_CODES = (
+    (EXIT_OK, "ok"),
+    (EXIT_ERROR, "error (systemd refused something, no bus, a host problem, a unit of another manager, "
+                 "removals held back)"),
+    (EXIT_INVALID, "invalid input (a file, a field, an argument, an edit Kubernetes refuses); the valid rest is synced"),
+    (EXIT_LOCKED, "another sync holds the lock"),
+    (EXIT_PENDING, "diff / sync --dry-run: changes are pending"),
+)
+EXIT_CODES_LINE = "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + "."
+
 
 class SdqosError(Exception):
     """Base of every error sdqos raises on purpose."""

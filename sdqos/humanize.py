@@ -7,12 +7,12 @@ INFINITY = 2**64 - 1
 _BINARY = (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
 
-def size(n: int | None) -> str:
-    """Bytes with a binary unit; exact values stay exact (1.5 GiB), others get 1 decimal."""
+def size(n: int | None, decimals: int = 1) -> str:
+    """Bytes with a binary unit; exact values stay exact (1.5 GiB), others get ``decimals``."""
     if n is None or n == INFINITY:
         return "unlimited"
     if n < 0:
-        return "-" + size(-n)
+        return "-" + size(-n, decimals)
     if n >= 2**70:  # past any machine: digits, not EiB (and no float, which 1e400 would overflow)
         d = str(n)
         return f"{d[0]}.{d[1:3]}e{len(d) - 1} B"
@@ -21,8 +21,9 @@ def size(n: int | None) -> str:
             whole, rest = divmod(n, factor)  # integers: a quantity like 1e400 is no float
             if not rest:
                 return f"{whole} {unit}"
-            tenths = (rest * 10 + factor // 2) // factor
-            return f"{whole + tenths // 10}.{tenths % 10} {unit}"
+            scale = 10**decimals
+            part = (rest * scale + factor // 2) // factor  # rounded, in integers
+            return f"{whole + part // scale}.{part % scale:0{decimals}d} {unit}"
     return f"{n} B"
 
 
@@ -62,7 +63,7 @@ def prop(name: str, value: int) -> str:
     """One property value in human units, by property name."""
     if name in ("CPUShares", "CPUWeight") and value == 2**64 - 1:
         return "unset"  # systemd's "not set" for these, not a number of shares
-    if name in ("MemoryLimit", "MemoryMax", "MemoryHigh", "MemoryMin", "MemoryLow", "MemorySwapMax"):
+    if name in _SIZES:
         return size(value)
     if name == "CPUQuotaPerSecUSec":
         return quota(value)
@@ -75,6 +76,26 @@ def prop(name: str, value: int) -> str:
     if name == "TasksMax":
         return f"{count(value)} tasks"
     return str(value)
+
+
+_SIZES = ("MemoryLimit", "MemoryMax", "MemoryHigh", "MemoryMin", "MemoryLow", "MemorySwapMax")
+
+
+def change(name: str, old, new, *, kernel: bool = False) -> str:
+    """``old → new`` for a property (or, with ``kernel``, a cgroup file): with enough digits that
+    two different values never read the same (19.1 GiB → 19.1 GiB becomes 19.08 GiB → 19.09 GiB,
+    or exact bytes)."""
+    show = (lambda v: kernel_value(name, v)) if kernel else (lambda v: prop(name, v))
+    a, b = show(old), show(new)
+    if a != b or old == new:
+        return f"{a} → {b}"
+    if isinstance(old, int) and isinstance(new, int) and (name in _SIZES or (kernel and "memory" in name)):
+        for d in (2, 3, 4, 6):
+            a, b = size(old, d), size(new, d)
+            if a != b:
+                return f"{a} → {b}"
+        return f"{old} B → {new} B"
+    return f"{a} ({old}) → {b} ({new})"
 
 
 def kernel_value(file: str, v) -> str:

@@ -343,7 +343,7 @@ CASES = [
     Case("name-unicode", FILE, name("wéb"), [L(W0, "metadata.name", r'"wéb"' + DNS_SUB)]),
     # -- documents that are not pods ----------------------------------------------------------------
     Case("missing-metadata-name", FILE, web_sub("  name: web\n", ""), [L(W0, "metadata.name", "Required value")]),
-    Case("wrong-kind", FILE, web_sub("kind: Pod", "kind: Deployment"), [L(W0, "kind", r'must be "Pod", not "Deployment"')]),
+    Case("wrong-kind", FILE, web_sub("kind: Pod", "kind: Deployment"), [L(W0, "kind", r'must be "Pod", not "Deployment" \(sdqos reads Pods: .*\)')]),
     Case("wrong-apiversion", FILE, web_sub("apiVersion: v1", "apiVersion: apps/v1"),
          [L(W0, "apiVersion", r'must be "v1" for a Pod, not "apps/v1"')]),
     Case("document-is-a-list", FILE, write("pods/web.yaml", "- web\n- shop\n"), [L(W0, None, r"must be a mapping.*")]),

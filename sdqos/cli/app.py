@@ -1,6 +1,6 @@
 """The ``sdqos`` command line. Each command is a thin shell around a pure core: load config →
-engine → (D-Bus) → render. Errors become one readable line on stderr and a documented exit code:
-0 ok, 1 error (systemd, host), 2 invalid input, 3 lock held by another sync.
+engine → (D-Bus) → render. Errors become one readable line on stderr and a documented exit code
+(sdqos.errors.EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING, InvalidInput, SdqosError
+from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING, InvalidInput, SdqosError
 
 SANDBOX_HELP = "A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in."
 
@@ -50,7 +50,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="Kubelet's QoS model (node allocatable → QoS tiers → pods → containers, plus VMs in "
     "machine.slice) enforced as systemd units over D-Bus.\n\n"
-    "Exit codes: 0 ok, 1 error, 2 invalid input, 3 another sync holds the lock.",
+    + EXIT_CODES_LINE,
 )
 
 CONFIG_HELP = "Config directory: node.yaml, pods/*.yaml, vms/*.yaml."
@@ -73,8 +73,17 @@ CgroupOpt = typer.Option(CgroupMode.auto, "--cgroup", help="cgroup version of th
 IntervalOpt = typer.Option(1.0, "--interval", help="Seconds over which CPU usage is measured.")
 
 
+BUS_HINT = ("is systemd PID 1 here, with the system bus up? `sdqos sandbox up` gives a private one to try "
+            "sdqos in (then `sdqos sandbox exec -- sdqos ...`)")
+
+
 def err(line: str) -> None:
     typer.echo(f"sdqos: {line}", err=True)
+
+
+def warn(line: str) -> None:
+    """A warning on stderr, with the prefix every warning has (in reports too): ``warning:``."""
+    typer.echo(f"warning: {line}", err=True)
 
 
 @contextlib.contextmanager
@@ -83,8 +92,11 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except SdqosError as exc:
+        from sdqos.errors import BusUnavailable
+
+        hint = f"; {BUS_HINT}" if isinstance(exc, BusUnavailable) else ""
         for e in getattr(exc, "errors", None) or [exc]:
-            err(f"error: {e}")
+            err(f"error: {e}{hint}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err("interrupted")
@@ -93,6 +105,39 @@ def cli_errors() -> Iterator[None]:
         where = f"{exc.filename}: " if exc.filename else ""
         err(f"error: {where}{exc.strerror or exc}")
         raise typer.Exit(EXIT_ERROR) from None
+
+
+# --- shell completion of names (kubectl completes resource names the same way) -------------------
+
+
+def _completion_config(ctx: typer.Context):
+    """The config named on the command line so far (or SDQOS_CONFIG, or /etc/sdqos), read as
+    status reads it; None when it cannot be read (completion then offers nothing)."""
+    try:
+        config = Path(ctx.params.get("config") or os.environ.get("SDQOS_CONFIG") or "/etc/sdqos")
+        return load_cached(config, insecure=True)  # only names are listed
+    except (Exception, SystemExit):
+        return None
+
+
+def complete_pods(ctx: typer.Context, incomplete: str) -> list[str]:
+    cfg = _completion_config(ctx)
+    keys = sorted(p.key for p in cfg.pods) if cfg is not None else []
+    return [k for k in keys if k.startswith(incomplete)]
+
+
+def complete_containers(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The containers of the pod given before (run/adopt POD CONTAINER)."""
+    cfg = _completion_config(ctx)
+    pod = ctx.params.get("pod") or ""
+    names = [c.name for p in (cfg.pods if cfg is not None else []) if pod in (p.key, p.name)
+             for c in (*p.init_containers, *p.containers)]
+    return [n for n in dict.fromkeys(names) if n.startswith(incomplete)]
+
+
+def complete_vms(ctx: typer.Context, incomplete: str) -> list[str]:
+    cfg = _completion_config(ctx)
+    return [n for n in sorted(v.name for v in (cfg.vms if cfg is not None else [])) if n.startswith(incomplete)]
 
 
 def load_cached(config: Path, insecure: bool):
@@ -158,6 +203,7 @@ def plan(
     with cli_errors():
         cfg, p = load_planned(config, insecure, cgroup)
         errors = [str(e) for e in cfg.errors]
+        p.warnings[:0] = [w for w in cfg.warnings if w not in p.warnings]  # the config's own (files not read)
         if output == Output.json:
             typer.echo(json.dumps(plan_json(p, errors), indent=2))
         else:
@@ -172,9 +218,11 @@ def plan(
 
 @app.command()
 def explain(
-    pod: Optional[str] = typer.Argument(None, help="A pod manifest file (what-if: added to the config), or "
+    pod: Optional[str] = typer.Argument(None, autocompletion=complete_pods,
+                                        help="A pod manifest file (what-if: added to the config), or "
                                                    "namespace/name of a configured pod."),
-    vm: Optional[str] = typer.Option(None, "--vm", help="Explain this declared VM instead of a pod."),
+    vm: Optional[str] = typer.Option(None, "--vm", autocompletion=complete_vms,
+                                     help="Explain this declared VM instead of a pod."),
     config: Path = ConfigOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
@@ -182,7 +230,7 @@ def explain(
 ) -> None:
     """Every value of one pod (or VM) with the formula and inputs that produced it."""
     from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents
-    from sdqos.kube.yamlsafe import YamlError, load_documents
+    from sdqos.kube.yamlsafe import YamlError
     from sdqos.plan.engine import build_plan
     from sdqos.plan.explain import explain_pod
 
@@ -195,11 +243,11 @@ def explain(
         wanted: list[str] = []
         path = Path(pod)
         if path.exists() or path.is_symlink():
-            from sdqos.loading.configdir import read_checked_file
+            from sdqos.loading.configdir import parse_documents, read_checked_file
 
             text = read_checked_file(path, insecure)
             try:
-                docs = load_documents(text)
+                docs = parse_documents(text, str(path))
             except YamlError as exc:  # its position only: the problem may quote the file
                 at = str(exc).split(": ", 1)[0] if str(exc).startswith("line ") else "somewhere"
                 raise InvalidInput(f"is not valid YAML ({at})", where=str(path)) from None
@@ -236,7 +284,7 @@ def explain(
         texts = [explain_pod(p, pp, live.get(pp.key)) for pp in p.pods if pp.key in wanted]
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
-            err(f"warning: {w}")
+            warn(f"{w}")
 
 
 def _live_containers(p, keys: list[str]) -> dict[str, dict[str, tuple[str, str]]]:
@@ -250,7 +298,7 @@ def _live_containers(p, keys: list[str]) -> dict[str, dict[str, tuple[str, str]]
             try:
                 out[pp.key] = podman_pods.live_scopes(pp)
             except SdqosError as exc:
-                err(f"warning: cannot ask podman whether pod {pp.key}'s containers run: {exc}")
+                warn(f"cannot ask podman whether pod {pp.key}'s containers run: {exc}")
     return out
 
 
@@ -275,7 +323,7 @@ def _explain_vm(cfg, vm: str | None, pod: str | None, cgroup, output) -> None:
         return
     typer.echo(explain_vm(p, vp))
     for w in p.warnings:
-        err(f"warning: {w}")
+        warn(f"{w}")
 
 
 BusOpt = typer.Option(None, "--bus-address", envvar="DBUS_SYSTEM_BUS_ADDRESS",
@@ -299,7 +347,7 @@ def sync(
                                                     help="After the sync, write Prometheus metrics here (atomically)."),
     max_removals: str = typer.Option("50%", "--max-removals", metavar="N|P%",
                                      help="Stop at most this many (or this share) of the pods that run processes."),
-    recreate: list[str] = typer.Option([], "--recreate", metavar="NS/NAME",
+    recreate: list[str] = typer.Option([], "--recreate", metavar="NS/NAME", autocompletion=complete_pods,
                                        help="Move this pod to its new QoS class or uid even though its processes "
                                             "run (they are stopped). Repeatable."),
     adopt_existing: bool = typer.Option(False, "--adopt-existing",
@@ -322,10 +370,12 @@ def sync(
                 metrics_textfile=metrics_textfile, max_removals=max_removals, recreate=recreate,
                 adopt_existing=adopt_existing)
     settle = settle and not dry_run
+    documents: list[dict] | None = [] if settle and output == Output.json else None
+    code = 0
     for _ in range(inputs.MAX_PASSES if settle else 1):
         before = inputs.fingerprint(config) if settle else None
         try:
-            _sync_pass(**args)
+            _sync_pass(**args, documents=documents)
             code = 0
         except typer.Exit as done:
             code = done.exit_code
@@ -334,6 +384,11 @@ def sync(
         # (libvirt writes its files over a second while a VM starts): a short quiet period first.
         if before is None or inputs.settled(config, before):
             break
+    if documents:  # stdout stays one JSON document: the last pass's report, the earlier ones inside it
+        last = documents[-1]
+        if len(documents) > 1:
+            last["previousPasses"] = documents[:-1]
+        typer.echo(json.dumps(last, indent=2))
     if settle:  # no interpreter teardown: a change in that window would be merged into this run and lost
         sys.stdout.flush()
         sys.stderr.flush()
@@ -342,10 +397,43 @@ def sync(
         raise typer.Exit(code)
 
 
+def _changed_warnings(new: list[str], gone: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(new, changed, cleared) for the timer's quiet report: a standing warning whose numbers
+    changed (same words, other figures) is ``changed:``, not a new warning plus ``cleared:`` (which
+    reads as if the problem went away)."""
+    import re
+
+    def shape(w: str) -> str:
+        return re.sub(r"\d+(?:[.,]\d+)*", "#", w)
+    gone_by_shape: dict[str, list[str]] = {}
+    for w in gone:
+        gone_by_shape.setdefault(shape(w), []).append(w)
+    fresh, changed = [], []
+    for w in new:
+        twins = gone_by_shape.get(shape(w))
+        if twins:
+            twins.pop(0)
+            changed.append(w)
+        else:
+            fresh.append(w)
+    cleared = [w for ws in gone_by_shape.values() for w in ws]
+    return fresh, changed, [w for w in gone if w in cleared]
+
+
+async def _probe_bus(bus_address: Optional[str]) -> None:
+    """Connect to systemd once (and close): BusUnavailable when it cannot be reached."""
+    from sdqos.host.systemd import Systemd
+
+    async with Systemd(bus_address):
+        pass
+
+
 def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optional[str], allow_empty: bool,
                lock_timeout: float, cgroup: CgroupMode, insecure: bool, verbose: bool, quiet: bool,
-               metrics_textfile: Optional[Path], max_removals: str, recreate: list[str], adopt_existing: bool) -> None:
-    """One sync, as `sdqos sync` prints and exits it."""
+               metrics_textfile: Optional[Path], max_removals: str, recreate: list[str], adopt_existing: bool,
+               documents: list[dict] | None = None) -> None:
+    """One sync, as `sdqos sync` prints and exits it; with ``documents``, its JSON report is
+    appended there instead of printed (--settle prints one document for all its passes)."""
     import asyncio
 
     from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
@@ -361,6 +449,10 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         except ValueError as exc:
             raise InvalidInput(str(exc), where="--max-removals") from None
         mode = resolve_cgroup(cgroup)
+        if not os.path.lexists(DEFAULT_RUN_DIR):
+            # A first sync on this host: no bus (no systemd as PID 1) must fail before the parse
+            # cache and the lock make /run/sdqos; a failing command leaves nothing behind.
+            asyncio.run(_probe_bus(bus_address))
         # The lock before the plan: a sync that planned before `sdqos podman start` added a pod's
         # slice (under this lock) would remove it as not planned.
         with contextlib.ExitStack() as held:
@@ -404,7 +496,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         refused = list(report.invalid)  # edits the diff refused, as Kubernetes refuses them
         report.invalid[:] = [str(e) for e in cfg.errors] + refused
         standing = sorted(set(report.warnings))
-        shown, cleared = report.warnings, []
+        shown, changed, cleared = report.warnings, [], []
         if not dry_run:
             from sdqos.cli import metrics as m
 
@@ -412,19 +504,22 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 before = m.load_sync_record(DEFAULT_RUN_DIR).get("warnings") or []
                 shown = [w for w in report.warnings if w not in before]
                 cleared = [w for w in before if w not in standing]
+                shown, changed, cleared = _changed_warnings(shown, cleared)
             try:  # after the units changed: a failure here is reported with the rest, never instead of it
                 rec = m.record_sync(report, DEFAULT_RUN_DIR, warnings=standing)
                 if metrics_textfile is not None:
                     m.write_atomic(metrics_textfile, m.render(observed, rec))
             except HostError as exc:
                 report.errors.append(str(exc))
-        if output == Output.json:
+        if output == Output.json and documents is not None:
+            documents.append(report.as_json())
+        elif output == Output.json:
             typer.echo(json.dumps(report.as_json(), indent=2))
         else:
             from sdqos.cli.render import sync_text
 
             text = sync_text(report, p, verbose=verbose, quiet=quiet, warnings=shown)
-            text += "".join(f"\ncleared: {w}" for w in cleared)
+            text += "".join(f"\nchanged: {w}" for w in changed) + "".join(f"\ncleared: {w}" for w in cleared)
             if text.strip():
                 typer.echo(text.strip("\n"))
         print_errors(cfg.errors)
@@ -477,6 +572,17 @@ def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_addr
     return result
 
 
+@contextlib.contextmanager
+def _stopped_by_ctrl_c(expected: bool) -> Iterator[None]:
+    """--watch runs until Ctrl-C: then that is how it ends (exit 0, as watch(1)), not an error."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not expected:
+            raise
+        typer.echo("")
+
+
 @app.command()
 def status(
     config: Path = ConfigOpt,
@@ -487,7 +593,8 @@ def status(
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Only pods of this namespace."),
-    pod: Optional[str] = typer.Option(None, "--pod", metavar="NAME|NS/NAME", help="Only this pod."),
+    pod: Optional[str] = typer.Option(None, "--pod", metavar="NAME|NS/NAME", help="Only this pod.",
+                                      autocompletion=complete_pods),
     full: bool = typer.Option(False, "--full", "-l", help="Do not shorten unit names to fit the terminal."),
 ) -> None:
     """The live QoS tree: class, entitled CPU and memory, usage, OOM scores, and what is off
@@ -499,10 +606,13 @@ def status(
 
     from sdqos.cli import status as st
 
-    with cli_errors():
+    with cli_errors(), _stopped_by_ctrl_c(watch is not None):
         tty = sys.stdout.isatty() and output == Output.text
         while True:
-            result = st.only(_collect_status(config, insecure, cgroup, bus_address, interval), namespace, pod)
+            collected = _collect_status(config, insecure, cgroup, bus_address, interval)
+            result = st.only(collected, namespace, pod)
+            if (namespace is not None or pod is not None) and not any(r.pod for r in result.rows):
+                raise InvalidInput(st.not_found(collected, namespace, pod))  # as kubectl's NotFound
             if output == Output.json:
                 typer.echo(json.dumps(result.as_json(), indent=2))
             else:
@@ -510,6 +620,9 @@ def status(
 
                 if tty and watch:
                     typer.echo("\x1b[H\x1b[2J", nl=False)  # clear, as watch(1) does
+                if watch:  # when and how often, as watch(1) heads its screen
+                    typer.echo(f"every {watch:g}s: sdqos status · {time.strftime('%Y-%m-%d %H:%M:%S %Z')} "
+                               f"· Ctrl-C stops\n")
                 width = shutil.get_terminal_size().columns if tty and not full else None
                 typer.echo(st.render_plain(result, width, color=tty))
             if not watch:
@@ -543,10 +656,13 @@ def metrics(
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def run(
-    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm."),
-    container: Optional[str] = typer.Argument(None, help="Container name in that pod."),
+    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm.",
+                                        autocompletion=complete_pods),
+    container: Optional[str] = typer.Argument(None, help="Container name in that pod.",
+                                              autocompletion=complete_containers),
     command: Optional[List[str]] = typer.Argument(None, help="The command and its arguments, after --."),
-    vm: Optional[str] = typer.Option(None, "--vm", help="Run a hypervisor process as this declared VM instead."),
+    vm: Optional[str] = typer.Option(None, "--vm", help="Run a hypervisor process as this declared VM instead.",
+                                     autocompletion=complete_vms),
     config: Path = ConfigOpt,
     replace: bool = typer.Option(False, "--replace", help="Stop a running instance of the container first."),
     force: bool = typer.Option(False, "--force", help="With --vm: start it even if libvirt or machined run a VM of "
@@ -602,7 +718,7 @@ def run(
 
             warnings = asyncio.run(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
-            err(f"warning: {w}")
+            warn(f"{w}")
         sys.stdout.flush()
         try:
             os.execvp(command[0], command)
@@ -613,10 +729,13 @@ def run(
 
 @app.command()
 def adopt(
-    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm."),
-    container: Optional[str] = typer.Argument(None, help="Container name in that pod."),
+    pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm.",
+                                        autocompletion=complete_pods),
+    container: Optional[str] = typer.Argument(None, help="Container name in that pod.",
+                                              autocompletion=complete_containers),
     pids: Optional[List[int]] = typer.Argument(None, help="PIDs to move (their children come along)."),
-    vm: Optional[str] = typer.Option(None, "--vm", help="Adopt a running hypervisor as this declared VM."),
+    vm: Optional[str] = typer.Option(None, "--vm", help="Adopt a running hypervisor as this declared VM.",
+                                     autocompletion=complete_vms),
     children: bool = typer.Option(True, "--children/--no-children", help="Also move the processes' descendants."),
     force: bool = typer.Option(False, "--force", help="Take processes another manager owns (a service, podman, "
                                                       "libvirt...) or a VM libvirt runs; never PID 1's own."),
@@ -647,6 +766,7 @@ def adopt(
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
         _, p = load_planned(config, insecure, cgroup, writes=True)
         target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
+        launch.check_adoptable(list(pids), target, force)  # a refused PID: its children are not listed too
         all_pids = procfs.descendants(pids) if children else list(pids)
         launch.check_adoptable(all_pids, target, force)
 
@@ -663,7 +783,7 @@ def adopt(
 
         how, warnings = asyncio.run(move())
         for w in warnings + launch.set_oom(all_pids, target):
-            err(f"warning: {w}")
+            warn(f"{w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
 
 
@@ -677,12 +797,11 @@ def _run_spec(config: Path, insecure: bool, pp):
     """The pod's run spec (images, commands, env) from the manifest document it came from."""
     from sdqos.host import lsm
     from sdqos.kube.runspec import run_spec
-    from sdqos.kube.yamlsafe import load_documents
-    from sdqos.loading.configdir import read_checked_file
+    from sdqos.loading.configdir import parse_documents, read_checked_file
 
     src = pp.pod.source
     path = config / src.file
-    docs = load_documents(read_checked_file(path, insecure))
+    docs = parse_documents(read_checked_file(path, insecure), src.file)
     ns, name = pp.key.split("/", 1)
     raw = docs[src.index] if src.index < len(docs) else None
     candidates = raw.get("items", []) if isinstance(raw, dict) and raw.get("kind") in ("List", "PodList") else [raw]
@@ -695,7 +814,7 @@ def _run_spec(config: Path, insecure: bool, pp):
 
 @podman_app.command("start")
 def podman_start(
-    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod."),
+    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod.", autocompletion=complete_pods),
     config: Path = ConfigOpt,
     replace: bool = typer.Option(False, "--replace", help="Stop and remove the pod's podman containers first."),
     bus_address: Optional[str] = BusOpt,
@@ -768,7 +887,7 @@ def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout:
 
 @podman_app.command("stop")
 def podman_stop(
-    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod."),
+    pod: str = typer.Argument(..., metavar="NS/NAME", help="A configured pod.", autocompletion=complete_pods),
     config: Path = ConfigOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
@@ -844,7 +963,7 @@ def install_units(
                     try:
                         await sd.enable_unit_files([unit])
                     except SdqosError as exc:  # e.g. no timers.target in a minimal system
-                        err(f"warning: could not enable {unit}: {exc}")
+                        warn(f"could not enable {unit}: {exc}")
                     await sd.start_unit(unit)
 
         asyncio.run(activate())

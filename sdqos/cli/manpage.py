@@ -69,7 +69,12 @@ def render(group: Any, version: str, today: datetime.date | None = None) -> str:
         cmd = group.get_command(ctx, name)
         if cmd is not None and not cmd.hidden:
             lines += _command(cmd, f"sdqos {name}", ctx)
-    lines += [".SH FILES", ".TP", "\\fI/etc/sdqos\\fR", "node.yaml, pods/*.yaml, vms/*.yaml (\\fB--config\\fR).",
+    from sdqos.errors import EXIT_CODES
+
+    lines += [".SH EXIT STATUS"]
+    for code, meaning in EXIT_CODES:
+        lines += [".TP", f"\\fB{code}\\fR", _esc(meaning)]
+    lines += [".SH FILES", ".TP", "\\fI/etc/sdqos\\fR", "node.yaml, pods/*.yaml (or *.json), vms/*.yaml (\\fB--config\\fR).",
               ".TP", "\\fI/run/sdqos\\fR", "the sync lock, what sdqos applied, its parse and plan cache.",
               ".SH SEE ALSO", "\\fBsystemctl\\fR(1), \\fBsystemd-cgls\\fR(1), \\fBsystemd.resource-control\\fR(5)"]
     return "\n".join(lines) + "\n"

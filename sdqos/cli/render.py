@@ -233,6 +233,13 @@ def _named(plan: Plan | None, unit: str, descriptions: dict[str, str]) -> str:
     return f"{unit} ({name})" if name else unit
 
 
+def drift_text(changes: dict, kernel: dict) -> str:
+    """What drifted, live → planned: systemd's properties, else the kernel files that differ."""
+    props = ", ".join(f"{p} {H.change(p, o, n)}" for p, (o, n) in changes.items())
+    files = ", ".join(f"{f.split('/')[-1]} {H.change(f, o, n, kernel=True)}" for f, (o, n) in kernel.items())
+    return props or files or "a kernel file differed from systemd's value"
+
+
 def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet: bool = False,
               warnings: list[str] | None = None) -> str:
     """A sync report for people. First what was *not* applied and why, then what changed (each
@@ -281,7 +288,7 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
         if u is not None:
             lines.append(f"           {props_text(u.properties)}")
     for u in report.updated:
-        changes = ", ".join(f"{p} {H.prop(p, o)} → {H.prop(p, n)}" for p, (o, n) in u["changes"].items())
+        changes = ", ".join(f"{p} {H.change(p, o, n)}" for p, (o, n) in u["changes"].items())
         lines.append(f"  {verbs['updated']:<8} {_named(plan, u['unit'], descriptions)}" + (f": {changes}" if changes else ""))
     for name in report.removed:
         lines.append(f"  {verbs['removed']:<8} {_named(plan, name, descriptions)}")
@@ -290,11 +297,9 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
     for name in report.reset:
         lines.append(f"  {verbs['reset']:<8} {_named(plan, name, descriptions)} (it had failed)")
     for d in report.drift:
-        changes = ", ".join(f"{p} {H.prop(p, o)} → {H.prop(p, n)}" for p, (o, n) in d["changes"].items())
-        kernel = ", ".join(f"{f.split('/')[-1]} {H.kernel_value(f, o)} → {H.kernel_value(f, n)}"
-                           for f, (o, n) in (d.get("kernel") or {}).items())
-        detail = changes or kernel or "a kernel file differed from systemd's value"
-        lines.append(f"  drift    {_named(plan, d['unit'], descriptions)}: {detail} (changed outside sdqos; restored)")
+        detail = drift_text(d.get("changes") or {}, d.get("kernel") or {})
+        done = "sync would set it back" if would else "restored"
+        lines.append(f"  drift    {_named(plan, d['unit'], descriptions)}: {detail} (changed outside sdqos; {done})")
     for name in report.kept:
         why = getattr(report, "kept_why", {}).get(name)
         lines.append(f"  kept     {_named(plan, name, descriptions)}" + (f": {why}" if why else ""))

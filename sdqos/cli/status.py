@@ -149,6 +149,23 @@ def only(status: "Status", namespace: str | None, pod: str | None) -> "Status":
     return Status(status.cgroup, rows, status.warnings, status.interval_s, status.summary)
 
 
+def not_found(status: "Status", namespace: str | None, pod: str | None) -> str:
+    """What --pod/--namespace named that status does not have: "no pod shop/nosuch", with the
+    closest pod when one is near."""
+    from sdqos.kube.manifests import closest
+
+    keys = sorted({f"{r.namespace}/{r.pod}" for r in status.rows if r.pod})
+    if pod is None:
+        spaces = sorted({k.split("/")[0] for k in keys})
+        hint = closest(namespace or "", spaces)
+        return f"no pod in namespace {namespace}" + (f"; did you mean {hint!r}?" if hint else "")
+    ns, _, name = pod.rpartition("/")
+    ns = ns or namespace
+    wanted = f"{ns}/{name}" if ns else name
+    hint = closest(wanted, keys if ns else [k.split("/", 1)[1] for k in keys])
+    return f"no pod {wanted}" + (f"; did you mean {hint!r}?" if hint else "")
+
+
 def _entitled(props: dict[str, int]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for name, key in (("CPUShares", "cpuShares"), ("CPUWeight", "cpuWeight"), ("CPUQuotaPerSecUSec", "cpuQuotaPerSecUSec"),
@@ -321,26 +338,74 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
 
 
 # --- text -----------------------------------------------------------------------------------------
+#
+# One line per unit. When the table is wider than the terminal it gives way step by step, as
+# kubectl and `systemctl list-units` do: names of pods and containers in place of their unit names;
+# short values (1228/2 for shares and quota, 12G); no OOM column; unit names cut in the middle.
+# Only when even that does not fit (below ~70 columns) does each unit take a few lines.
+
+HEADERS = ["UNIT", "NAME", "CLASS", "CPU", "MEMORY", "USAGE", "OOM", "FLAGS"]
+MIN_UNIT_WIDTH = 28  # before pods and containers are shown by name instead of unit name
+MIN_FOLDED_WIDTH = 14  # the narrowest the UNIT/NAME column gets before the block layout
+_SHORT_CLASS = {"Guaranteed": "Guar", "Burstable": "Burst", "BestEffort": "BestEff"}
 
 
-def _cpu_text(e: dict) -> str:
-    """Entitled CPU: shares (v1) or weight (v2), and the quota as a number of CPUs (≤0.5 cpu)."""
+def _cpu_text(e: dict, compact: bool = False) -> str:
+    """Entitled CPU: shares (v1) or weight (v2), and the quota as a number of CPUs (≤0.5 cpu);
+    ``compact``: 1228/0.5 (v1), w39/0.5 (v2)."""
+    if compact:
+        share = (str(e["cpuShares"]) if e.get("cpuShares") is not None else
+                 f"w{e['cpuWeight']}" if e.get("cpuWeight") is not None else "-")
+        per_sec = e.get("cpuQuotaPerSecUSec")
+        return f"{share}/{per_sec / 1e6:g}" if per_sec is not None else share
     share = f"{e['cpuShares']} sh" if e.get("cpuShares") is not None else (
         f"w {e['cpuWeight']}" if e.get("cpuWeight") is not None else "-")
     per_sec = e.get("cpuQuotaPerSecUSec")
     return f"{share} · ≤{per_sec / 1e6:g} cpu" if per_sec is not None else share
 
 
-def _usage_text(r: Row) -> str:
-    """Memory and CPU in use (tasks are in JSON)."""
-    from sdqos import humanize as H
+def _short_size(n: int) -> str:
+    """12G, 256M, 11.5G: a size in at most 5 characters (binary units, as kubectl shows Mi/Gi)."""
+    text = H.size(n)
+    number, _, unit = text.partition(" ")
+    if unit == "B":
+        return f"{n}B"
+    if "." in number and len(number) > 4:  # 511.9 → 512; 11.5 stays
+        whole, frac = number.split(".")
+        number = str(int(whole) + (frac >= "5"))
+    return number + unit[0]
 
+
+def _memory_text(r: Row, compact: bool) -> str:
+    mem = r.entitled.get("memoryLimit")
+    if r.kind == "foreign":
+        return "-"
+    if mem is None:
+        return "-" if compact else "unlimited"
+    return _short_size(mem) if compact else H.size(mem)
+
+
+def _usage_text(r: Row, compact: bool = False) -> str:
+    """Memory and CPU in use (tasks are in JSON)."""
     if not r.running:
-        return "no process" if r.kind == "container" else "-"
+        return "no process" if r.kind == "container" and not compact else "-"
     u = r.usage
+    if compact:
+        mem = _short_size(u["memoryBytes"]) if u.get("memoryBytes") is not None else "?"
+        cpu = f"{u['cpuCores']:.2f}" if u.get("cpuCores") is not None else "?"
+        return f"{mem} {cpu}"
     mem = H.size(u.get("memoryBytes")) if u.get("memoryBytes") is not None else "?"
     cpu = f"{u['cpuCores']:.2f} cpu" if u.get("cpuCores") is not None else "? cpu"
     return f"{mem} · {cpu}"
+
+
+def drift_line(r: Row) -> str:
+    """A drifted unit's values, live → planned (as `sdqos diff` shows them)."""
+    from sdqos.cli.render import drift_text
+
+    props = {k: v for k, v in r.drift.items() if k[:1].isupper()}
+    files = {k: v for k, v in r.drift.items() if not k[:1].isupper()}
+    return f"drift (live → planned): {drift_text(props, files)}"
 
 
 def _depths(rows: list[Row]) -> dict[str, int]:
@@ -351,51 +416,68 @@ def _depths(rows: list[Row]) -> dict[str, int]:
     return depth
 
 
-def table(status: Status, width: int | None = None) -> list[list[str]]:
-    """Rows of (UNIT, NAME, CLASS, CPU, MEMORY, USAGE, OOM, FLAGS), the unit indented by tree depth.
-    ``width``: the whole table fits in that many columns, unit names shortened in the middle."""
-    from sdqos import humanize as H
-
-    depth = _depths(status.rows)
+def _cells(status: Status, depth: dict[str, int], *, folded: bool, compact: bool) -> list[list[str]]:
+    step = " " if compact else "  "
     out = []
     for r in status.rows:
-        mem = r.entitled.get("memoryLimit")
+        first = r.name if folded and r.name else r.unit
         out.append([
-            "  " * depth[r.unit] + r.unit,
-            r.name or "-",
-            r.qos or r.kind,
-            _cpu_text(r.entitled) if r.kind != "foreign" else "-",
-            H.size(mem) if mem is not None else ("unlimited" if r.kind != "foreign" else "-"),
-            _usage_text(r),
+            step * depth[r.unit] + first,
+            "" if folded else (r.name or "-"),
+            (_SHORT_CLASS.get(r.qos, r.qos) if compact else r.qos) if r.qos else r.kind,
+            _cpu_text(r.entitled, compact) if r.kind != "foreign" else "-",
+            _memory_text(r, compact),
+            _usage_text(r, compact),
             ",".join(map(str, r.oom_score_adj)) or "-",
             " ".join(r.flags) or "ok",
         ])
-    if width is not None and out:
-        col = [max(len(h), *(len(row[i]) for row in out)) + 2 for i, h in enumerate(HEADERS)]
-        room = width - sum(col[1:])
-        if room < MIN_UNIT_WIDTH:  # too narrow for both: pods and containers by name, the rest by unit
-            room = width - sum(col[2:])
-            for row, r in zip(out, status.rows):
-                if r.name:
-                    row[0] = "  " * depth[r.unit] + r.name
-                row[1] = ""
-        for row, r in zip(out, status.rows):
-            indent = "  " * depth[r.unit]
-            row[0] = indent + ellipsize(row[0][len(indent):], max(room, MIN_UNIT_WIDTH) - len(indent))
     return out
 
 
-MIN_UNIT_WIDTH = 28
+def _fit_first(cells: list[list[str]], status: Status, depth: dict[str, int], room: int, step: str) -> None:
+    for row, r in zip(cells, status.rows):
+        indent = step * depth[r.unit]
+        row[0] = indent + ellipsize(row[0][len(indent):], max(room, 1) - len(indent))
 
 
-HEADERS = ["UNIT", "NAME", "CLASS", "CPU", "MEMORY", "USAGE", "OOM", "FLAGS"]
+def table(status: Status, width: int | None = None) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of UNIT, NAME, CLASS, CPU, MEMORY, USAGE, OOM, FLAGS, the unit indented by
+    tree depth; with ``width``, narrowed step by step (see above) until it fits, if it can. Empty
+    columns (NAME when folded into UNIT, OOM when dropped) are left out by the renderer."""
+    depth = _depths(status.rows)
+    headers = list(HEADERS)
+    cells = _cells(status, depth, folded=False, compact=False)
+    if width is None or not cells:
+        return headers, cells
 
+    def widths(rows: list[list[str]]) -> list[int]:
+        return [max([len(h)] + [len(row[i]) for row in rows]) if any(row[i] for row in rows) else 0
+                for i, h in enumerate(headers)]
 
-def _headers(cells: list[list[str]]) -> list[str]:
-    """The header row; NAME folded into UNIT when ``table`` had to (a narrow terminal)."""
-    if cells and all(row[1] == "" for row in cells):
-        return ["UNIT/NAME", ""] + HEADERS[2:]
-    return list(HEADERS)
+    def total(rows: list[list[str]]) -> int:
+        w = [x for x in widths(rows) if x]
+        return sum(w) + 2 * (len(w) - 1)
+
+    if total(cells) <= width:
+        return headers, cells
+    room = width - (total(cells) - widths(cells)[0])  # what the unit column may have
+    if room >= MIN_UNIT_WIDTH:  # unit names cut in the middle, names beside them
+        _fit_first(cells, status, depth, room, "  ")
+        return headers, cells
+    headers[:2] = ["UNIT/NAME", ""]
+    for folded_cells in (_cells(status, depth, folded=True, compact=False), None):
+        cells = folded_cells or _cells(status, depth, folded=True, compact=True)
+        if folded_cells is None:
+            headers[6] = ""
+            for row in cells:
+                row[6] = ""  # the OOM column goes first (status -o json and explain have it)
+        if total(cells) <= width:
+            return headers, cells
+        room = width - (total(cells) - widths(cells)[0])
+        if room >= MIN_FOLDED_WIDTH + 2 * max(depth.values()):
+            _fit_first(cells, status, depth, room, " " if folded_cells is None else "  ")
+            return headers, cells
+    return headers, cells  # does not fit: the caller uses the block layout
 
 
 _RED = ("drift", "missing", "oom-score-off")
@@ -407,10 +489,9 @@ def _colored(flags: str) -> str:
 
 
 def _blocks(status: Status, width: int, color: bool) -> list[str]:
-    """The narrow layout (a terminal too narrow for the table): each unit as a few lines — its name,
-    class and flags; its unit name; its values, wrapped between values — each fitted to ``width``."""
-    from sdqos import humanize as H
-
+    """The narrow layout (a terminal too narrow for any table): each unit as a few lines — its
+    name, class and flags; its unit name; its values, wrapped between values — each fitted to
+    ``width``."""
     depth = _depths(status.rows)
     lines = []
     for r in status.rows:
@@ -425,9 +506,8 @@ def _blocks(status: Status, width: int, color: bool) -> list[str]:
             lines += [ellipsize(head, width), f"{pad}  {shown_flags}"]
         if r.name:
             lines.append(pad + "  " + ellipsize(r.unit, room))
-        mem = r.entitled.get("memoryLimit")
         oom = ",".join(map(str, r.oom_score_adj))
-        values = [f"cpu {_cpu_text(r.entitled)}", f"memory {H.size(mem) if mem is not None else 'unlimited'}",
+        values = [f"cpu {_cpu_text(r.entitled)}", f"memory {_memory_text(r, False)}",
                   f"using {_usage_text(r)}"] + ([f"oom {oom}"] if oom else [])
         line = ""
         for v in values:  # wrap between values, never inside one
@@ -437,20 +517,32 @@ def _blocks(status: Status, width: int, color: bool) -> list[str]:
             else:
                 line = f"{line} · {v}" if line else v
         lines.append(pad + "  " + line)
+        if r.drift:
+            lines.append(pad + "  " + drift_line(r))
     return lines
 
 
 def render_plain(status: Status, width: int | None = None, color: bool = False) -> str:
-    """The table (fitted to ``width`` columns when given, or two lines a unit where even the
-    folded table does not fit; flags colored for a terminal), a summary line and the warnings."""
-    cells = table(status, width)
-    rows = [_headers(cells)] + cells
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths) if w).rstrip() for row in rows]
+    """The table, one line per unit (and one more under a drifted unit: live → planned), fitted to
+    ``width`` columns when given, else a few lines a unit; flags colored for a terminal; a
+    summary line and the warnings."""
+    headers, cells = table(status, width)
+    rows = [headers] + cells
+    shown = [i for i, h in enumerate(headers) if h or any(row[i] for row in cells)]
+    widths = {i: max(len(row[i]) for row in rows) for i in shown}
+    lines = ["  ".join(row[i].ljust(widths[i]) for i in shown).rstrip() for row in rows]
     if width is not None and any(len(ln) > width for ln in lines):
         lines = _blocks(status, width, color)
-    elif color:
-        lines[1:] = [ln[: len(ln) - len(row[-1])] + _colored(row[-1]) for ln, row in zip(lines[1:], cells)]
+    else:
+        if color:
+            lines[1:] = [ln[: len(ln) - len(row[-1])] + _colored(row[-1]) for ln, row in zip(lines[1:], cells)]
+        out = lines[:1]
+        for ln, r in zip(lines[1:], status.rows):
+            out.append(ln)
+            if r.drift:
+                indent = len(ln) - len(ln.lstrip(" ")) + 2
+                out.append(" " * indent + "↳ " + drift_line(r))  # whole: wraps if it must
+        lines = out
     s = status.summary
     lines.append("")
     lines.append(f"{s['pods']} pods · {s['vms']} VMs · {s['running']}/{s['units']} units running · "

@@ -23,19 +23,54 @@ DEFAULT_RUN_DIR = Path(os.environ.get("SDQOS_RUN_DIR", "/run/sdqos"))
 LOCK_NAME = "sync.lock"
 APPLIED_NAME = "applied.json"
 APPLIED_BATCH = 256  # units encoded per string when applied.json is written
+MAX_READ = 256 * 1024 * 1024  # no file sdqos writes here comes near this (applied.json at 5000 units: ~2 MB)
+
+
+def read_private(path: Path, max_bytes: int = MAX_READ, *, ours: bool = False) -> bytes | None:
+    """The bytes of a file sdqos keeps in the run dir, or None when it is not a plain file it may
+    trust: a symlink is not followed, a FIFO or device is not read (opened non-blocking, so a FIFO
+    planted there cannot hang a command), a file larger than ``max_bytes`` is not loaded, and with
+    ``ours`` one not owned by us or writable by others is ignored. Missing → None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        if ours and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
+            return None
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        return data if len(data) <= max_bytes else None  # grew while read: not ours to trust
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def ensure_dir(run_dir: Path = DEFAULT_RUN_DIR) -> Path:
     """Create the run dir 0755 if missing; refuse one that another user could tamper with."""
+    root = os.geteuid() == 0
     try:
         os.mkdir(run_dir, 0o755)
     except FileExistsError:
         pass
     except OSError as exc:
-        raise HostError(f"cannot create {run_dir}: {exc.strerror}") from None
+        hint = "; run sdqos as root" if not root and exc.errno in (errno.EACCES, errno.EPERM) else ""
+        raise HostError(f"cannot create {run_dir}: {exc.strerror}{hint}") from None
     st = os.lstat(run_dir)
     if not stat.S_ISDIR(st.st_mode):
         raise HostError(f"{run_dir} is not a directory (symlink?); refusing to use it")
+    if not root and st.st_uid == 0:
+        raise HostError(f"{run_dir} belongs to root: run sdqos as root")
     if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise HostError(f"{run_dir} is writable by others or not owned by us; refusing to use it")
     return run_dir
@@ -102,16 +137,13 @@ def _read_pid(fd: int) -> int | None:
 def load_applied(run_dir: Path = DEFAULT_RUN_DIR) -> dict[str, dict[str, int]]:
     """What the last sync applied: {unit: {property: value}}. Missing or unreadable → {} (then
     differences are reported as updates, not drift)."""
-    path = run_dir / APPLIED_NAME
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    raw = read_private(run_dir / APPLIED_NAME)
+    if raw is None:
         return {}
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            data = json.loads(fh.read())
-        except ValueError:
-            return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
     return data if isinstance(data, dict) else {}
 
 

@@ -34,6 +34,8 @@ SIDECAR_POLICY = "Always"
 
 # Field names kubectl's strict validation knows; anything else is a typo we refuse rather than
 # silently ignore (a misspelt "resources" would quietly turn a pod into BestEffort).
+WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
+                            "ReplicationController"})  # kinds whose pod template a user may mean
 POD_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 METADATA_FIELDS = frozenset({
     "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
@@ -313,13 +315,18 @@ def parse_pod(
     if m is None:
         result.unknown_identities += 1
         return None
-    if m.get("apiVersion") != "v1" or m.get("kind") != "Pod":
-        # Maybe a pod with a typo, maybe not a pod at all: which pod it is cannot be known.
+    if m.get("kind") != "Pod":
+        # Not a pod at all (or a typo): which pod it is cannot be known, and its other fields are
+        # another kind's: one error, not one more for each field a Pod would not have.
         result.unknown_identities += 1
-        if m.get("apiVersion") != "v1":
-            doc.error("apiVersion", f"must be \"v1\" for a Pod, not {_quote(m.get('apiVersion'))}")
-        if m.get("kind") != "Pod":
-            doc.error("kind", f"must be \"Pod\", not {_quote(m.get('kind'))}")
+        kind = m.get("kind")
+        hint = (f" (sdqos reads Pods: write the {kind}'s pod template as a Pod)" if kind in WORKLOAD_KINDS else "")
+        doc.error("kind", f"must be \"Pod\", not {_quote(kind)}{hint}")
+        return None
+    if m.get("apiVersion") != "v1":
+        # A pod with a typo: which pod it is cannot be known.
+        result.unknown_identities += 1
+        doc.error("apiVersion", f"must be \"v1\" for a Pod, not {_quote(m.get('apiVersion'))}")
     doc.unknown(m, POD_FIELDS, "")
     meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
     doc.unknown(meta, METADATA_FIELDS, "metadata")
@@ -558,12 +565,13 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
     if m is None:
         result.unknown_identities += 1
         return None
-    if m.get("apiVersion") != VM_API_VERSION or m.get("kind") != "VirtualMachine":
+    if m.get("kind") != "VirtualMachine":  # another kind's fields: one error, as for pods
         result.unknown_identities += 1
-        if m.get("apiVersion") != VM_API_VERSION:
-            doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
-        if m.get("kind") != "VirtualMachine":
-            doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
+        doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
+        return None
+    if m.get("apiVersion") != VM_API_VERSION:
+        result.unknown_identities += 1
+        doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
     doc.unknown(m, VM_FIELDS, "")
     meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
     name = doc.string(meta.get("name"), "metadata.name", required=True)

@@ -239,18 +239,13 @@ class ParseCache:
             self._load()
 
     def _load(self) -> None:
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
+        raw = rundir.read_private(self.path, ours=True)  # not ours, or writable by others: not trusted
+        if raw is None:
             return
-        with os.fdopen(fd, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-                return  # not ours, or writable by others: do not trust it
-            try:
-                decoded = decode_file(fh.read().decode("ascii"))
-            except (OSError, UnicodeDecodeError):
-                return
+        try:
+            decoded = decode_file(raw.decode("ascii"))
+        except UnicodeDecodeError:
+            return
         if decoded is not None and decoded[0] == self.tag:
             _, self.entries, self.context = decoded
 
@@ -320,11 +315,8 @@ class ParseCache:
             del self.entries[k]
         try:
             rundir.ensure_dir(self.path.parent)
-            tmp = self.path.with_name(f".{CACHE_NAME}.{os.getpid()}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "w", encoding="ascii") as fh:
-                fh.writelines(encode_file(self.tag, self.entries, self.context))
-            os.replace(tmp, self.path)
+            # write_atomic removes its temp file when /run is full mid-write
+            rundir.write_atomic(self.path, encode_file(self.tag, self.entries, self.context), 0o600)
         except (OSError, HostError):
             pass  # a cache that cannot be written is only slower
 

@@ -28,7 +28,7 @@ from sdqos.loading import fanout
 DEFAULT_DIR = Path("/etc/sdqos")
 MAX_FILE_BYTES = 8 * 2**20
 MAX_ERRORS_PER_FILE = 20  # kept and printed; the rest are counted
-SUFFIXES = (".yaml", ".yml")
+SUFFIXES = (".yaml", ".yml", ".json")  # kubectl reads both: JSON is one document (a Pod or a List)
 
 
 class ConfigInvalid(InvalidInput):
@@ -196,11 +196,11 @@ def _read_text(config_dir: Path, path: Path, real: Path) -> str:
 def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, apply_defaults: bool) -> dict:
     """One pods/ or vms/ file → a cache entry: its objects, errors, and whether its content is
     unknown (unreadable, not YAML, or a document whose identity could not be read)."""
-    from sdqos.kube.yamlsafe import YamlError, load_documents  # only on a cache miss: importing PyYAML is ~25 ms
+    from sdqos.kube.yamlsafe import YamlError  # only on a cache miss: importing PyYAML is ~25 ms
 
     part = ParseResult()
     try:
-        docs = load_documents(_read_text(config_dir, path, real))
+        docs = parse_documents(_read_text(config_dir, path, real), rel)
     except InvalidInput as exc:
         return {"pods": [], "vms": [], "errors": [pc.error_to_json(exc)], "invalid": [], "failed": True}
     except YamlError as exc:
@@ -221,6 +221,26 @@ def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, ap
         "invalid": sorted(part.invalid_keys),
         "failed": failed,
     }
+
+
+def parse_documents(text: str, name: str) -> list:
+    """A manifest file's documents: JSON for ``*.json`` (as kubectl reads it), else a YAML stream."""
+    from sdqos.kube.yamlsafe import load_documents
+
+    return _json_documents(text) if name.endswith(".json") else load_documents(text)
+
+
+def _json_documents(text: str) -> list:
+    """A .json file's one document (kubectl's JSON manifests: a Pod, or a List of them)."""
+    from sdqos.kube.yamlsafe import YamlError
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise YamlError(f"line {exc.lineno} column {exc.colno}: {exc.msg} (not valid JSON)") from None
+    except (RecursionError, ValueError) as exc:
+        raise YamlError(f"not valid JSON: {exc}" if isinstance(exc, ValueError) else "JSON nested too deeply") from None
+    return [] if doc is None else [doc]
 
 
 # A file the parse cache could not answer for: (path, real path, sub dir, rel, cache key, identity).
@@ -283,7 +303,8 @@ def _node_documents(config_dir: Path, path: Path, real: Path, st: os.stat_result
     return docs
 
 
-def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str]) -> list[str]:
+def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str],
+              skipped: list[str] | None = None) -> list[str]:
     """The names of the config files in ``sub``, sorted; [] (and an error) when it is unusable."""
     d = config_dir / sub
     if not d.exists() and not d.is_symlink():
@@ -309,6 +330,8 @@ def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidIn
         errors.append(_fail(config_dir, d, f"cannot be listed: {exc.strerror or exc}"))
         failed.append(sub)
         return []
+    if skipped is not None:  # not hidden, not an editor's backup, and still not read: say so
+        skipped += [f"{sub}/{n}" for n in names if not n.endswith(SUFFIXES) and not n.startswith(".") and not n.endswith("~")]
     return [n for n in names if n.endswith(SUFFIXES) and not n.startswith(".")]
 
 
@@ -451,7 +474,9 @@ def scan_config(
     files: list[ScannedFile] = []  # in order; text "" until the file is parsed
     misses: list[_Miss] = []
     for sub in ("pods", "vms"):
-        names = _list_dir(config_dir, sub, insecure, errors, failed)
+        skipped: list[str] = []
+        names = _list_dir(config_dir, sub, insecure, errors, failed, skipped)
+        warnings += [f"{rel} is not read: only *.yaml, *.yml and *.json files in {sub}/ are" for rel in skipped]
         sub_dir = config_dir / sub
         real_parent = sub_dir.resolve() if names else None
         if real_parent is not None and real_parent != real_dir and real_dir not in real_parent.parents:

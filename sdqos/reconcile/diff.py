@@ -427,9 +427,13 @@ def compute_diff(
                 d.unchanged.append(u.name)
             continue
         changes = unit_changes(u, lu)
-        if u.name in claim:
+        # A pod that moved to another namespace or name keeps its uid, so its unit: its
+        # Description (who the unit is for, what status and `systemctl` show) follows it.
+        retitled = u.name not in claim and lu.ours and bool(u.description) and lu.description != u.description
+        if u.name in claim or retitled:
             d.actions.append(Action("update", u.name, PHASE_GROW, props={"Description": u.description}, plan=u,
-                                    reason="taken over (--adopt-existing)"))
+                                    reason="taken over (--adopt-existing)" if u.name in claim
+                                    else f"was {lu.description!r}"))
         if not changes and lu.kernel_drift:
             # systemd holds the right values but the kernel does not (a cgroupfs write behind
             # systemd's back): setting them again makes systemd write them again.
@@ -438,7 +442,7 @@ def compute_diff(
                                     reason="kernel values differ from systemd's"))
             continue
         if not changes:
-            if u.name not in claim:
+            if u.name not in claim and not retitled:
                 d.unchanged.append(u.name)
             continue
         last = applied.get(u.name, {})

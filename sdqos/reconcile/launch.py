@@ -281,9 +281,10 @@ def owner_of(pid: int, target: Target) -> tuple[str, bool] | None:
 
 
 def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
-    """Refuse to take another owner's process (InvalidInput, one line per PID), unless ``force``;
-    init.scope's processes never."""
-    refusals = []
+    """Refuse to take another owner's process (InvalidInput, one line per owner: a PID and its
+    children in init.scope are one refusal, not one per child), unless ``force``; init.scope's
+    processes never."""
+    owners: dict[tuple[str, bool], list[int]] = {}
     for pid in pids:
         owner = owner_of(pid, target)
         if owner is None:
@@ -291,8 +292,14 @@ def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
         what, overridable = owner
         if overridable and force:
             continue
-        refusals.append(InvalidInput(f"refusing to adopt it: it belongs to {what}"
-                                     + ("; pass --force to take it anyway" if overridable else ""), where=f"PID {pid}"))
+        owners.setdefault((what, overridable), []).append(pid)
+    refusals = []
+    for (what, overridable), found in owners.items():
+        more = len(found) - 1
+        where = f"PID {found[0]}" + (f" and {more} more process{'es' if more > 1 else ''} there" if more else "")
+        refusals.append(InvalidInput(f"refusing to adopt {'them' if more else 'it'}: "
+                                     f"{'they belong' if more else 'it belongs'} to {what}"
+                                     + ("; pass --force to take it anyway" if overridable else ""), where=where))
     if refusals:
         err = InvalidInput(str(refusals[0]))
         err.errors = refusals  # type: ignore[attr-defined]

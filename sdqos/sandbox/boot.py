@@ -55,9 +55,11 @@ from sdqos.sandbox.units import (
     INNER_GENERATOR_DIR,
     INNER_UNIT_DIR,
     STATE_ROOT,
+    JOURNALD_CONF,
     UNITS,
     _vm_services,
     _write_vm_units,
+    unit_text,
 )
 
 
@@ -136,11 +138,13 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: boo
         unit_dir = Path(st["unit_dir"])
         unit_dir.mkdir(parents=True)
         Path(st["run_dir"], INNER_GENERATOR_DIR.removeprefix("/run/")).mkdir()
-        for unit, text in UNITS.items():
-            (unit_dir / unit).write_text(text)
+        for unit in UNITS:
+            (unit_dir / unit).write_text(unit_text(unit))
         _write_vm_units(st, services)
         (sdir / "machine-id").write_text(st["machine_id"] + "\n")
         _make_private_etc(sdir / "etc")
+        for d in ("upper", "work"):  # /var/lib copy-on-write too (see pid1._init)
+            (sdir / "varlib" / d).mkdir(parents=True)
         _make_cgroups(name, hierarchies)
         _start_supervisor(sdir)
         st = _wait_pid(name, sdir, t0 + timeout)
@@ -266,6 +270,9 @@ def _make_private_etc(etc: Path) -> None:
     opaque = etc / "upper" / "systemd" / "system"
     opaque.mkdir(parents=True)
     os.setxattr(opaque, "trusted.overlay.opaque", b"y")
+    journald = etc / "upper" / "systemd" / "journald.conf.d"
+    journald.mkdir()
+    (journald / "sdqos-sandbox.conf").write_text(JOURNALD_CONF)
 
 
 def _stage_cmd(stage: str, sdir: Path, *extra: str) -> list[str]:

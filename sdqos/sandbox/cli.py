@@ -17,6 +17,26 @@ def _is_sandbox(candidate: str) -> bool:
     return any(s.name == candidate for s in list_sandboxes())
 
 
+def _named_before_dashes(argv: list[str]) -> bool:
+    """Whether the command line put one word between `exec` and `--` (click drops the `--`
+    itself): then that word is NAME, and a missing sandbox is reported under that name."""
+    import sys
+
+    raw = sys.argv[1:]
+    if "exec" not in raw or "--" not in raw:
+        return False
+    before = [a for a in raw[raw.index("exec") + 1:raw.index("--")] if not a.startswith("-")]
+    return len(before) == 1 and len(argv) > 1 and argv[0] == before[0]
+
+
+def complete_sandboxes(incomplete: str) -> list[str]:
+    """Shell completion: the sandboxes there are (as `sandbox list` shows them)."""
+    try:
+        return [s.name for s in list_sandboxes() if s.name.startswith(incomplete)]
+    except Exception:
+        return []
+
+
 def _json(s) -> dict:
     """A sandbox's status as JSON values (paths as text)."""
     return json.loads(json.dumps(dataclasses.asdict(s), default=str))
@@ -46,7 +66,7 @@ def make_app() -> Any:
 
     @cli.command("up")
     def cmd_up(
-        name: str = typer.Argument(DEFAULT_NAME, help="sandbox name"),
+        name: str = typer.Argument(DEFAULT_NAME, help="sandbox name", autocompletion=complete_sandboxes),
         timeout: float = typer.Option(BOOT_TIMEOUT, help="seconds to wait for systemd on its bus"),
         machined: bool = typer.Option(False, "--machined", help="also run systemd-machined (opt-in)"),
         libvirt: bool = typer.Option(False, "--libvirt", help="also run libvirtd and machined, for qemu domains (opt-in)"),
@@ -72,24 +92,29 @@ def make_app() -> Any:
         "exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
     )
     def cmd_exec(
-        argv: list[str] = typer.Argument(..., metavar="[NAME] -- COMMAND...",
+        argv: list[str] = typer.Argument(..., metavar="[NAME] -- COMMAND...", autocompletion=complete_sandboxes,
                                          help="sandbox name (as for up/status/down), then -- and the command"),
-        name: Optional[str] = typer.Option(None, "--name", "-n", help="sandbox name (the same as NAME)"),
+        name: Optional[str] = typer.Option(None, "--name", "-n", help="sandbox name (the same as NAME)",
+                                           autocompletion=complete_sandboxes),
     ) -> None:
         """Run a command inside a sandbox (its mount/pid/uts namespaces); exits with its status.
 
         `sdqos sandbox exec demo -- systemctl status`; without NAME, the sandbox named sdqos."""
         if name is None:
-            name = DEFAULT_NAME
-            if len(argv) > 1 and _is_sandbox(argv[0]):
+            named = _named_before_dashes(argv)
+            if named:  # `exec foo -- cmd`: foo is the sandbox, whether or not it exists
                 name, argv = argv[0], argv[1:]
+            elif len(argv) > 1 and _is_sandbox(argv[0]):
+                name, argv = argv[0], argv[1:]
+            else:
+                name = DEFAULT_NAME
         try:
             exec_in(name, argv)
         except SandboxError as e:
             fail(e)
 
     @cli.command("status")
-    def cmd_status(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name"), output: str = output_opt) -> None:
+    def cmd_status(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name", autocompletion=complete_sandboxes), output: str = output_opt) -> None:
         """Show whether NAME runs, its PID, bus address, systemd version, units; exit 1 if not running."""
         try:
             s = status(name)
@@ -110,7 +135,7 @@ def make_app() -> Any:
             typer.echo(f"{s.name}  {what}")
 
     @cli.command("down")
-    def cmd_down(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name")) -> None:
+    def cmd_down(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name", autocompletion=complete_sandboxes)) -> None:
         """Kill a sandbox and remove its cgroups and state (idempotent)."""
         try:
             found = down(name)

@@ -39,6 +39,12 @@ def _init(sdir: Path, console: str) -> NoReturn:
     etc = sdir / "etc"
     sh("mount", "-t", "overlay", "-o", f"lowerdir=/etc,upperdir={etc}/upper,workdir={etc}/work", "overlay", "/etc")
     sh("mount", "--bind", str(sdir / "machine-id"), "/etc/machine-id")
+    # /var/lib copy-on-write as well: what runs inside keeps its state there (podman's
+    # /var/lib/containers, systemd's timer stamps), and none of it may reach the host's disk.
+    varlib = sdir / "varlib"
+    if varlib.is_dir():
+        sh("mount", "-t", "overlay", "-o", f"lowerdir=/var/lib,upperdir={varlib}/upper,workdir={varlib}/work",
+           "overlay", "/var/lib")
     # The instance's /run lives under the host's /run (sdir). Where /run is a mount point (every
     # systemd host) detaching it takes sdir along, so the new /run is cloned first and attached after.
     new_run = _open_tree(st["run_dir"])

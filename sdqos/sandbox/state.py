@@ -252,7 +252,8 @@ def get(name: str = DEFAULT_NAME) -> Sandbox:
     check_name(name)
     st = _read_state(name)
     if st is None:
-        raise SandboxError(f"sandbox {name} does not exist (no {state_dir(name) / 'state.json'})")
+        raise SandboxError(f"sandbox {name} does not exist (no {state_dir(name) / 'state.json'}); "
+                           f"`sdqos sandbox up{'' if name == 'sdqos' else ' ' + name}` boots it")
     if not _alive(st) or not st.get("started"):
         raise SandboxError(f"sandbox {name} is not running (run `down` to clean up, then `up`)")
     return _sandbox_from_state(st)

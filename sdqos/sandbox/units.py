@@ -33,7 +33,40 @@ UNITS: dict[str, str] = {
     TARGET: """\
 [Unit]
 Description=sdqos sandbox
-Wants=dbus.socket dbus.service machine.slice
+Wants=dbus.socket dbus.service machine.slice systemd-journald.socket
+""",
+    # A journal of its own (volatile: in the instance's /run/log/journal), so `journalctl -u UNIT`
+    # inside shows a service's output as on a host. Not the packaged units: their sandboxing and
+    # the /dev/log socket (a symlink in the host's /dev) do not belong here; the kernel's log is
+    # the host's and is not read (journald.conf below).
+    "systemd-journald.socket": """\
+[Unit]
+Description=Journal Socket (sdqos sandbox)
+DefaultDependencies=no
+
+[Socket]
+ListenStream=/run/systemd/journal/stdout
+ListenDatagram=/run/systemd/journal/socket
+SocketMode=0666
+PassCredentials=yes
+PassSecurity=yes
+ReceiveBuffer=8M
+Service=systemd-journald.service
+""",
+    "systemd-journald.service": """\
+[Unit]
+Description=Journal Service (sdqos sandbox)
+DefaultDependencies=no
+Requires=systemd-journald.socket
+After=systemd-journald.socket
+
+[Service]
+Type=notify
+Sockets=systemd-journald.socket
+ExecStart={journald}
+Restart=always
+RestartSec=0
+FileDescriptorStoreMax=4224
 """,
     # systemd connects to the bus only while units with exactly these two names are active.
     "dbus.socket": """\
@@ -68,6 +101,26 @@ Description=System Initialization (sdqos sandbox: empty)
 DefaultDependencies=no
 """,
 }
+
+JOURNALD_BINARIES = ("/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald")
+# In the instance's copy-on-write /etc: nothing on the host's disk, no kernel log, no audit.
+JOURNALD_CONF = """\
+[Journal]
+Storage=volatile
+ReadKMSG=no
+ForwardToSyslog=no
+ForwardToWall=no
+RuntimeMaxUse=16M
+"""
+
+
+def unit_text(unit: str) -> str:
+    """A unit of UNITS as written into the instance (journald's binary filled in)."""
+    text = UNITS[unit]
+    if unit == "systemd-journald.service":
+        text = text.format(journald=next((p for p in JOURNALD_BINARIES if os.access(p, os.X_OK)), JOURNALD_BINARIES[0]))
+    return text
+
 
 # --- opt-in VM services: up(name, machined=True) / up(name, libvirt=True) -----------------------
 #

@@ -127,7 +127,7 @@ def test_help_lists_commands():
     assert r.returncode == 0
     for cmd in ("plan", "explain"):
         assert cmd in r.stdout
-    assert "Exit codes: 0 ok, 1 error, 2 invalid input" in r.stdout
+    assert "Exit codes: 0 ok; 1 error" in r.stdout and "4 diff / sync --dry-run" in " ".join(r.stdout.split())
 
 
 def test_sandbox_command_is_loaded_only_when_named(config):
@@ -201,3 +201,20 @@ def test_explain_vm_shows_its_values_formulas_and_the_budget_it_takes(config):
     assert vm["budget"]["machine.slice"]["MemoryLimit"]["value"] == 2 * 2**30 + 90 * 2**20
     bad = sdqos("explain", "--config", str(config), "--vm", "nope")
     assert bad.returncode == 2 and bad.stderr.strip() == "sdqos: error: no VM 'nope' in the config (vms/*.yaml)"
+
+
+def test_vm_host_example_gives_docs_worked_example(tmp_path):
+    """examples/vm-host is docs/vms.md's worked example: machine.slice gets what the two VMs reserve,
+    kubepods.slice the rest of allocatable."""
+    d = tmp_path / "vm-host"
+    shutil.copytree(EXAMPLES / "vm-host", d)
+    r = subprocess.run([sys.executable, "-m", "sdqos", "plan", "--config", str(d), "--cgroup", "v1", "-o", "json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    units = {u["name"]: u["properties"] for u in plan["units"]}
+    assert units["machine.slice"]["CPUShares"] == 2252
+    assert units["kubepods.slice"]["CPUShares"] == 4915
+    assert plan["node"]["vms"] == {"cpu": "2200m", "memory": "3290Mi"}  # 2 GiB + 90 MiB + 1 GiB + 128 MiB
+    assert units["kubepods.slice"]["MemoryLimit"] == 14 * 2**30 - (3 * 2**30 + 218 * 2**20)
+    assert sorted(v["name"] for v in plan["vms"]) == ["ci-runner", "web-vm"] and plan["warnings"] == []

@@ -78,3 +78,35 @@ def test_plan_fits_the_terminal_and_names_every_container(width):
     whole = plan_text(plan)
     assert max(len(ln) for ln in whole.splitlines()) > 120  # piped: nothing shortened
     assert "sdqos-podb3edc188_0213_5f84_afdc_caf4bbcd1698-nginx.scope  shop/web/nginx" in whole
+
+
+@pytest.mark.parametrize("name,old,new,text", [
+    ("MemoryLimit", 2**30, 12 * 2**30, "1 GiB → 12 GiB"),
+    ("MemoryLimit", 20508827648, 20508827648 + 8 * 2**20, "19.10 GiB → 19.11 GiB"),
+    ("MemoryLimit", 20508827648, 20508827648 + 4096, "19.100334 GiB → 19.100338 GiB"),
+    ("MemoryMax", 2**40 + 1, 2**40 + 2, "1099511627777 B → 1099511627778 B"),
+    ("CPUQuotaPerSecUSec", 500001, 500002, "50.00% CPU (500001) → 50.00% CPU (500002)"),
+    ("CPUShares", 100, 1228, "100 shares → 1228 shares"),
+])
+def test_a_change_never_reads_the_same_on_both_sides(name, old, new, text):
+    from sdqos.humanize import change
+
+    assert change(name, old, new) == text
+
+
+def test_kernel_file_changes_get_enough_digits_too():
+    from sdqos.humanize import change
+
+    assert change("memory.limit_in_bytes", 20508827648, 20508827648 + 2**23, kernel=True) == "19.10 GiB → 19.11 GiB"
+    assert change("cpu.shares", 100, 1228, kernel=True) == "100 → 1228"
+
+
+def test_a_drifted_unit_gets_one_line_more_live_to_planned():
+    st = _status()
+    st.rows[1].drift = {"CPUShares": [100, 1228]}
+    st.rows[1].flags = ["drift"]
+    for width in (80, 120, None):
+        lines = render_plain(st, width).splitlines()
+        i = next(i for i, ln in enumerate(lines) if "kubepods-burstable.slice" in ln)
+        assert lines[i].split()[-1] == "drift"
+        assert lines[i + 1] == "    ↳ drift (live → planned): CPUShares 100 shares → 1228 shares"

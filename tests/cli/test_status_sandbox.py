@@ -4,6 +4,7 @@ the next sync, real usage, a Prometheus file that parses, Descriptions `systemct
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 
@@ -130,3 +131,82 @@ def test_every_unit_reads_well_in_systemctl_status(clean_sandbox, config):
             assert out.splitlines()[0].endswith(f"{unit} - {text}"), out.splitlines()[0]
     finally:
         kill_all(p)
+
+
+def _status_from_json(doc):
+    """The Status that `status -o json` printed, as render_plain takes it."""
+    from sdqos.cli.status import Row, Status
+
+    rows = []
+    for u in doc["units"]:
+        u = dict(u)
+        u["oom_score_adj"] = u.pop("oomScoreAdj")
+        rows.append(Row(**u))
+    return Status(doc["cgroup"], rows, doc["warnings"], doc["intervalSeconds"], doc["summary"])
+
+
+def test_at_80_columns_each_unit_is_one_line_and_drift_shows_live_to_planned(clean_sandbox, tmp_path):
+    """The example's 16 units with real usage and a drifted tier: one line a unit at 80 columns
+    (names for pods and containers, short values), and under the drifted unit its live → planned
+    values; the same table piped keeps whole unit names."""
+    from sdqos.cli.status import render_plain
+
+    sb = clean_sandbox
+    cfg = copy_config(tmp_path)
+    sync_json(sb, cfg)
+    sbx.run(sb, ["systemctl", "set-property", "--runtime", "kubepods-burstable.slice", "CPUShares=100",
+                 "MemoryLimit=20508827648"], check=True)
+    doc = status_json(sb, cfg, "--interval", "0.2")
+    status = _status_from_json(doc)
+    assert len(status.rows) == 16
+    lines = render_plain(status, 80).splitlines()
+    table = lines[:lines.index("")]
+    drift = [ln for ln in table if "↳" in ln]
+    assert drift == ["   ↳ drift (live → planned): CPUShares 100 shares → 1228 shares, "
+                     "MemoryLimit 19.1 GiB → 12 GiB"]
+    rows = [ln for ln in table[1:] if "↳" not in ln]
+    assert len(rows) == 16 and all(len(ln) <= 80 for ln in table[:1] + rows), [len(ln) for ln in rows]
+    assert table[0].split()[0] == "UNIT/NAME"
+    assert any(ln.split()[0] == "shop/web/nginx" for ln in rows)
+    assert next(ln for ln in rows if ln.split()[0] == "kubepods-burstable.slice").split()[-1] == "drift"
+    piped = render_plain(status).splitlines()
+    assert piped[0].split()[:2] == ["UNIT", "NAME"] and len(piped[:piped.index("")]) == 18  # and the drift line
+
+
+def test_status_of_a_pod_or_namespace_that_is_not_there_is_an_error(clean_sandbox, tmp_path):
+    sb = clean_sandbox
+    cfg = copy_config(tmp_path)
+    sync_json(sb, cfg)
+    for args, line in ((["--pod", "shop/nosuch"], "no pod shop/nosuch"),
+                       (["--pod", "shop/wbe"], "no pod shop/wbe; did you mean 'shop/web'?"),
+                       (["-n", "nosuch"], "no pod in namespace nosuch"),
+                       (["-n", "batch", "--pod", "web"], "no pod batch/web")):
+        for out in ("text", "json"):
+            r = sdqos_in(sb, "status", "--config", str(cfg), "--interval", "0", "-o", out, *args)
+            assert (r.returncode, r.stdout, r.stderr) == (2, "", f"sdqos: error: {line}\n"), args
+
+
+def test_watch_heads_each_screen_with_the_time_and_interval_and_ctrl_c_ends_it(clean_sandbox, tmp_path):
+    import os
+    import re
+    import signal
+
+    sb = clean_sandbox
+    cfg = copy_config(tmp_path)
+    sync_json(sb, cfg)
+    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "status", "--config", str(cfg), "--interval", "0",
+                       "--watch", "0.5", "-n", "batch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                  text=True)
+    try:
+        time.sleep(3)
+    finally:  # Ctrl-C reaches sdqos itself (nsenter forks it into the sandbox's PID namespace)
+        from pathlib import Path
+
+        children = [int(c) for t in Path(f"/proc/{p.pid}/task").iterdir()
+                    for c in (t / "children").read_text().split()]
+        for pid in children or [p.pid]:
+            os.kill(pid, signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    heads = re.findall(r"^every 0\.5s: sdqos status · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \w+ · Ctrl-C stops$", out, re.M)
+    assert len(heads) >= 2, out
+    assert p.returncode == 0 and err == "", (p.returncode, err)

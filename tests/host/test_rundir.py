@@ -45,3 +45,74 @@ def test_unreadable_applied_is_empty(tmp_path):
     assert rundir.load_applied(tmp_path) == {}
     (tmp_path / rundir.APPLIED_NAME).write_text('{"a.slice": {"CPUShares": 2')
     assert rundir.load_applied(tmp_path) == {}
+
+
+@pytest.fixture
+def no_hang():
+    """Fail (instead of hanging the run) if a read blocks: a FIFO opened for reading waits for a
+    writer that never comes."""
+    import signal
+
+    def alarm(*_):
+        raise AssertionError("a read in the run dir blocked")
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(10)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def _plant(kind: str, path, tmp_path):
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        target = tmp_path / "elsewhere.json"
+        target.write_text('{"a.slice": {"CPUShares": 2}}')
+        os.symlink(target, path)
+    elif kind == "directory":
+        os.mkdir(path)
+    elif kind == "huge":
+        with open(path, "wb") as fh:
+            fh.truncate(rundir.MAX_READ + 1)  # sparse: no disk used
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "huge"])
+def test_files_in_the_run_dir_are_read_only_when_regular_bounded_and_not_links(tmp_path, no_hang, kind):
+    """applied.json, last-sync.json and parsed.json: a FIFO, a symlink, a directory or an
+    oversized file in their place is ignored (as a missing file), and nothing blocks."""
+    from sdqos.cli import metrics
+    from sdqos.loading import cache
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o755)
+    for name in (rundir.APPLIED_NAME, metrics.LAST_SYNC, cache.CACHE_NAME):
+        _plant(kind, run / name, tmp_path)
+    assert rundir.load_applied(run) == {}
+    assert metrics.load_sync_record(run) == {}
+    assert cache.ParseCache(run, "t").entries == {}
+    for name in (rundir.APPLIED_NAME, metrics.LAST_SYNC, cache.CACHE_NAME):
+        assert rundir.read_private(run / name) is None
+
+
+def test_read_private_reads_a_regular_file_and_checks_owner_and_mode(tmp_path):
+    p = tmp_path / "f.json"
+    p.write_bytes(b"x" * 100)
+    os.chmod(p, 0o600)
+    assert rundir.read_private(p) == b"x" * 100
+    assert rundir.read_private(p, 99) is None  # over the bound
+    assert rundir.read_private(p, ours=True) == b"x" * 100
+    os.chmod(p, 0o666)
+    assert rundir.read_private(p, ours=True) is None  # writable by others: not trusted
+    assert rundir.read_private(tmp_path / "missing") is None
+
+
+def test_a_failed_atomic_write_leaves_no_temp_file(tmp_path):
+    """write_atomic's temp file is removed when writing fails part-way (as on a full /run)."""
+    from sdqos.errors import HostError
+
+    def pieces():
+        yield "{"
+        raise OSError(28, "No space left on device")
+    with pytest.raises(HostError, match="No space left on device"):
+        rundir.write_atomic(tmp_path / "x.json", pieces())
+    assert os.listdir(tmp_path) == []

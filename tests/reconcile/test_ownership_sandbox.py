@@ -335,6 +335,7 @@ def test_adopt_refuses_a_services_process(clean_sandbox, cfg):
         assert active_state(sb, "sdqos-test-svc.service") == "active"
         r = sdqos_in(sb, "adopt", "--config", str(cfg), "--force", "t/a", "app", "1")
         assert r.returncode == 2 and "PID 1: refusing to adopt it: it belongs to init.scope" in r.stderr
+        assert len(r.stderr.splitlines()) == 1, r.stderr  # not one more line per child of PID 1
         assert "--force" not in r.stderr.split("init.scope", 1)[1]  # PID 1's own: never, not even forced
     finally:
         sb.systemctl("stop", "sdqos-test-svc.service")

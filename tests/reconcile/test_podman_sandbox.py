@@ -227,12 +227,12 @@ def test_a_podman_pod_in_the_pod_slice_is_matched_through_its_sub_slice(podman_e
 
 
 def test_readmes_walkthrough_from_a_manifest_to_a_running_container(podman_env):
-    """README's manifest and commands, as written (its image is the local busybox under that name)."""
+    """README quickstart's manifest (examples/quickstart) and commands (its image is the local busybox
+    under that name); tests/test_quickstart_sandbox.py runs the quickstart's lines themselves."""
     import re
 
     sb, env, config = podman_env
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    manifest = re.search(r"```yaml\n# /etc/sdqos/pods/hello.yaml\n(.+?)```", readme, re.S).group(1)
+    manifest = (Path(__file__).resolve().parents[2] / "examples" / "quickstart" / "pods" / "hello.yaml").read_text()
     image = re.search(r"image: (\S+)", manifest).group(1)
     podman(sb, env, "tag", "localhost/bb:latest", image)
     (config / "pods" / "hello.yaml").write_text(manifest)

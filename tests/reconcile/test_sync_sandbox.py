@@ -4,6 +4,7 @@ systemd's own view of the units."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -117,6 +118,26 @@ def test_changing_limits_updates_in_place(clean_sandbox, tmp_path):
         "cpu.shares": 3072, "cpu.cfs_quota_us": 300_000, "cpu.cfs_period_us": 100_000,
         "memory.limit_in_bytes": 6 * 2**30, "pids.max": 4096,
     }
+
+
+def test_a_pod_moved_to_another_namespace_keeps_its_unit_with_a_new_description(clean_sandbox, tmp_path):
+    """Same uid, same slice: only its Description (who it is for) follows the pod."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    db = "kubepods-pod0d5c8a4e_6f3b_4c1e_9a2d_7b8e1f0c3a55.slice"
+    invocation = show(sb, db, "InvocationID")["InvocationID"]
+    assert show(sb, db, "Description")["Description"] == "sdqos pod shop/db (Guaranteed)"
+    path = config / "pods" / "db.yaml"
+    text = path.read_text()
+    assert "namespace: shop" in text
+    path.write_text(text.replace("namespace: shop", "namespace: store"))
+    report = sync_json(sb, config)
+    assert [u["unit"] for u in report["updated"]] == [db]
+    assert report["created"] == [] and report["removed"] == []
+    assert show(sb, db, "Description")["Description"] == "sdqos pod store/db (Guaranteed)"
+    assert show(sb, db, "InvocationID")["InvocationID"] == invocation  # not recreated
+    assert sync_json(sb, config)["updated"] == []  # and then it matches
 
 
 def test_drift_is_restored_and_reported(clean_sandbox, tmp_path):
@@ -396,6 +417,43 @@ def test_quiet_sync_for_the_timer_says_each_thing_once(clean_sandbox, tmp_path):
     assert cleared.stdout.strip() == "cleared: " + typo[len("warning: "):]
 
 
+def test_quiet_sync_says_changed_when_a_standing_warnings_numbers_change(clean_sandbox, tmp_path):
+    """Over-commit stays, its figures move: `changed:` with the new figures, no `cleared:` (which
+    would read as if the over-commit went away)."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    node = config / "node.yaml"
+    node.write_text(node.read_text().replace('cpu: "8"', 'cpu: "3"'))
+    first = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    over = [ln for ln in first.stdout.splitlines() if "requests exceed node allocatable" in ln]
+    assert len(over) == 1 and over[0].startswith("warning: "), first.stdout
+    node.write_text(node.read_text().replace('cpu: "3"', 'cpu: "2"'))
+    again = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    lines = [ln for ln in again.stdout.splitlines() if "requests exceed node allocatable" in ln]
+    assert len(lines) == 1 and lines[0].startswith("changed: requests exceed node allocatable"), again.stdout
+    assert lines[0] != over[0].replace("warning: ", "changed: ")  # the new figures
+    assert "cleared:" not in again.stdout
+    node.write_text(node.read_text().replace('cpu: "2"', 'cpu: "8"'))
+    gone = sdqos_in(sb, "sync", "-q", "--config", str(config))
+    assert [ln.split(":")[0] for ln in gone.stdout.splitlines() if "requests exceed" in ln] == ["cleared"]
+
+
+def test_a_dry_run_never_says_restored(clean_sandbox, tmp_path):
+    """diff shows drift live → planned and that sync would set it back; only a sync restores."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    sbx.run(sb, ["systemctl", "set-property", "--runtime", "kubepods-burstable.slice", "CPUShares=100"], check=True)
+    r = sdqos_in(sb, "diff", "--config", str(config))
+    assert r.returncode == 4
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("drift"))
+    assert line.strip() == ("drift    kubepods-burstable.slice: CPUShares 100 shares → 1228 shares "
+                            "(changed outside sdqos; sync would set it back)")
+    assert "restored" not in r.stdout
+    r = sdqos_in(sb, "sync", "--config", str(config))
+    assert "(changed outside sdqos; restored)" in r.stdout
+
+
 def test_the_headline_says_first_what_was_not_applied(clean_sandbox, tmp_path):
     sb = clean_sandbox
     config = copy_config(tmp_path)
@@ -428,3 +486,33 @@ def test_removed_units_are_named_by_the_pod_they_were_for(clean_sandbox, tmp_pat
     assert r.returncode == 0, r.stderr
     removed = [ln for ln in r.stdout.splitlines() if ln.startswith("  removed  ")]
     assert len(removed) == 1 and removed[0].endswith(".slice (shop/web)"), r.stdout
+
+
+def test_settle_with_json_prints_one_document(clean_sandbox, tmp_path):
+    """sync --settle -o json syncs again while the config changes; stdout is still one JSON
+    document (the last pass's report, the earlier passes inside it)."""
+    import threading
+
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    path = config / "pods" / "web.yaml"
+    text = path.read_text()
+    done = threading.Event()
+
+    def edit():  # a config that keeps changing while the sync runs: every pass sees a change
+        i = 0
+        while not done.is_set():
+            i += 1
+            path.write_text(text + f"# edit {i}\n")
+            time.sleep(0.05)
+    writer = threading.Thread(target=edit)
+    writer.start()
+    try:
+        r = sdqos_in(sb, "sync", "--settle", "--config", str(config), "-o", "json")
+    finally:
+        done.set()
+        writer.join()
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)  # one document: json.loads refuses "Extra data"
+    assert len(doc["created"]) == 8 or any(len(p["created"]) == 8 for p in doc["previousPasses"])
+    assert 1 <= len(doc["previousPasses"]) <= 4  # 5 passes at most

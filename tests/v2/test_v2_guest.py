@@ -86,6 +86,30 @@ def test_readme_first_command_works_where_run_is_a_tmpfs(v2guest):
     assert g.check("ls /run/sdqos-sandbox 2>/dev/null | wc -l").strip() == "0"  # nothing left
 
 
+def test_the_quickstart_config_works_on_a_2_gib_one_cpu_host(v2guest):
+    """README's quickstart on the guest (1 CPU, 2 GiB, its real capacity; no podman there, so up to
+    the sync and status): plan, diff (exit 4), sync, status, with no warning, and kubepods.slice
+    gets a real CPU weight."""
+    g = v2guest
+    assert g.check("nproc").strip() == "1"
+    g.check("rm -rf /etc/sdqos && mkdir -p /etc/sdqos && cp -r /root/examples/quickstart/. /etc/sdqos/")
+    try:
+        plan = g.run("sdqos plan -o json")
+        assert plan.rc == 0, plan.stderr
+        doc = json.loads(plan.stdout)
+        assert doc["warnings"] == [] and doc["errors"] == []
+        kubepods = next(u for u in doc["units"] if u["name"] == "kubepods.slice")
+        assert kubepods["properties"]["CPUWeight"] > 1
+        assert g.run("sdqos diff").rc == 4
+        sync = g.run("sdqos sync")
+        assert sync.rc == 0 and "warning" not in sync.stdout + sync.stderr, sync.stdout + sync.stderr
+        status = g.run("sdqos status --pod demo/hello --interval 0")
+        assert status.rc == 0 and "demo/hello" in status.stdout, status.stdout + status.stderr
+        assert kernel_files(g, "kubepods.slice", ["cpu.weight"]) == {"cpu.weight": str(kubepods["properties"]["CPUWeight"])}
+    finally:
+        g.run("systemctl stop kubepods.slice; rm -rf /etc/sdqos /run/sdqos")
+
+
 NODE = """\
 capacity: {cpu: "4", memory: 8Gi, pids: "100000"}
 kubeReserved: {cpu: 500m, memory: 512Mi}
