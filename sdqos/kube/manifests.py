@@ -61,8 +61,11 @@ CONTAINER_FIELDS = frozenset({
 })
 RESOURCES_FIELDS = frozenset({"requests", "limits", "claims"})
 VM_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec"})
-VM_SPEC_FIELDS = frozenset({"resources", "overhead", "libvirt", "scope", "pidFile"})
+VM_SPEC_FIELDS = frozenset({"resources", "overhead", "libvirt", "scope", "pidFile", "priority", "eviction"})
 VM_API_VERSION = "sdqos.io/v1alpha1"
+# spec.eviction: whether node-pressure eviction may stop the VM (docs/eviction.md: Never by default).
+VM_EVICTION_POLICIES = ("Never", "Allowed")
+VM_EVICTION_DEFAULT = "Never"
 SCOPES_ANNOTATION = "sdqos.io/scopes"  # "<container>=<scope glob>,…": see sdqos.reconcile.scopes
 
 # Hypervisor overhead when a VM does not say (docs/vms.md): 100m CPU, and memory with the structure
@@ -620,6 +623,16 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
         doc.error("spec.pidFile", f"{_quote(pid_file)} must be an absolute path")
     if sum(x is not None for x in (libvirt, spec.get("scope"), spec.get("pidFile"))) > 1:
         doc.error("spec", "give only one of libvirt.domain, scope, pidFile")
+    vm_priority = spec.get("priority", 0)  # ranks the VM among pods under node pressure (kube/eviction.py)
+    if isinstance(vm_priority, bool) or not isinstance(vm_priority, int):
+        doc.error("spec.priority", f"must be an integer, not {_type_name(vm_priority)}")
+        vm_priority = 0
+    elif not -(2**31) <= vm_priority < 2**31:
+        doc.error("spec.priority", f"{vm_priority} is out of the int32 range")
+        vm_priority = 0
+    eviction = doc.string(spec.get("eviction"), "spec.eviction") or VM_EVICTION_DEFAULT
+    if eviction not in VM_EVICTION_POLICIES:
+        doc.error("spec.eviction", f"{_quote(eviction)} must be one of {', '.join(VM_EVICTION_POLICIES)}")
     if doc.failed or not name:
         return None
     result.invalid_keys.discard(f"vm:{name}")
@@ -633,6 +646,8 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
         scope=scope,
         pid_file=pid_file,
         source=source,
+        priority=vm_priority,
+        eviction=eviction,
     )
 
 

@@ -102,6 +102,8 @@ class VirtualMachine:
     scope: str | None = None
     pid_file: str | None = None
     source: Source | None = None
+    priority: int = 0  # spec.priority: ranks the VM among pods under node pressure (sdqos/kube/eviction.py)
+    eviction: str = "Never"  # spec.eviction: Never | Allowed (docs/eviction.md says why Never)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,12 @@ class NodeConfig:
     memory_reservation_policy: str = "None"
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    # The other eviction fields as written (validated; sdqos/kube/eviction.py:config_of parses them).
+    eviction_soft: Mapping[str, str] = field(default_factory=dict)
+    eviction_soft_grace_period: Mapping[str, str] = field(default_factory=dict)
+    eviction_minimum_reclaim: Mapping[str, str] = field(default_factory=dict)
+    eviction_max_pod_grace_period: int = 0
+    eviction_pressure_transition_period: str = "5m0s"
     system_reserved_cgroup: str = ""
     kube_reserved_cgroup: str = ""
     page_size: int = 4096

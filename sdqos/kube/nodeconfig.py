@@ -370,6 +370,7 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
 
     eviction_raw = raw.get("evictionHard")
     eviction = _eviction_hard(eviction_raw, errors)
+    eviction_fields = _eviction_fields(raw, enforce, errors)
 
     single_oom = raw.get("singleProcessOOMKill")
     if single_oom is not None and not isinstance(single_oom, bool):
@@ -400,6 +401,7 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         feature_gates=gates,
         eviction_hard={str(k): str(v) for k, v in (eviction_raw if isinstance(eviction_raw, dict)
                                                    else DEFAULT_EVICTION_HARD).items() if k in eviction},
+        **eviction_fields,
         system_reserved_cgroup=_reserved_cgroup(raw, "systemReservedCgroup", root, errors),
         kube_reserved_cgroup=_reserved_cgroup(raw, "kubeReservedCgroup", root, errors),
         page_size=page_size,
@@ -412,6 +414,30 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
 
 
 SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap")
+
+
+def _eviction_fields(raw: Mapping, enforce: set[str], errors: list) -> dict:
+    """evictionSoft, evictionSoftGracePeriod, evictionMinimumReclaim, evictionMaxPodGracePeriod and
+    evictionPressureTransitionPeriod checked as kubelet's ParseThresholdConfig checks them
+    (sdqos/kube/eviction.py); evictionHard's errors are _eviction_hard's, not repeated here."""
+    from sdqos.kube import eviction
+
+    cfg, errs = eviction.parse_eviction_config(raw, enforce)
+    errors.extend(e for e in errs if not (e.field or "").startswith("evictionHard"))
+    if errs:
+        return {}
+
+    def strings(key: str) -> dict[str, str]:
+        value = raw.get(key)
+        return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+    return {
+        "eviction_soft": strings("evictionSoft"),
+        "eviction_soft_grace_period": strings("evictionSoftGracePeriod"),
+        "eviction_minimum_reclaim": strings("evictionMinimumReclaim"),
+        "eviction_max_pod_grace_period": cfg.max_pod_grace_period,
+        "eviction_pressure_transition_period": raw.get("evictionPressureTransitionPeriod") or "5m0s",
+    }
 
 
 def _swap_behavior(raw, errors: list) -> str:
