@@ -310,6 +310,34 @@ class Observation:
     capacity: int
 
 
+def working_set(usage: int, inactive_file: int) -> int:
+    """cadvisor's working set: usage − inactive_file, never below 0 (v1 memory.usage_in_bytes and
+    total_inactive_file; v2 memory.current, or anon + file at the root, and inactive_file)."""
+    return max(0, usage - inactive_file)
+
+
+def observe(*, memory_capacity: int, node_usage: int, node_inactive_file: int,
+            allocatable_memory: int | None, workloads_working_set: int | None,
+            pid_max: int, threads_max: int | None, tasks: int, pid_capacity: int | None = None) -> dict[str, Observation]:
+    """makeSignalObservations from the kernel's numbers.
+
+    - memory.available: the node's memory capacity − the root cgroup's working set (the summary
+      provider's node memory: AvailableBytes = capacity − WorkingSetBytes);
+    - allocatableMemory.available: node allocatable − the working set of what runs in it
+      (kubelet: the pods cgroup's limit − its working set; sdqos's allocatable holds kubepods.slice
+      and the VMs in machine.slice). Not observed without an allocatable (enforceNodeAllocatable
+      lacks "pods": kubelet's pods cgroup then has no limit, so no AvailableBytes);
+    - pid.available: MaxPID − running tasks, MaxPID = min(kernel.pid_max, kernel.threads-max)
+      (pidlimit.Stats), or node.yaml's capacity.pid when given.
+    """
+    out = {MEMORY_AVAILABLE: Observation(memory_capacity - working_set(node_usage, node_inactive_file), memory_capacity)}
+    if allocatable_memory is not None and workloads_working_set is not None:
+        out[ALLOCATABLE_MEMORY_AVAILABLE] = Observation(allocatable_memory - workloads_working_set, allocatable_memory)
+    max_pid = pid_capacity if pid_capacity is not None else min(pid_max, threads_max) if threads_max else pid_max
+    out[PID_AVAILABLE] = Observation(max_pid - tasks, max_pid)
+    return out
+
+
 def thresholds_met(thresholds: Iterable[Threshold], observations: Mapping[str, Observation],
                    enforce_min_reclaim: bool = False) -> list[Threshold]:
     """thresholdsMet: the thresholds whose signal is below their value (plus the minimum reclaim

@@ -1,0 +1,117 @@
+"""The kernel's numbers behind kubelet's eviction signals: memory working sets and task counts.
+
+Reads only, the same files kubelet's stats come from (cadvisor through runc's cgroup code, and
+pkg/kubelet/stats/pidlimit): a cgroup's memory usage and inactive_file on cgroup v1
+(``memory.usage_in_bytes``, ``memory.stat`` total_inactive_file) or v2 (``memory.current``,
+``memory.stat`` inactive_file; the root has no memory.current, so anon + file as runc's
+rootStatsFromMeminfo does), and kernel.pid_max, kernel.threads-max and the task count of
+``/proc/loadavg``. sdqos/kube/eviction.py turns them into signals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdqos.errors import SdqosError
+from sdqos.kube import eviction
+from sdqos.kube.model import MEMORY, PID, NodeConfig
+from sdqos.kube.naming import MACHINE_SLICE, slice_name
+
+ROOT = Path("/sys/fs/cgroup")
+PROC = Path("/proc")
+
+
+class SignalReadError(SdqosError):
+    """A file behind a signal could not be read (no memory controller, /proc not mounted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStat:
+    """A cgroup's memory usage and inactive file cache, bytes."""
+
+    usage: int
+    inactive_file: int
+
+    @property
+    def working_set(self) -> int:
+        return eviction.working_set(self.usage, self.inactive_file)
+
+
+def _stat(text: str) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            out[key] = int(value)
+    return out
+
+
+def memory_stat(cgroup: str, mode: str, root: Path = ROOT) -> MemoryStat | None:
+    """The memory usage of a cgroup (``/`` for the node), or None when the cgroup does not exist."""
+    rel = cgroup.strip("/")
+    base = root / "memory" if mode == "v1" else root
+    path = base / rel if rel else base
+    try:
+        stat = _stat((path / "memory.stat").read_text())
+        if mode == "v1":
+            return MemoryStat(int((path / "memory.usage_in_bytes").read_text()), stat.get("total_inactive_file", 0))
+        if not rel:
+            return MemoryStat(stat.get("anon", 0) + stat.get("file", 0), stat.get("inactive_file", 0))
+        return MemoryStat(int((path / "memory.current").read_text()), stat.get("inactive_file", 0))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise SignalReadError(f"cannot read the memory use of cgroup {cgroup or '/'}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Tasks:
+    """kernel.pid_max, kernel.threads-max, and the tasks that exist (``/proc/loadavg``'s total)."""
+
+    pid_max: int
+    threads_max: int | None
+    tasks: int
+
+
+def tasks(proc: Path = PROC) -> Tasks:
+    """pidlimit.Stats: /proc/loadavg's "running/total" total is preferred to sysinfo's procs
+    (which is truncated above 65535)."""
+    try:
+        pid_max = int((proc / "sys/kernel/pid_max").read_text())
+        try:
+            threads_max: int | None = int((proc / "sys/kernel/threads-max").read_text())
+        except OSError:
+            threads_max = None
+        total = int((proc / "loadavg").read_text().split()[3].split("/")[1])
+    except (OSError, ValueError, IndexError) as exc:
+        raise SignalReadError(f"cannot read the task count from {proc}: {exc}") from None
+    return Tasks(pid_max, threads_max, total)
+
+
+def kubepods_cgroup(node: NodeConfig) -> str:
+    """kubepods.slice's cgroup path (under cgroupRoot's slices)."""
+    parts = [*node.cgroup_root, "kubepods"]
+    return "/" + "/".join(slice_name(parts[: i + 1]) for i in range(len(parts)))
+
+
+def observe(node: NodeConfig, mode: str, allocatable_memory: int | None,
+            root: Path = ROOT, proc: Path = PROC) -> dict[str, eviction.Observation]:
+    """The node's signals now. ``allocatable_memory``: what node allocatable holds for pods and
+    VMs (None when "pods" is not enforced: no allocatableMemory.available, as kubelet)."""
+    node_mem = memory_stat("/", mode, root)
+    if node_mem is None:
+        raise SignalReadError(f"no memory controller at {root}")
+    workloads = None
+    if allocatable_memory is not None:
+        workloads = 0
+        for cgroup in (kubepods_cgroup(node), "/" + MACHINE_SLICE):
+            m = memory_stat(cgroup, mode, root)
+            workloads += m.working_set if m else 0
+    t = tasks(proc)
+    pid_capacity = node.capacity[PID].value() if node.capacity_source.get(PID) == "node.yaml" else None
+    return eviction.observe(
+        memory_capacity=node.capacity[MEMORY].value(), node_usage=node_mem.usage,
+        node_inactive_file=node_mem.inactive_file, allocatable_memory=allocatable_memory,
+        workloads_working_set=workloads, pid_max=t.pid_max, threads_max=t.threads_max, tasks=t.tasks,
+        pid_capacity=pid_capacity)

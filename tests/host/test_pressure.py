@@ -1,0 +1,123 @@
+"""Eviction signals from the kernel's numbers (sdqos/host/pressure.py, kube/eviction.py:observe)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdqos import sandbox as sbx
+from sdqos.host import pressure
+from sdqos.kube import eviction as ev
+from sdqos.kube.eviction import Observation
+
+Mi, Gi = 2**20, 2**30
+
+
+def test_observe_from_raw_numbers():
+    """makeSignalObservations: capacity − working set; allocatable − the workloads' working set;
+    MaxPID = min(pid_max, threads-max) − tasks (TestMakeSignalObservations' figures for pid)."""
+    obs = ev.observe(memory_capacity=8 * Gi, node_usage=5 * Gi, node_inactive_file=2 * Gi,
+                     allocatable_memory=6 * Gi, workloads_working_set=Gi,
+                     pid_max=4194304, threads_max=255816, tasks=1000)
+    assert obs == {
+        "memory.available": Observation(8 * Gi - 3 * Gi, 8 * Gi),
+        "allocatableMemory.available": Observation(5 * Gi, 6 * Gi),
+        "pid.available": Observation(255816 - 1000, 255816),
+    }
+
+
+def test_observe_edges():
+    # inactive_file above usage: working set 0 (cadvisor); no allocatable: not observed;
+    # node.yaml's capacity.pid wins over the kernel's limits
+    obs = ev.observe(memory_capacity=Gi, node_usage=100, node_inactive_file=200, allocatable_memory=None,
+                     workloads_working_set=None, pid_max=32768, threads_max=None, tasks=100, pid_capacity=500)
+    assert obs == {"memory.available": Observation(Gi, Gi), "pid.available": Observation(400, 500)}
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tmp_path
+
+
+def test_memory_stat_v1_layout(tmp_path):
+    root = _tree(tmp_path, {
+        "memory/memory.usage_in_bytes": "1000000\n",
+        "memory/memory.stat": "cache 5\ninactive_file 7\ntotal_inactive_file 300000\n",
+        "memory/kubepods.slice/memory.usage_in_bytes": "5000\n",
+        "memory/kubepods.slice/memory.stat": "inactive_file 1\ntotal_inactive_file 1000\n",
+    })
+    assert pressure.memory_stat("/", "v1", root) == pressure.MemoryStat(1000000, 300000)
+    assert pressure.memory_stat("/kubepods.slice", "v1", root).working_set == 4000
+    assert pressure.memory_stat("/machine.slice", "v1", root) is None
+
+
+def test_memory_stat_v2_layout(tmp_path):
+    """v2's root has no memory.current: anon + file (runc's rootStatsFromMeminfo)."""
+    root = _tree(tmp_path, {
+        "memory.stat": "anon 600\nfile 400\ninactive_file 150\nactive_file 250\n",
+        "kubepods.slice/memory.current": "900\n",
+        "kubepods.slice/memory.stat": "anon 500\nfile 400\ninactive_file 300\n",
+    })
+    assert pressure.memory_stat("/", "v2", root) == pressure.MemoryStat(1000, 150)
+    assert pressure.memory_stat("/kubepods.slice", "v2", root) == pressure.MemoryStat(900, 300)
+
+
+def test_tasks_reads_loadavg_total(tmp_path):
+    proc = _tree(tmp_path, {"sys/kernel/pid_max": "4194304\n", "sys/kernel/threads-max": "95000\n",
+                            "loadavg": "0.10 0.20 0.30 2/345 6789\n"})
+    assert pressure.tasks(proc) == pressure.Tasks(4194304, 95000, 345)
+
+
+def test_tasks_of_this_host_are_plausible():
+    t = pressure.tasks()
+    assert 0 < t.tasks < min(t.pid_max, t.threads_max or t.pid_max)
+
+
+def test_unreadable_is_a_typed_error(tmp_path):
+    with pytest.raises(pressure.SignalReadError, match="cannot read the task count"):
+        pressure.tasks(tmp_path)
+
+
+HOLD = "import sys, time; b = b'\\x01' * (int(sys.argv[1]) << 20); print('ready', flush=True); time.sleep(300)"
+
+
+def test_working_set_of_a_real_cgroup(sandbox, tmp_path):
+    """The kernel's own numbers: a process in kubepods.slice that holds 96 MiB of anonymous memory
+    raises kubepods.slice's working set (and the sandbox root's) by about that much."""
+    sb = sandbox
+    if sb.cgroup_mode == "unified":
+        root, mode = sb.cgroup_path("memory"), "v2"
+    else:
+        root, mode = tmp_path, "v1"
+        (tmp_path / "memory").symlink_to(sb.cgroup_path("memory"))  # memory_stat reads <root>/memory/...
+    unit = "sdqos-test-hold.service"
+    sbx.run(sb, ["systemctl", "stop", unit])
+    sbx.run(sb, ["systemctl", "reset-failed", unit])
+    before_pods = pressure.memory_stat("/kubepods.slice", mode, root)
+    before_pods_ws = before_pods.working_set if before_pods else 0
+    r = sbx.run(sb, ["systemd-run", f"--unit={unit}", "--slice=kubepods.slice", "-p", "Type=exec",
+                     sys.executable, "-c", HOLD, "96"])
+    assert r.returncode == 0, r.stderr
+    try:
+        import time
+
+        deadline = time.monotonic() + 30
+        while True:
+            m = pressure.memory_stat("/kubepods.slice", mode, root)
+            grown = (m.working_set if m else 0) - before_pods_ws
+            if grown >= 96 * Mi or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert 96 * Mi <= grown < 96 * Mi + 40 * Mi, grown
+        node = pressure.memory_stat("/", mode, root)
+        assert node.working_set >= m.working_set
+    finally:
+        sbx.run(sb, ["systemctl", "stop", unit])
+    after = pressure.memory_stat("/kubepods.slice", mode, root)
+    assert (after.working_set if after else 0) < before_pods_ws + 16 * Mi
