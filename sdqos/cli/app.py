@@ -654,6 +654,33 @@ def metrics(
             typer.echo(text, nl=False)
 
 
+@app.command()
+def pressure(
+    config: Path = ConfigOpt,
+    once: bool = typer.Option(False, "--once", help="Look once: signals, thresholds, conditions, eviction order."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="text or json."),
+    cgroup: CgroupMode = CgroupOpt,
+    insecure: bool = InsecureOpt,
+) -> None:
+    """Node pressure as kubelet's eviction manager sees it: memory.available,
+    allocatableMemory.available and pid.available against node.yaml's eviction thresholds, the
+    MemoryPressure/PIDPressure conditions, and the order pods and VMs would be evicted in.
+
+    Only --once exists yet: it reads and shows; it evicts nothing (docs/eviction.md)."""
+    from sdqos.reconcile import evict
+
+    with cli_errors():
+        if not once:
+            err("error: only `sdqos pressure --once` exists yet (the eviction service is not built; docs/eviction.md)")
+            raise typer.Exit(EXIT_INVALID)
+        cfg, p = load_planned(config, insecure, cgroup)
+        if cfg.errors:
+            print_errors(cfg.errors)
+            raise typer.Exit(EXIT_INVALID)
+        a = evict.collect(p)
+        typer.echo(json.dumps(evict.as_json(a), indent=2) if output == Output.json else evict.render_text(a))
+
+
 @app.command(context_settings={"allow_interspersed_args": False})
 def run(
     pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm.",

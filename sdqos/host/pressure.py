@@ -115,3 +115,23 @@ def observe(node: NodeConfig, mode: str, allocatable_memory: int | None,
         node_inactive_file=node_mem.inactive_file, allocatable_memory=allocatable_memory,
         workloads_working_set=workloads, pid_max=t.pid_max, threads_max=t.threads_max, tasks=t.tasks,
         pid_capacity=pid_capacity)
+
+
+def processes(cgroup: str, mode: str, root: Path = ROOT) -> int:
+    """Processes in a cgroup and below (cadvisor's ProcessCount: the cgroup.procs entries), read
+    in the memory hierarchy on v1."""
+    import os
+
+    rel = cgroup.strip("/")
+    base = root / "memory" if mode == "v1" else root
+    top = base / rel if rel else base
+    n = 0
+    for d, _dirs, _files in os.walk(top):
+        try:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                n += sum(1 for line in f if line.strip())
+        except FileNotFoundError:
+            pass  # removed while we walked
+        except OSError as exc:
+            raise SignalReadError(f"cannot list the processes of cgroup {cgroup}: {exc}") from None
+    return n

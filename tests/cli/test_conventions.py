@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-COMMANDS = ["plan", "explain", "sync", "diff", "status", "metrics", "run", "adopt", "podman", "man", "install-units",
+COMMANDS = ["plan", "explain", "sync", "diff", "status", "metrics", "pressure", "run", "adopt", "podman", "man", "install-units",
             "sandbox"]
 SANDBOX = ["up", "exec", "status", "list", "down"]
 PODMAN = ["start", "stop"]

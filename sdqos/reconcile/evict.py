@@ -1,0 +1,183 @@
+"""Node pressure now: the signals against their thresholds, kubelet's node conditions, and the
+order workloads would be evicted in (one look, as one pass of kubelet's eviction manager's
+synchronize; no history, so soft thresholds' grace periods and the pressure transition period
+are shown, not waited for).
+
+``assess`` is pure (plan + observations + per-workload stats → :class:`Assessment`); ``collect``
+reads the stats from the kernel through sdqos/host/pressure.py. Nothing here stops anything yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from sdqos.kube import eviction as ev
+from sdqos.kube.model import MEMORY
+from sdqos.plan.engine import Plan
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """A running workload's working set (bytes) and process count."""
+
+    memory: int
+    processes: int
+
+
+@dataclass(slots=True)
+class Assessment:
+    observations: dict[str, ev.Observation]
+    thresholds: tuple[ev.Threshold, ...]
+    met: list[ev.Threshold]  # crossed now, grace periods not considered
+    conditions: list[str]  # node conditions of the crossed thresholds
+    reclaim: ev.Threshold | None  # what kubelet would reclaim for (a crossed hard threshold first)
+    ranked: list[ev.Candidate]  # in eviction order for reclaim's signal (memory's when nothing is crossed)
+    ranking_signal: str
+    victim: ev.Candidate | None  # the one workload a hard threshold evicts now
+    grace_period: int | None  # seconds it would get
+    not_observed: list[str] = field(default_factory=list)  # signals with thresholds sdqos never observes
+
+
+def candidates(plan: Plan, pods: Mapping[str, Usage], vms: Mapping[str, Usage]) -> list[ev.Candidate]:
+    """The running workloads (those with stats: kubelet's active pods) as eviction candidates."""
+    pod_level = plan.node.gate("PodLevelResources")
+    out = []
+    for pp in plan.pods:
+        u = pods.get(pp.key)
+        if u is not None:
+            out.append(ev.pod_candidate(pp.pod, u.memory, u.processes, pod_level=pod_level))
+    for vp in plan.vms:
+        u = vms.get(vp.vm.name)
+        if u is not None:
+            out.append(ev.vm_candidate(vp.vm, u.memory, u.processes))
+    return out
+
+
+def assess(plan: Plan, observations: Mapping[str, ev.Observation], pods: Mapping[str, Usage],
+           vms: Mapping[str, Usage]) -> Assessment:
+    """synchronize, one pass: thresholdsMet → nodeConditions → byEvictionPriority /
+    getReclaimableThreshold → rank → the first workload evictPod accepts. Only a hard threshold
+    picks a victim here: a soft one needs its grace period observed first."""
+    cfg = ev.config_of(plan.node)
+    met = ev.thresholds_met(cfg.thresholds, observations)
+    reclaim = ev.threshold_to_reclaim([t for t in met if t.hard]) or ev.threshold_to_reclaim(met)
+    signal = reclaim.signal if reclaim else ev.MEMORY_AVAILABLE
+    ranked = ev.RANK_FUNCS[signal](candidates(plan, pods, vms))
+    victim = ev.victim(ranked) if reclaim is not None and reclaim.hard else None
+    grace = ev.eviction_grace_period(reclaim, victim, cfg.max_pod_grace_period) if victim and reclaim else None
+    not_observed = sorted({t.signal for t in cfg.thresholds if t.signal not in observations})
+    return Assessment(dict(observations), cfg.thresholds, met, ev.node_conditions(met), reclaim, ranked, signal,
+                      victim, grace, not_observed)
+
+
+def collect(plan: Plan, root: Path | None = None, proc: Path | None = None) -> Assessment:
+    """Read the signals and every running pod's and VM's usage from the kernel, then assess."""
+    from sdqos.host import pressure as hp
+    from sdqos.host.cgroupfs import cgroup_of
+    from sdqos.kube.naming import MACHINE_SLICE
+
+    root = root or hp.ROOT
+    proc = proc or hp.PROC
+    mode = plan.cgroup
+    allocatable = plan.allocatable[MEMORY] if "pods" in plan.node.enforce_node_allocatable else None
+    observations = hp.observe(plan.node, mode, allocatable, root, proc)
+
+    def usage(cgroup: str) -> Usage | None:
+        m = hp.memory_stat(cgroup, mode, root)
+        if m is None:
+            return None
+        return Usage(m.working_set, hp.processes(cgroup, mode, root))
+
+    pods = {}
+    for pp in plan.pods:
+        u = usage(cgroup_of(pp.slice, ""))
+        if u is not None and u.processes:
+            pods[pp.key] = u
+    vms = {}
+    for vp in plan.vms:
+        if vp.scope:
+            u = usage(f"/{MACHINE_SLICE}/{vp.scope}")
+            if u is not None and u.processes:
+                vms[vp.vm.name] = u
+    return assess(plan, observations, pods, vms)
+
+
+def as_json(a: Assessment) -> dict:
+    """`sdqos pressure -o json`: a stable contract (bytes and counts as integers)."""
+
+    def tv(v: ev.ThresholdValue | None):
+        if v is None:
+            return None
+        return {"quantity": v.quantity} if v.quantity is not None else {"percentage": v.percentage}
+
+    signals = []
+    for signal in ev.OBSERVED_SIGNALS:
+        obs = a.observations.get(signal)
+        signals.append({
+            "signal": signal,
+            "available": obs.available if obs else None,
+            "capacity": obs.capacity if obs else None,
+            "thresholds": [{
+                "value": tv(t.value), "amount": t.value.amount(obs.capacity) if obs else None, "hard": t.hard,
+                "gracePeriodSeconds": t.grace_period_ns / 1e9, "minimumReclaim": tv(t.min_reclaim), "met": t in a.met,
+            } for t in a.thresholds if t.signal == signal],
+        })
+    return {
+        "signals": signals,
+        "notObserved": a.not_observed,
+        "conditions": {c: c in a.conditions for c in ("MemoryPressure", "PIDPressure")},
+        "reclaim": {"signal": a.reclaim.signal, "hard": a.reclaim.hard} if a.reclaim else None,
+        "rankingSignal": a.ranking_signal,
+        "ranking": [{
+            "rank": i + 1, "name": c.name, "kind": c.kind, "qosClass": c.qos_class, "priority": c.priority,
+            "memoryRequest": c.memory_request, "memoryUsage": c.memory_usage, "processes": c.processes,
+            "exceedsRequest": c.exceeds_memory_request, "notEvictable": c.why_not_evictable(),
+        } for i, c in enumerate(a.ranked)],
+        "victim": a.victim.name if a.victim else None,
+        "gracePeriodSeconds": a.grace_period,
+    }
+
+
+def render_text(a: Assessment) -> str:
+    from sdqos import humanize as H
+
+    def amount(signal: str, n: int | None) -> str:
+        if n is None:
+            return "-"
+        return str(n) if signal == ev.PID_AVAILABLE else H.size(n)
+
+    lines = [f"{'SIGNAL':<29} {'AVAILABLE':>11} {'CAPACITY':>11}  THRESHOLDS"]
+    for signal in ev.OBSERVED_SIGNALS:
+        obs = a.observations.get(signal)
+        ts = []
+        for t in a.thresholds:
+            if t.signal != signal:
+                continue
+            kind = "hard" if t.hard else f"soft, grace {t.grace_period_ns / 1e9:g}s"
+            value = amount(signal, t.value.amount(obs.capacity)) if obs else str(t.value)
+            if t.value.quantity is None:
+                value += f" ({t.value})"
+            ts.append(f"< {value} ({kind}){' MET' if t in a.met else ''}")
+        avail = amount(signal, obs.available) if obs else "not observed"
+        cap = amount(signal, obs.capacity) if obs else ""
+        lines.append(f"{signal:<29} {avail:>11} {cap:>11}  {'; '.join(ts) or '-'}")
+    if a.not_observed:
+        lines.append(f"not observed (no container runtime disks to reclaim): {', '.join(a.not_observed)}")
+    conds = " ".join(f"{c}={'True' if c in a.conditions else 'False'}" for c in ("MemoryPressure", "PIDPressure"))
+    lines += ["", f"conditions: {conds}"]
+    if a.reclaim:
+        lines.append(f"reclaim: {a.reclaim.signal} ({'hard' if a.reclaim.hard else 'soft: after its grace period'})")
+    lines += ["", f"eviction order ({a.ranking_signal}):"]
+    if not a.ranked:
+        lines.append("  (no running pods or VMs)")
+    for i, c in enumerate(a.ranked):
+        usage = (f"{c.processes} processes" if a.ranking_signal == ev.PID_AVAILABLE
+                 else f"usage {H.size(c.memory_usage)} of request {H.size(c.memory_request)}"
+                 + (" (over)" if c.exceeds_memory_request else ""))
+        why = c.why_not_evictable()
+        mark = " <- next" if a.victim is c else ""
+        lines.append(f"  {i + 1:>2}. {c.name}  {c.qos_class}, priority {c.priority}, {usage}"
+                     + (f"  [skipped: {why}]" if why else "") + mark)
+    return "\n".join(lines)

@@ -1,0 +1,43 @@
+"""`sdqos pressure`: its exit codes and node.yaml's eviction errors, one line each (no D-Bus)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+NODE = 'capacity: {cpu: "2", memory: 4Gi, pids: "1000"}\n'
+
+
+def sdqos(*args):
+    return subprocess.run([sys.executable, "-m", "sdqos", *args], capture_output=True, text=True, check=False)
+
+
+def config(tmp_path: Path, node: str) -> Path:
+    d = tmp_path / "cfg"
+    (d / "pods").mkdir(parents=True)
+    (d / "node.yaml").write_text(node)
+    d.chmod(0o755)
+    return d
+
+
+def test_without_once_says_what_exists(tmp_path):
+    r = sdqos("pressure", "--config", str(config(tmp_path, NODE)))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("sdqos: error: only `sdqos pressure --once` exists yet")
+
+
+def test_bad_eviction_settings_exit_2_one_line_each(tmp_path):
+    d = config(tmp_path, NODE + "evictionSoft: {memory.available: 1Gi, pid.available: '-1'}\n"
+                                "evictionMaxPodGracePeriod: x\nevictionMinimumReclaim: {memory.available: 0%}\n")
+    for cmd in (["pressure", "--once"], ["plan"]):
+        r = sdqos(*cmd, "--config", str(d), "--insecure")
+        assert r.returncode == 2
+        assert sorted(r.stderr.splitlines()) == [
+            "sdqos: error: node.yaml: evictionMaxPodGracePeriod: must be an integer (seconds), not 'x'",
+            "sdqos: error: node.yaml: evictionMinimumReclaim.memory.available: eviction percentage minimum reclaim "
+            "memory.available must be positive: 0%",
+            "sdqos: error: node.yaml: evictionSoft.pid.available: eviction threshold pid.available must be positive: -1",
+            "sdqos: error: node.yaml: evictionSoftGracePeriod.memory.available: grace period must be specified for "
+            "the soft eviction threshold memory.available",
+        ], r.stderr
