@@ -658,7 +658,10 @@ def metrics(
 def pressure(
     config: Path = ConfigOpt,
     once: bool = typer.Option(False, "--once", help="Look once: signals, thresholds, conditions, eviction order."),
+    do_evict: bool = typer.Option(False, "--evict", help="With --once: when a hard threshold is crossed, stop the "
+                                                         "first workload of the order (one) and record it."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text or json."),
+    bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
 ) -> None:
@@ -666,7 +669,8 @@ def pressure(
     allocatableMemory.available and pid.available against node.yaml's eviction thresholds, the
     MemoryPressure/PIDPressure conditions, and the order pods and VMs would be evicted in.
 
-    Only --once exists yet: it reads and shows; it evicts nothing (docs/eviction.md)."""
+    Only --once exists yet (no long-running service; docs/eviction.md). With --evict it stops at
+    most one workload, as one pass of kubelet's eviction manager."""
     from sdqos.reconcile import evict
 
     with cli_errors():
@@ -678,7 +682,24 @@ def pressure(
             print_errors(cfg.errors)
             raise typer.Exit(EXIT_INVALID)
         a = evict.collect(p)
-        typer.echo(json.dumps(evict.as_json(a), indent=2) if output == Output.json else evict.render_text(a))
+        record = None
+        if do_evict and a.victim is not None:
+            import asyncio
+
+            from sdqos.host import rundir
+            from sdqos.host.systemd import Systemd
+
+            async def go():
+                async with Systemd(bus_address) as sd:
+                    return await evict.evict(sd, p, a, rundir.DEFAULT_RUN_DIR)
+
+            record = asyncio.run(go())
+        if output == Output.json:
+            typer.echo(json.dumps({**evict.as_json(a), "evicted": record}, indent=2))
+        else:
+            typer.echo(evict.render_text(a))
+            if record:
+                typer.echo(evict.eviction_line(record))
 
 
 @app.command(context_settings={"allow_interspersed_args": False})

@@ -325,6 +325,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     running = {(r.namespace, r.pod, r.container) for r in rows if r.kind == "container" and r.running}
     rows = [r for r in rows if not (r.kind == "container" and not r.running and r.unit.startswith("sdqos-pod")
                                     and (r.namespace, r.pod, r.container) in running)]
+    _mark_evicted(plan, rows)
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),
@@ -335,6 +336,21 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         "vms": len(plan.vms),
     }
     return Status(plan.cgroup, rows, warnings, interval, summary)
+
+
+def _mark_evicted(plan: Plan, rows: list[Row]) -> None:
+    """Flag `evicted` the pod and containers of a pod that node-pressure eviction stopped and that
+    has not run again (sdqos/reconcile/evict.py's record in /run/sdqos)."""
+    from sdqos.host import rundir
+    from sdqos.reconcile import evict
+
+    evicted = evict.still_evicted(plan, evict.load_evicted(rundir.DEFAULT_RUN_DIR))
+    if not evicted:
+        return
+    running = {f"{r.namespace}/{r.pod}" for r in rows if r.kind == "container" and r.running}
+    for r in rows:
+        if r.kind in ("pod", "container") and f"{r.namespace}/{r.pod}" in evicted and f"{r.namespace}/{r.pod}" not in running:
+            r.flags.append("evicted")
 
 
 # --- text -----------------------------------------------------------------------------------------
@@ -388,7 +404,9 @@ def _memory_text(r: Row, compact: bool) -> str:
 def _usage_text(r: Row, compact: bool = False) -> str:
     """Memory and CPU in use (tasks are in JSON)."""
     if not r.running:
-        return "no process" if r.kind == "container" and not compact else "-"
+        if r.kind == "container" and not compact:
+            return "evicted" if "evicted" in r.flags else "no process"
+        return "-"
     u = r.usage
     if compact:
         mem = _short_size(u["memoryBytes"]) if u.get("memoryBytes") is not None else "?"

@@ -613,6 +613,10 @@ class Systemd:
                                    lambda n, _: self._retrying(self._job, n, "StopUnit", "ss", [n, "replace"],
                                                                self.stop_timeout))
 
+    async def kill_unit(self, name: str, who: str = "all", signal: int = 9) -> None:
+        """KillUnit: send ``signal`` to the unit's processes (``who``: all, main, control); no job."""
+        await self._retrying(self._call, MANAGER_PATH, MANAGER, "KillUnit", "ssi", [name, who, int(signal)], unit=name)
+
     async def attach_processes(self, name: str, pids: Sequence[int], subcgroup: str = "") -> None:
         """Move processes (PIDs in systemd's namespace) into a running unit with Delegate=yes."""
         await self._retrying(self._call, MANAGER_PATH, MANAGER, "AttachProcessesToUnit", "ssau",

@@ -181,3 +181,120 @@ def render_text(a: Assessment) -> str:
         lines.append(f"  {i + 1:>2}. {c.name}  {c.qos_class}, priority {c.priority}, {usage}"
                      + (f"  [skipped: {why}]" if why else "") + mark)
     return "\n".join(lines)
+
+
+# --- the action: one workload, through the runtime that runs it ----------------------------------
+
+EVICTED_NAME = "evicted.json"
+
+
+def fingerprint(pp) -> str:
+    """What the pod's manifest says, as a short hash: an evicted pod stays evicted until this
+    changes (its file was edited in a way that matters) or it runs again."""
+    import hashlib
+
+    return hashlib.sha256(repr(pp.pod).encode()).hexdigest()[:16]
+
+
+def load_evicted(run_dir: Path) -> dict[str, dict]:
+    """The eviction record (workload key → what was evicted, why, when); {} when there is none or
+    it cannot be read (it only ever adds a flag to status)."""
+    import json
+
+    try:
+        data = json.loads((run_dir / EVICTED_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data.get("evicted", {}) if isinstance(data, dict) and isinstance(data.get("evicted"), dict) else {}
+
+
+def still_evicted(plan: Plan, record: Mapping[str, dict]) -> dict[str, dict]:
+    """Pods (by namespace/name) whose eviction still stands: the pod is planned and its manifest
+    is the one that was evicted. (Whether it runs again is for the caller to see.)"""
+    out = {}
+    for pp in plan.pods:
+        r = record.get(f"pod:{pp.key}")
+        if r and r.get("fingerprint") == fingerprint(pp):
+            out[pp.key] = r
+    return out
+
+
+async def _units_in(sd, unit: str) -> set[str]:
+    """The units (scopes, services) whose processes run below ``unit``'s cgroup, by systemd's own
+    list of the processes there."""
+    units = set()
+    for cgroup, _pid, _cmd in await sd.get_unit_processes(unit):
+        parts = [p for p in cgroup.split("/") if p]
+        try:
+            i = parts.index(unit) if unit.endswith(".slice") else -1
+        except ValueError:
+            continue
+        for p in parts[i + 1:] if i >= 0 else parts[-1:]:
+            if p.endswith((".scope", ".service")):
+                units.add(p)
+                break
+    return units
+
+
+async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
+    """Stop the assessment's victim, once, and record it: the containers of a pod that podman runs
+    with podman (``podman rm -f -t GRACE``), every other scope sdqos made for the pod (or the VM's
+    scope) with SIGKILL for a hard threshold and a StopUnit. Units in the pod's slice that sdqos
+    did not make are left running and named in the record. Returns the record, or None when no
+    hard threshold is crossed (or nothing may be evicted)."""
+    import json
+    import time
+
+    from sdqos.host import podman, rundir
+    from sdqos.reconcile import podman_pods
+
+    v, t = a.victim, a.reclaim
+    if v is None or t is None or not t.hard:
+        return None
+    grace = a.grace_period or 0
+    if v.kind == "pod":
+        pp = plan.pod(v.name)
+        assert pp is not None
+        ours = {c.scope for c in pp.containers}
+        running = await _units_in(sd, pp.slice)
+        podman_units: list[str] = []
+        if any(u.startswith("libpod-") for u in running):
+            mine = podman_pods.pod_containers(pp)
+            own = {f"libpod-{c.id}.scope" for c in mine} | {f"libpod-conmon-{c.id}.scope" for c in mine}
+            podman_units = sorted(running & own)  # the containers and their conmon: podman's to stop
+            podman.remove([c.name for c in mine], grace_s=grace)
+        scopes = sorted(u for u in running if u in ours)
+        left = sorted(running - set(scopes) - set(podman_units))
+        key, extra = f"pod:{pp.key}", {"fingerprint": fingerprint(pp)}
+    else:
+        vp = next(p for p in plan.vms if f"vm/{p.vm.name}" == v.name)
+        scopes, podman_units, left = [vp.scope] if vp.scope else [], [], []
+        key, extra = f"vm:{vp.vm.name}", {}
+    for s in scopes:
+        await sd.kill_unit(s, "all", 9)  # grace 0: SIGKILL now, as kubelet's killPodNow with 0
+    if scopes:
+        await sd.stop_units(scopes)
+    obs = a.observations[t.signal]
+    record = {
+        "kind": v.kind, "name": v.name, "signal": t.signal, "available": obs.available, "capacity": obs.capacity,
+        "threshold": t.value.amount(obs.capacity), "hard": t.hard, "gracePeriodSeconds": grace,
+        "time": time.time(), "stopped": sorted(scopes + podman_units), "leftRunning": left, **extra,
+    }
+    rundir.ensure_dir(run_dir)
+    all_records = load_evicted(run_dir)
+    all_records[key] = record
+    rundir.write_atomic(run_dir / EVICTED_NAME, json.dumps({"evicted": all_records}, indent=1), 0o644)
+    return record
+
+
+def eviction_line(r: dict) -> str:
+    """One line for the journal (stdout of the service) and the terminal."""
+    from sdqos import humanize as H
+
+    def amount(n: int) -> str:
+        return str(n) if r["signal"] == ev.PID_AVAILABLE else H.size(n)
+
+    left = f"; left running (not sdqos's): {', '.join(r['leftRunning'])}" if r.get("leftRunning") else ""
+    return (f"evicted {r['kind']} {r['name']}: {r['signal']} {amount(r['available'])} < {amount(r['threshold'])} "
+            f"({'hard' if r['hard'] else 'soft'}), grace {r['gracePeriodSeconds']}s, stopped "
+            f"{', '.join(r['stopped']) or 'nothing'}{left}")

@@ -14,6 +14,7 @@ from sdqos import sandbox as sbx
 from sdqos.host import pressure
 
 from ..sbhelpers import sdqos_in, sync_json
+from .test_podman_sandbox import podman, podman_env  # noqa: F401 (fixture)
 
 Mi = 2**20
 NODE = """\
@@ -99,3 +100,130 @@ def test_pressure_once_in_kubelets_order(clean_sandbox, config):
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
+    """A hard threshold crossed: `pressure --once --evict` kills the BestEffort hog's scope (its
+    process is gone, the kernel gave the memory back), leaves every other pod running, records
+    it in /run/sdqos, status flags it `evicted`; the next pass finds no pressure and evicts nothing."""
+    sb = clean_sandbox
+    sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+    sync_json(sb, config)
+    procs = {}
+    try:
+        for pod, mib in (("be", 200), ("crit", 40), ("burst", 0), ("guar", 0)):
+            p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), f"t/{pod}", "app", "--",
+                               sys.executable, "-c", HOLD, str(mib)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+            procs[pod] = p
+            assert p.stdout.readline().strip() == "ready", p.stderr.read() if p.poll() is not None else ""
+        available = pressure_json(sb, config)["signals"][0]["available"]
+        (config / "node.yaml").write_text(NODE % f"{(available + 150 * Mi) // Mi}Mi")
+
+        r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        rec = out["evicted"]
+        assert out["victim"] == "t/be" and rec["name"] == "t/be" and rec["signal"] == "memory.available"
+        assert rec["hard"] and rec["gracePeriodSeconds"] == 0 and rec["leftRunning"] == []
+        assert len(rec["stopped"]) == 1 and rec["stopped"][0].startswith("sdqos-pod")
+        procs["be"].wait(timeout=20)  # SIGKILLed with its scope
+        assert procs["be"].returncode == -9
+        for pod in ("crit", "burst", "guar"):
+            assert procs[pod].poll() is None, pod
+        record = json.loads((sb.run_dir / "sdqos" / "evicted.json").read_text())["evicted"]
+        assert set(record) == {"pod:t/be"}
+
+        status = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0").stdout)
+        flagged = {(u["kind"], u["pod"]) for u in status["units"] if "evicted" in u["flags"]}
+        assert flagged == {("pod", "be"), ("container", "be")}
+
+        again = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
+        after = json.loads(again.stdout)
+        assert after["evicted"] is None and after["conditions"]["MemoryPressure"] is False, after["signals"][0]
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+        sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+
+
+VM = """\
+apiVersion: sdqos.io/v1alpha1
+kind: VirtualMachine
+metadata: {name: vm1}
+spec:
+  resources: {requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: "1", memory: 256Mi}}
+  overhead: {cpu: 100m, memory: 16Mi}
+  priority: -5
+%s"""
+
+
+@pytest.mark.parametrize("policy", ["", "  eviction: Allowed\n"])
+def test_a_vm_is_evicted_only_when_its_definition_allows(clean_sandbox, config, policy):
+    """A Burstable VM over its request (48 MiB) with priority -5 ranks first; with the default
+    `eviction: Never` it is skipped and the next workload (a Guaranteed pod) is not over its request
+    but is still the next in kubelet's order; with `Allowed` the VM's scope is killed."""
+    sb = clean_sandbox
+    sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+    for name in ("be", "crit", "burst"):
+        (config / "pods" / f"{name}.yaml").unlink()
+    (config / "vms").mkdir()
+    (config / "vms" / "vm1.yaml").write_text(VM % policy)
+    sync_json(sb, config)
+    procs = {}
+    try:
+        for what, args, mib in (("vm1", ["--vm", "vm1", "--force"], 100), ("guar", ["t/guar", "app"], 0)):
+            p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), *args, "--",
+                               sys.executable, "-c", HOLD, str(mib)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+            procs[what] = p
+            assert p.stdout.readline().strip() == "ready", p.stderr.read() if p.poll() is not None else ""
+        available = pressure_json(sb, config)["signals"][0]["available"]
+        (config / "node.yaml").write_text(NODE % f"{(available + 50 * Mi) // Mi}Mi")
+        r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert [x["name"] for x in out["ranking"]] == ["vm/vm1", "t/guar"]
+        vm_row = out["ranking"][0]
+        assert vm_row["memoryRequest"] == 48 * Mi and vm_row["exceedsRequest"] and vm_row["priority"] == -5
+        if policy:
+            assert out["victim"] == "vm/vm1" and out["evicted"]["stopped"] == ["machine-vm1.scope"]
+            procs["vm1"].wait(timeout=20)
+            assert procs["vm1"].returncode == -9 and procs["guar"].poll() is None
+        else:
+            assert vm_row["notEvictable"] == "VM with spec.eviction: Never"
+            assert out["victim"] == "t/guar" and out["evicted"]["name"] == "t/guar"
+            procs["guar"].wait(timeout=20)
+            assert procs["vm1"].poll() is None
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+        sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+
+
+def test_a_podman_pod_is_evicted_through_podman(podman_env):
+    """A pod whose containers podman runs: eviction removes them with podman (grace 0), and records
+    their libpod scopes."""
+    sb, env, config = podman_env
+    sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+    (config / "node.yaml").write_text(NODE % "100Mi")
+    sync_json(sb, config, env=env)
+    try:
+        r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+        assert r.returncode == 0, r.stderr
+        assert len(json.loads(podman(sb, env, "ps", "--format", "json"))) == 2  # shipper, nginx
+        available = json.loads(sdqos_in(sb, "pressure", "--once", "--config", str(config), "-o", "json",
+                                        env=env).stdout)["signals"][0]["available"]
+        assert available < 4095 * Mi  # the sandbox's own processes and the containers use more than 1 MiB
+        (config / "node.yaml").write_text(NODE % "4095Mi")  # at most capacity (kubelet refuses more)
+        r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json", env=env)
+        assert r.returncode == 0, r.stderr
+        rec = json.loads(r.stdout)["evicted"]
+        assert rec["name"] == "shop/web" and rec["leftRunning"] == []
+        # the two containers' scopes and their conmon's
+        assert len(rec["stopped"]) == 4 and all(u.startswith("libpod-") for u in rec["stopped"]), rec
+        assert json.loads(podman(sb, env, "ps", "--all", "--format", "json") or "[]") == []
+    finally:
+        sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
