@@ -498,11 +498,15 @@ def victim(ranked: Iterable[Candidate]) -> Candidate | None:
     return None
 
 
+IMMEDIATE_EVICTION_GRACE_PERIOD_S = 1  # eviction_manager.go immediateEvictionGracePeriodSeconds
+
+
 def eviction_grace_period(threshold: Threshold, candidate: Candidate, max_pod_grace_period: int) -> int:
-    """synchronize's gracePeriodOverride: 0 for a hard threshold; for a soft one
-    evictionMaxPodGracePeriod, capped by the pod's terminationGracePeriodSeconds when it has one."""
+    """synchronize's gracePeriodOverride: immediateEvictionGracePeriodSeconds (1 s) for a hard
+    threshold; for a soft one evictionMaxPodGracePeriod, capped by the pod's
+    terminationGracePeriodSeconds when it has one."""
     if threshold.hard:
-        return 0
+        return IMMEDIATE_EVICTION_GRACE_PERIOD_S
     if candidate.termination_grace_period is not None:
         return min(max_pod_grace_period, candidate.termination_grace_period)
     return max_pod_grace_period

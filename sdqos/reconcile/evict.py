@@ -236,10 +236,45 @@ async def _units_in(sd, unit: str) -> set[str]:
     return units
 
 
+async def _kill(sd, scopes: list[str], grace: int) -> None:
+    """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
+    (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
+    import asyncio
+    import time
+
+    from sdqos.host.systemd import NoSuchUnit
+
+    async def alive(s: str) -> bool:
+        try:
+            return bool(await sd.get_unit_processes(s))
+        except NoSuchUnit:  # a scope whose processes all ended is gone
+            return False
+
+    async def kill(s: str, signal: int) -> None:
+        try:
+            await sd.kill_unit(s, "all", signal)
+        except NoSuchUnit:
+            pass
+
+    for s in scopes:
+        await kill(s, 15)
+    deadline = time.monotonic() + grace
+    left = [s for s in scopes if await alive(s)]
+    while left and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        left = [s for s in left if await alive(s)]
+    for s in left:
+        await kill(s, 9)
+    errors = await sd.stop_units(scopes)
+    for e in errors:
+        if e is not None and not isinstance(e, NoSuchUnit):
+            raise e
+
+
 async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
     """Stop the assessment's victim, once, and record it: the containers of a pod that podman runs
     with podman (``podman rm -f -t GRACE``), every other scope sdqos made for the pod (or the VM's
-    scope) with SIGKILL for a hard threshold and a StopUnit. Units in the pod's slice that sdqos
+    scope) with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that sdqos
     did not make are left running and named in the record. Returns the record, or None when no
     hard threshold is crossed (or nothing may be evicted)."""
     import json
@@ -270,10 +305,8 @@ async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
         vp = next(p for p in plan.vms if f"vm/{p.vm.name}" == v.name)
         scopes, podman_units, left = [vp.scope] if vp.scope else [], [], []
         key, extra = f"vm:{vp.vm.name}", {}
-    for s in scopes:
-        await sd.kill_unit(s, "all", 9)  # grace 0: SIGKILL now, as kubelet's killPodNow with 0
     if scopes:
-        await sd.stop_units(scopes)
+        await _kill(sd, scopes, grace)
     obs = a.observations[t.signal]
     record = {
         "kind": v.kind, "name": v.name, "signal": t.signal, "available": obs.available, "capacity": obs.capacity,
@@ -283,7 +316,7 @@ async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
     rundir.ensure_dir(run_dir)
     all_records = load_evicted(run_dir)
     all_records[key] = record
-    rundir.write_atomic(run_dir / EVICTED_NAME, json.dumps({"evicted": all_records}, indent=1), 0o644)
+    rundir.write_atomic(run_dir / EVICTED_NAME, json.dumps({"evicted": all_records}, indent=1), 0o600)
     return record
 
 

@@ -91,7 +91,7 @@ PARSE_OK = {
          Threshold("nodefs.inodesFree", q("200Mi"), 30 * S, q("1Gi"))]),
     "disable via 0%": ({"memory.available": "0%"}, {"memory.available": "0%"}, {}, {}, (), []),
     "disable via 100%": ({"memory.available": "100%"}, {"memory.available": "100%"}, {}, {}, (), []),
-    # sdqos: the PID signal, and a soft threshold with grace 0 is a hard one (isHardEvictionThreshold)
+    # sdqos: the PID signal
     "pid": ({"pid.available": "1k"}, {"pid.available": "5%"}, {"pid.available": "1m30s"}, {}, ("pods",),
             [Threshold("pid.available", q("1k"), 0), Threshold("pid.available", pct(0.05), 90 * S)]),
 }
@@ -368,7 +368,7 @@ def test_victim_skips_critical_and_protected_vms():
 
 
 @pytest.mark.parametrize("grace, pod_grace, max_grace, want", [
-    (0, 30, 10, 0),  # hard: immediately
+    (0, 30, 10, 1),  # hard: immediateEvictionGracePeriodSeconds (TestMemoryPressure expects 1)
     (30 * S, 30, 10, 10),  # soft: capped by evictionMaxPodGracePeriod
     (30 * S, 5, 10, 5),  # soft: the pod's own terminationGracePeriodSeconds when shorter
     (30 * S, None, 10, 10),

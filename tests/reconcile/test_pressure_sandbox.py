@@ -39,6 +39,7 @@ PODS = {
 }
 HOLD = ("import sys, time; b = b'\\x01' * (int(sys.argv[1]) << 20); print('ready', flush=True); "
         "time.sleep(600)")
+STUBBORN = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); " + HOLD  # waits for SIGKILL
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def test_pressure_once_in_kubelets_order(clean_sandbox, config):
         tight = pressure_json(sb, config)
         assert tight["conditions"]["MemoryPressure"] is True
         assert tight["reclaim"] == {"signal": "memory.available", "hard": True}
-        assert tight["victim"] == "t/be" and tight["gracePeriodSeconds"] == 0
+        assert tight["victim"] == "t/be" and tight["gracePeriodSeconds"] == 1  # immediateEvictionGracePeriodSeconds
 
         text = sdqos_in(sb, "pressure", "--once", "--config", str(config)).stdout
         assert "MemoryPressure=True" in text and "t/be" in text and "<- next" in text
@@ -103,7 +104,7 @@ def test_pressure_once_in_kubelets_order(clean_sandbox, config):
 
 
 def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
-    """A hard threshold crossed: `pressure --once --evict` kills the BestEffort hog's scope (its
+    """A hard threshold crossed: `pressure --once --evict` stops the BestEffort hog's scope (its
     process is gone, the kernel gave the memory back), leaves every other pod running, records
     it in /run/sdqos, status flags it `evicted`; the next pass finds no pressure and evicts nothing."""
     sb = clean_sandbox
@@ -113,8 +114,8 @@ def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
     try:
         for pod, mib in (("be", 200), ("crit", 40), ("burst", 0), ("guar", 0)):
             p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), f"t/{pod}", "app", "--",
-                               sys.executable, "-c", HOLD, str(mib)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
+                               sys.executable, "-c", STUBBORN if pod == "be" else HOLD, str(mib)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             procs[pod] = p
             assert p.stdout.readline().strip() == "ready", p.stderr.read() if p.poll() is not None else ""
         available = pressure_json(sb, config)["signals"][0]["available"]
@@ -125,9 +126,9 @@ def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
         out = json.loads(r.stdout)
         rec = out["evicted"]
         assert out["victim"] == "t/be" and rec["name"] == "t/be" and rec["signal"] == "memory.available"
-        assert rec["hard"] and rec["gracePeriodSeconds"] == 0 and rec["leftRunning"] == []
+        assert rec["hard"] and rec["gracePeriodSeconds"] == 1 and rec["leftRunning"] == []
         assert len(rec["stopped"]) == 1 and rec["stopped"][0].startswith("sdqos-pod")
-        procs["be"].wait(timeout=20)  # SIGKILLed with its scope
+        procs["be"].wait(timeout=20)  # it ignores SIGTERM: SIGKILL after the grace period (1 s)
         assert procs["be"].returncode == -9
         for pod in ("crit", "burst", "guar"):
             assert procs[pod].poll() is None, pod
@@ -190,7 +191,7 @@ def test_a_vm_is_evicted_only_when_its_definition_allows(clean_sandbox, config, 
         if policy:
             assert out["victim"] == "vm/vm1" and out["evicted"]["stopped"] == ["machine-vm1.scope"]
             procs["vm1"].wait(timeout=20)
-            assert procs["vm1"].returncode == -9 and procs["guar"].poll() is None
+            assert procs["vm1"].returncode == -15 and procs["guar"].poll() is None
         else:
             assert vm_row["notEvictable"] == "VM with spec.eviction: Never"
             assert out["victim"] == "t/guar" and out["evicted"]["name"] == "t/guar"
@@ -204,7 +205,7 @@ def test_a_vm_is_evicted_only_when_its_definition_allows(clean_sandbox, config, 
 
 
 def test_a_podman_pod_is_evicted_through_podman(podman_env):
-    """A pod whose containers podman runs: eviction removes them with podman (grace 0), and records
+    """A pod whose containers podman runs: eviction removes them with podman (grace 1 s), and records
     their libpod scopes."""
     sb, env, config = podman_env
     sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
