@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
@@ -364,6 +364,77 @@ def node_conditions(thresholds: Iterable[Threshold]) -> list[str]:
         if cond and cond not in out:
             out.append(cond)
     return out
+
+
+# --- over time: grace periods, minimum reclaim, the pressure transition period ------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerState:
+    """What kubelet's eviction manager carries from one synchronize to the next (times in ns of a
+    monotonic clock): the thresholds that drove the last pass, when each threshold was first seen
+    met, when each node condition was last seen."""
+
+    thresholds_met: tuple[Threshold, ...] = ()
+    first_observed: Mapping[Threshold, int] = field(default_factory=dict)
+    conditions_last_observed: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """One synchronize: the state to carry on, the node conditions to report, and the thresholds
+    whose grace period is over (eviction acts on these)."""
+
+    state: ManagerState
+    conditions: list[str]
+    act_on: list[Threshold]
+
+
+def merge_thresholds(a: Iterable[Threshold], b: Iterable[Threshold]) -> list[Threshold]:
+    """mergeThresholds: a, then what of b is not in a."""
+    out = list(a)
+    for t in b:
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def thresholds_first_observed_at(thresholds: Iterable[Threshold], last: Mapping[Threshold, int], now: int) -> dict[Threshold, int]:
+    """thresholdsFirstObservedAt: when each met threshold was first seen met (now if new)."""
+    return {t: last.get(t, now) for t in thresholds}
+
+
+def thresholds_met_grace_period(observed_at: Mapping[Threshold, int], now: int) -> list[Threshold]:
+    """thresholdsMetGracePeriod: the thresholds met for at least their grace period."""
+    return [t for t, at in observed_at.items() if now - at >= t.grace_period_ns]
+
+
+def node_conditions_last_observed_at(conditions: Iterable[str], last: Mapping[str, int], now: int) -> dict[str, int]:
+    """nodeConditionsLastObservedAt: the conditions seen now at now, the others at their old time."""
+    out = {c: now for c in conditions}
+    for c, at in last.items():
+        out.setdefault(c, at)
+    return out
+
+
+def node_conditions_observed_since(observed_at: Mapping[str, int], period_ns: int, now: int) -> list[str]:
+    """nodeConditionsObservedSince: the conditions seen within the transition period."""
+    return [c for c, at in observed_at.items() if now - at < period_ns]
+
+
+def synchronize(state: ManagerState, cfg: EvictionConfig, observations: Mapping[str, Observation], now: int) -> Pass:
+    """synchronize's bookkeeping: thresholds met now, plus those that drove the last pass until
+    their minimum reclaim is back; node conditions held for evictionPressureTransitionPeriod; the
+    thresholds whose grace period is over. (thresholdsUpdatedStats is not needed: every
+    observation is read fresh.)"""
+    met = thresholds_met(cfg.thresholds, observations)
+    if state.thresholds_met:
+        met = merge_thresholds(met, thresholds_met(state.thresholds_met, observations, enforce_min_reclaim=True))
+    first = thresholds_first_observed_at(met, state.first_observed, now)
+    last = node_conditions_last_observed_at(node_conditions(met), state.conditions_last_observed, now)
+    conditions = node_conditions_observed_since(last, cfg.pressure_transition_period_ns, now)
+    act_on = thresholds_met_grace_period(first, now)
+    return Pass(ManagerState(tuple(act_on), first, last), conditions, act_on)
 
 
 # --- ranking -------------------------------------------------------------------------------------

@@ -464,3 +464,110 @@ def test_vm_candidate_allowed_ranks_among_pods():
 def test_vm_eviction_fields_validated(extra, error):
     vm, errors = vm_of(extra)
     assert vm is None and errors == [error]
+
+
+# --- over time (synchronize's bookkeeping) -------------------------------------------------------
+
+MIN = 60 * S
+HARD = Threshold("memory.available", q("1Gi"))
+SOFT = Threshold("memory.available", q("2Gi"), 1 * MIN)
+
+
+def test_thresholds_first_observed_at():
+    """TestThresholdsFirstObservedAt."""
+    now, old = 100 * MIN, 99 * MIN
+    assert ev.thresholds_first_observed_at([], {}, now) == {}
+    assert ev.thresholds_first_observed_at([HARD], {}, now) == {HARD: now}
+    assert ev.thresholds_first_observed_at([HARD], {HARD: old}, now) == {HARD: old}
+
+
+@pytest.mark.parametrize("observed, want", [
+    # TestThresholdsMetGracePeriod
+    ({}, []),
+    ({HARD: 100 * MIN}, [HARD]),
+    ({SOFT: 100 * MIN}, []),
+    ({SOFT: 98 * MIN}, [SOFT]),
+])
+def test_thresholds_met_grace_period(observed, want):
+    assert ev.thresholds_met_grace_period(observed, 100 * MIN) == want
+
+
+def test_node_conditions_last_observed_at():
+    """TestNodeConditionsLastObservedAt."""
+    now, old = 100 * MIN, 99 * MIN
+    assert ev.node_conditions_last_observed_at(["MemoryPressure"], {}, now) == {"MemoryPressure": now}
+    assert ev.node_conditions_last_observed_at(["MemoryPressure"], {"MemoryPressure": old}, now) == {"MemoryPressure": now}
+    assert ev.node_conditions_last_observed_at([], {"MemoryPressure": old}, now) == {"MemoryPressure": old}
+
+
+@pytest.mark.parametrize("period, want", [(2 * MIN, ["MemoryPressure"]), (30 * S, [])])
+def test_node_conditions_observed_since(period, want):
+    """TestNodeConditionsObservedSince: observed a minute ago."""
+    assert ev.node_conditions_observed_since({"MemoryPressure": 99 * MIN}, period, 100 * MIN) == want
+
+
+def _memory(available: str) -> dict:
+    return {"memory.available": Observation(parse_quantity(available).value(), 8 * Gi)}
+
+
+def test_memory_pressure_over_time():
+    """TestMemoryPressure (eviction_manager_test.go): a hard 1Gi and a soft 2Gi (grace 2m) threshold,
+    transition period 5m, evictionMaxPodGracePeriod 5; the low-priority BestEffort pod goes first,
+    after the soft threshold's grace period with 5 s, at once (1 s) for the hard one, and the
+    condition holds for the transition period after the last time it was seen."""
+    pods = [cand("guaranteed-low-priority-high-usage", LOW, "1Gi", "900Mi"),
+            cand("burstable-below-requests", DEFAULT, "100Mi", "50Mi"),
+            cand("burstable-above-requests", DEFAULT, "100Mi", "400Mi"),
+            cand("best-effort-high-priority-high-usage", HIGH, "0", "400Mi"),
+            cand("best-effort-low-priority-low-usage", LOW, "0", "100Mi")]
+    cfg = ev.EvictionConfig((Threshold("memory.available", q("1Gi")), Threshold("memory.available", q("2Gi"), 2 * MIN)),
+                            max_pod_grace_period=5, pressure_transition_period_ns=5 * MIN)
+    state, now = ev.ManagerState(), 0
+
+    def step(minutes: int, available: str):
+        nonlocal state, now
+        now += minutes * MIN
+        p = ev.synchronize(state, cfg, _memory(available), now)
+        state = p.state
+        t = ev.threshold_to_reclaim(p.act_on)
+        victim = ev.victim(ev.rank_memory_pressure(pods)) if t else None
+        grace = ev.eviction_grace_period(t, victim, cfg.max_pod_grace_period) if victim else None
+        return p.conditions, victim.name if victim else None, grace
+
+    assert step(0, "2Gi") == ([], None, None)
+    assert step(1, "1500Mi") == (["MemoryPressure"], None, None)  # soft met, grace not over
+    assert step(3, "1500Mi") == (["MemoryPressure"], "best-effort-low-priority-low-usage", 5)
+    assert step(20, "3Gi") == ([], None, None)
+    assert step(1, "500Mi") == (["MemoryPressure"], "best-effort-low-priority-low-usage", 1)
+    assert step(1, "2Gi") == (["MemoryPressure"], None, None)  # transition period not over
+    assert step(5, "2Gi") == ([], None, None)
+
+
+def test_minimum_reclaim_keeps_a_threshold_until_enough_is_back():
+    """A threshold that drove a pass stays met until available ≥ value + minimum reclaim."""
+    cfg = ev.EvictionConfig((Threshold("memory.available", q("1Gi"), 0, q("500Mi")),), 0, 5 * MIN)
+    p1 = ev.synchronize(ev.ManagerState(), cfg, _memory("900Mi"), 0)
+    assert p1.act_on == list(cfg.thresholds)
+    assert ev.synchronize(p1.state, cfg, _memory("1.2Gi"), S).act_on == list(cfg.thresholds)
+    assert ev.synchronize(p1.state, cfg, _memory("1.6Gi"), S).act_on == []
+
+
+def test_pid_pressure_over_time():
+    """TestPIDPressure: hard 1200, soft 1500 (grace 2m) PIDs available of 2000; low-priority-high-usage goes."""
+    pods = [cand("high-priority-high-usage", HIGH, processes=900), cand("default-priority-low-usage", DEFAULT, processes=100),
+            cand("default-priority-medium-usage", DEFAULT, processes=400), cand("low-priority-high-usage", LOW, processes=600),
+            cand("low-priority-low-usage", LOW, processes=50)]
+    cfg = ev.EvictionConfig((Threshold("pid.available", q("1200")), Threshold("pid.available", q("1500"), 2 * MIN)),
+                            max_pod_grace_period=5, pressure_transition_period_ns=5 * MIN)
+
+    def obs(used: int) -> dict:
+        return {"pid.available": Observation(2000 - used, 2000)}
+
+    p = ev.synchronize(ev.ManagerState(), cfg, obs(300), 0)
+    assert p.conditions == [] and p.act_on == []
+    p = ev.synchronize(p.state, cfg, obs(700), MIN)
+    assert p.conditions == ["PIDPressure"] and p.act_on == []
+    p = ev.synchronize(p.state, cfg, obs(700), 4 * MIN)
+    t = ev.threshold_to_reclaim(p.act_on)
+    assert t.signal == "pid.available" and not t.hard
+    assert ev.victim(ev.rank_pid_pressure(pods)).name == "low-priority-high-usage"
