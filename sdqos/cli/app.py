@@ -661,6 +661,8 @@ def pressure(
     do_evict: bool = typer.Option(False, "--evict", help="With --once: when a hard threshold is crossed, stop the "
                                                          "first workload of the order (one) and record it."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="text or json."),
+    interval: float = typer.Option(10.0, "--interval", help="Without --once: seconds between passes when nothing "
+                                                            "wakes it earlier (cgroup v1: memcg notifications)."),
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
@@ -669,19 +671,36 @@ def pressure(
     allocatableMemory.available and pid.available against node.yaml's eviction thresholds, the
     MemoryPressure/PIDPressure conditions, and the order pods and VMs would be evicted in.
 
-    Only --once exists yet (no long-running service; docs/eviction.md). With --evict it stops at
-    most one workload, as one pass of kubelet's eviction manager."""
+    --once: one look (with --evict: stop at most one workload for a crossed hard threshold).
+    Without --once it keeps watching, one line per condition change and per eviction; with
+    --evict it evicts as kubelet does (soft thresholds after their grace period, one workload
+    per pass, then it waits for it to be gone). docs/eviction.md."""
     from sdqos.reconcile import evict
 
     with cli_errors():
         if not once:
-            err("error: only `sdqos pressure --once` exists yet (the eviction service is not built; docs/eviction.md)")
-            raise typer.Exit(EXIT_INVALID)
+            if interval <= 0:
+                raise InvalidInput(f"--interval must be positive, not {interval}")
+            from sdqos.host import rundir
+
+            def load():
+                cfg, p = load_planned(config, insecure, cgroup)
+                if cfg.errors:
+                    raise InvalidInput("; ".join(str(e) for e in cfg.errors))
+                return p
+
+            def say(line: str) -> None:
+                typer.echo(line)
+                sys.stdout.flush()
+
+            say(f"watching node pressure every {interval:g}s" + (", evicting" if do_evict else ", not evicting"))
+            evict.serve(load, do_evict, interval, rundir.DEFAULT_RUN_DIR, say, bus_address=bus_address)
+            return
         cfg, p = load_planned(config, insecure, cgroup)
         if cfg.errors:
             print_errors(cfg.errors)
             raise typer.Exit(EXIT_INVALID)
-        a = evict.collect(p)
+        a, _ = evict.collect(p)
         record = None
         if do_evict and a.victim is not None:
             import asyncio

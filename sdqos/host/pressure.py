@@ -135,3 +135,70 @@ def processes(cgroup: str, mode: str, root: Path = ROOT) -> int:
         except OSError as exc:
             raise SignalReadError(f"cannot list the processes of cgroup {cgroup}: {exc}") from None
     return n
+
+
+# --- being woken: memcg threshold notifications (cgroup v1) --------------------------------------
+
+
+class MemcgNotifier:
+    """kubelet's memory_threshold_notifier on cgroup v1: an eventfd the kernel signals when the
+    cgroup's ``memory.usage_in_bytes`` crosses ``threshold`` bytes (``cgroup.event_control``).
+    Closing the eventfd unregisters it; to move the threshold, make a new notifier."""
+
+    def __init__(self, cgroup: str, threshold: int, root: Path = ROOT):
+        import os
+
+        rel = cgroup.strip("/")
+        base = root / "memory" / rel if rel else root / "memory"
+        self.threshold = threshold
+        self._usage = os.open(base / "memory.usage_in_bytes", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._efd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+            try:
+                with open(base / "cgroup.event_control", "w") as f:
+                    f.write(f"{self._efd} {self._usage} {max(0, threshold)}")
+            except OSError:
+                os.close(self._efd)
+                raise
+        except OSError as exc:
+            os.close(self._usage)
+            raise SignalReadError(f"cannot register a memory threshold on cgroup {cgroup or '/'}: {exc}") from None
+
+    def fileno(self) -> int:
+        return self._efd
+
+    def drain(self) -> None:
+        import os
+
+        try:
+            os.eventfd_read(self._efd)
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        import os
+
+        for fd in (self._efd, self._usage):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def wait(sources, timeout_s: float) -> list:
+    """Block until one of ``sources`` (notifiers) fires or ``timeout_s`` passes; returns the
+    sources that fired, drained. No busy loop: one poll(2)."""
+    import select
+
+    p = select.poll()
+    by_fd = {}
+    for s in sources:
+        fd = s.fileno()
+        by_fd[fd] = s
+        p.register(fd, select.POLLIN)
+    fired = []
+    for fd, _ev in p.poll(max(0.0, timeout_s) * 1000):
+        s = by_fd[fd]
+        s.drain()
+        fired.append(s)
+    return fired

@@ -338,6 +338,13 @@ def observe(*, memory_capacity: int, node_usage: int, node_inactive_file: int,
     return out
 
 
+def memcg_threshold(capacity: int, threshold: int, inactive_file: int, others: int = 0) -> int:
+    """memoryThresholdNotifier.UpdateThreshold: the cgroup memory usage at which the working set
+    reaches capacity − threshold: capacity − threshold + inactive_file (− ``others``: what else
+    counts against the same capacity, e.g. machine.slice for sdqos's allocatable)."""
+    return capacity - threshold + inactive_file - others
+
+
 def thresholds_met(thresholds: Iterable[Threshold], observations: Mapping[str, Observation],
                    enforce_min_reclaim: bool = False) -> list[Threshold]:
     """thresholdsMet: the thresholds whose signal is below their value (plus the minimum reclaim

@@ -56,24 +56,46 @@ def candidates(plan: Plan, pods: Mapping[str, Usage], vms: Mapping[str, Usage]) 
 
 
 def assess(plan: Plan, observations: Mapping[str, ev.Observation], pods: Mapping[str, Usage],
-           vms: Mapping[str, Usage]) -> Assessment:
+           vms: Mapping[str, Usage], passed: ev.Pass | None = None) -> Assessment:
     """synchronize, one pass: thresholdsMet → nodeConditions → byEvictionPriority /
-    getReclaimableThreshold → rank → the first workload evictPod accepts. Only a hard threshold
-    picks a victim here: a soft one needs its grace period observed first."""
+    getReclaimableThreshold → rank → the first workload evictPod accepts.
+
+    Without ``passed`` (one look, no history) only a hard threshold picks a victim: a soft one
+    needs its grace period observed first. With ``passed`` (kube/eviction.py:synchronize, over
+    time) the thresholds whose grace period is over pick it, and its conditions are reported."""
     cfg = ev.config_of(plan.node)
     met = ev.thresholds_met(cfg.thresholds, observations)
-    reclaim = ev.threshold_to_reclaim([t for t in met if t.hard]) or ev.threshold_to_reclaim(met)
+    if passed is None:
+        reclaim = ev.threshold_to_reclaim([t for t in met if t.hard]) or ev.threshold_to_reclaim(met)
+        conditions = ev.node_conditions(met)
+        acting = reclaim is not None and reclaim.hard
+    else:
+        reclaim = ev.threshold_to_reclaim(passed.act_on)
+        conditions = passed.conditions
+        acting = reclaim is not None
     signal = reclaim.signal if reclaim else ev.MEMORY_AVAILABLE
     ranked = ev.RANK_FUNCS[signal](candidates(plan, pods, vms))
-    victim = ev.victim(ranked) if reclaim is not None and reclaim.hard else None
+    victim = ev.victim(ranked) if acting else None
     grace = ev.eviction_grace_period(reclaim, victim, cfg.max_pod_grace_period) if victim and reclaim else None
     not_observed = sorted({t.signal for t in cfg.thresholds if t.signal not in observations})
-    return Assessment(dict(observations), cfg.thresholds, met, ev.node_conditions(met), reclaim, ranked, signal,
+    return Assessment(dict(observations), cfg.thresholds, met, conditions, reclaim, ranked, signal,
                       victim, grace, not_observed)
 
 
-def collect(plan: Plan, root: Path | None = None, proc: Path | None = None) -> Assessment:
-    """Read the signals and every running pod's and VM's usage from the kernel, then assess."""
+def collect(plan: Plan, root: Path | None = None, proc: Path | None = None, passed_from: ev.ManagerState | None = None,
+            now: int | None = None) -> tuple[Assessment, ev.ManagerState | None]:
+    """Read the signals and every running pod's and VM's usage from the kernel, then assess —
+    once (``passed_from`` None), or as the next pass after ``passed_from`` at ``now`` (ns);
+    returns the assessment and the state to carry on."""
+    observations, pods, vms = measure(plan, root, proc)
+    if passed_from is None:
+        return assess(plan, observations, pods, vms), None
+    p = ev.synchronize(passed_from, ev.config_of(plan.node), observations, now if now is not None else 0)
+    return assess(plan, observations, pods, vms, p), p.state
+
+
+def measure(plan: Plan, root: Path | None = None, proc: Path | None = None):
+    """(signals, running pods' usage by namespace/name, running VMs' usage by name)."""
     from sdqos.host import pressure as hp
     from sdqos.host.cgroupfs import cgroup_of
     from sdqos.kube.naming import MACHINE_SLICE
@@ -101,7 +123,7 @@ def collect(plan: Plan, root: Path | None = None, proc: Path | None = None) -> A
             u = usage(f"/{MACHINE_SLICE}/{vp.scope}")
             if u is not None and u.processes:
                 vms[vp.vm.name] = u
-    return assess(plan, observations, pods, vms)
+    return observations, pods, vms
 
 
 def as_json(a: Assessment) -> dict:
@@ -275,8 +297,8 @@ async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
     """Stop the assessment's victim, once, and record it: the containers of a pod that podman runs
     with podman (``podman rm -f -t GRACE``), every other scope sdqos made for the pod (or the VM's
     scope) with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that sdqos
-    did not make are left running and named in the record. Returns the record, or None when no
-    hard threshold is crossed (or nothing may be evicted)."""
+    did not make are left running and named in the record. Returns the record, or None when the
+    assessment picked no victim (no threshold to act on, or nothing may be evicted)."""
     import json
     import time
 
@@ -284,7 +306,7 @@ async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
     from sdqos.reconcile import podman_pods
 
     v, t = a.victim, a.reclaim
-    if v is None or t is None or not t.hard:
+    if v is None or t is None:
         return None
     grace = a.grace_period or 0
     if v.kind == "pod":
@@ -331,3 +353,121 @@ def eviction_line(r: dict) -> str:
     return (f"evicted {r['kind']} {r['name']}: {r['signal']} {amount(r['available'])} < {amount(r['threshold'])} "
             f"({'hard' if r['hard'] else 'soft'}), grace {r['gracePeriodSeconds']}s, stopped "
             f"{', '.join(r['stopped']) or 'nothing'}{left}")
+
+
+# --- the long-running loop (kubelet's eviction manager Start + synchronize) ----------------------
+
+POD_CLEANUP_TIMEOUT_S = 30  # eviction_manager.go podCleanupTimeout
+POD_CLEANUP_POLL_S = 1.0  # podCleanupPollFreq
+
+
+def _notifier_targets(plan: Plan, a: Assessment, root: Path) -> dict[tuple[str, int], int]:
+    """Where to ask the kernel to wake us (cgroup v1): for every memory threshold, the usage of the
+    cgroup behind its signal at which the signal reaches it (kube/eviction.py:memcg_threshold),
+    the root for memory.available and kubepods.slice for allocatableMemory.available."""
+    from sdqos.host import pressure as hp
+    from sdqos.kube.naming import MACHINE_SLICE
+
+    out: dict[tuple[str, int], int] = {}
+    node = hp.memory_stat("/", plan.cgroup, root)
+    for t in a.thresholds:
+        obs = a.observations.get(t.signal)
+        if obs is None:
+            continue
+        amount = t.value.amount(obs.capacity)
+        if t.signal == ev.MEMORY_AVAILABLE and node is not None:
+            out[("/", amount)] = ev.memcg_threshold(obs.capacity, amount, node.inactive_file)
+        elif t.signal == ev.ALLOCATABLE_MEMORY_AVAILABLE:
+            from sdqos.host.pressure import kubepods_cgroup
+
+            pods = hp.memory_stat(kubepods_cgroup(plan.node), plan.cgroup, root)
+            vms = hp.memory_stat("/" + MACHINE_SLICE, plan.cgroup, root)
+            if pods is not None:
+                out[(kubepods_cgroup(plan.node), amount)] = ev.memcg_threshold(
+                    obs.capacity, amount, pods.inactive_file, vms.working_set if vms else 0)
+    return out
+
+
+def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, bus_address: str | None = None,
+          root: Path | None = None, proc: Path | None = None, passes: int | None = None) -> None:
+    """Watch the node: a pass (measure → synchronize → rank), at most one eviction per pass, then
+    wait for the evicted workload's processes to be gone (waitForPodsCleanup) and look again at
+    once; else sleep until the interval is over or, on cgroup v1, the kernel says a memory
+    threshold was crossed (memcg notifications on memory.usage_in_bytes, as kubelet's
+    kernelMemcgNotification). ``say`` gets one line per node condition change and per eviction.
+    ``load_plan`` is called every pass (the config may change); ``passes`` bounds the loop (tests)."""
+    import asyncio
+    import time
+
+    from sdqos.host import pressure as hp
+
+    root = root or hp.ROOT
+    state = ev.ManagerState()
+    notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
+    conditions: list[str] | None = None  # the first pass says what it finds
+    plan = None
+    n = 0
+    try:
+        while passes is None or n < passes:
+            n += 1
+            try:
+                plan = load_plan()
+            except Exception as exc:  # noqa: BLE001 - a bad edit: keep watching with the last good plan
+                if plan is None:
+                    raise
+                say(f"config not reloaded, keeping the last good one: {exc}")
+            a, state = collect(plan, root, proc, state, time.monotonic_ns())
+            if a.conditions != conditions:
+                detail = ""
+                if a.met:
+                    t = a.met[0]
+                    o = a.observations[t.signal]
+                    detail = f" ({t.signal} {o.available} < {t.value.amount(o.capacity)})"
+                say("node conditions: " + (", ".join(a.conditions) or "none") + detail)
+                conditions = a.conditions
+            if a.victim is not None and evict_on:
+                async def go():
+                    from sdqos.host.systemd import Systemd
+
+                    async with Systemd(bus_address) as sd:
+                        return await evict(sd, plan, a, run_dir)
+
+                record = asyncio.run(go())
+                if record:
+                    say(eviction_line(record))
+                    _wait_cleanup(plan, a.victim, root)
+                    continue
+            if plan.cgroup == "v1":
+                want = _notifier_targets(plan, a, root)
+                for key in [k for k in notifiers if k not in want or notifiers[k].threshold != want[k]]:
+                    notifiers.pop(key).close()
+                for key, usage in want.items():
+                    if key not in notifiers:
+                        try:
+                            notifiers[key] = hp.MemcgNotifier(key[0], usage, root)
+                        except hp.SignalReadError as exc:
+                            say(f"polling only: {exc}")
+            if passes is None or n < passes:
+                hp.wait(list(notifiers.values()), interval_s)
+    finally:
+        for x in notifiers.values():
+            x.close()
+
+
+def _wait_cleanup(plan: Plan, victim: ev.Candidate, root: Path) -> None:
+    """waitForPodsCleanup: until the evicted workload has no process left, at most 30 s."""
+    import time
+
+    from sdqos.host import pressure as hp
+    from sdqos.host.cgroupfs import cgroup_of
+    from sdqos.kube.naming import MACHINE_SLICE
+
+    if victim.kind == "pod":
+        pp = plan.pod(victim.name)
+        cgroup = cgroup_of(pp.slice, "") if pp else None
+    else:
+        vp = next((p for p in plan.vms if f"vm/{p.vm.name}" == victim.name), None)
+        cgroup = f"/{MACHINE_SLICE}/{vp.scope}" if vp and vp.scope else None
+    deadline = time.monotonic() + POD_CLEANUP_TIMEOUT_S
+    while cgroup and time.monotonic() < deadline and hp.processes(cgroup, plan.cgroup, root):
+        time.sleep(POD_CLEANUP_POLL_S)

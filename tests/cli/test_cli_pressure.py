@@ -21,10 +21,10 @@ def config(tmp_path: Path, node: str) -> Path:
     return d
 
 
-def test_without_once_says_what_exists(tmp_path):
-    r = sdqos("pressure", "--config", str(config(tmp_path, NODE)))
+def test_watching_needs_a_positive_interval(tmp_path):
+    r = sdqos("pressure", "--interval", "0", "--config", str(config(tmp_path, NODE)))
     assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.startswith("sdqos: error: only `sdqos pressure --once` exists yet")
+    assert r.stderr == "sdqos: error: --interval must be positive, not 0.0\n"
 
 
 def test_bad_eviction_settings_exit_2_one_line_each(tmp_path):
