@@ -422,7 +422,10 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                 if a.met:
                     t = a.met[0]
                     o = a.observations[t.signal]
-                    detail = f" ({t.signal} {o.available} < {t.value.amount(o.capacity)})"
+                    from sdqos import humanize as H
+
+                    shown = str if t.signal == ev.PID_AVAILABLE else H.size
+                    detail = f" ({t.signal} {shown(o.available)} < {shown(t.value.amount(o.capacity))})"
                 say("node conditions: " + (", ".join(a.conditions) or "none") + detail)
                 conditions = a.conditions
             if a.victim is not None and evict_on:
