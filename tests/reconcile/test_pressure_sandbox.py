@@ -285,3 +285,49 @@ def test_the_watching_loop_is_woken_by_the_kernel_and_evicts_once(clean_sandbox,
             p.kill()
             p.wait()
         sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+
+
+def test_the_loop_evicts_for_a_soft_threshold_after_its_grace_period(clean_sandbox, config):
+    """A soft threshold (grace 3 s, evictionMaxPodGracePeriod 2): MemoryPressure at once, the
+    eviction only once the grace period is over, with a grace of 2 s (the pod's own 30 s capped):
+    a hog that ignores SIGTERM is SIGKILLed."""
+    sb = clean_sandbox
+    sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+    sync_json(sb, config)
+    procs = {}
+    service = None
+    try:
+        available = pressure_json(sb, config)["signals"][0]["available"]
+        (config / "node.yaml").write_text(
+            'capacity: {cpu: "2", memory: 4Gi, pids: "100000"}\n'
+            f"evictionSoft: {{memory.available: {(available - 120 * Mi) // Mi}Mi}}\n"
+            "evictionSoftGracePeriod: {memory.available: 3s}\nevictionMaxPodGracePeriod: 2\n")
+        service = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "0.5",
+                                 "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert readline(service) == "watching node pressure every 0.5s, evicting"
+        assert readline(service) == "node conditions: none"
+        hog = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/be", "app", "--",
+                             sys.executable, "-c", STUBBORN, "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True)
+        procs["be"] = hog
+        assert readline(hog) == "ready"
+        import time
+
+        seen = time.monotonic()
+        assert readline(service).startswith("node conditions: MemoryPressure (memory.available ")
+        line = readline(service)
+        waited = time.monotonic() - seen
+        assert line.startswith("evicted pod t/be: memory.available ") and "(soft), grace 2s" in line, line
+        # not at once: the grace period is 3 s from the first pass that saw it (at most `seen`;
+        # 2 s of slack for a slow pipe)
+        assert waited >= 1.0
+        hog.wait(timeout=30)
+        assert hog.returncode == -9
+    finally:
+        if service is not None:
+            service.terminate()
+            service.wait(timeout=20)
+        for p in procs.values():
+            p.kill()
+            p.wait()
+        sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
