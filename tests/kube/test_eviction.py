@@ -9,6 +9,8 @@ import struct
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sdqos.kube import eviction as ev
 from sdqos.kube.eviction import Candidate, Observation, Threshold, ThresholdValue
@@ -571,3 +573,29 @@ def test_pid_pressure_over_time():
     t = ev.threshold_to_reclaim(p.act_on)
     assert t.signal == "pid.available" and not t.hard
     assert ev.victim(ev.rank_pid_pressure(pods)).name == "low-priority-high-usage"
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+CANDS = st.lists(st.builds(
+    lambda i, prio, req, use, procs, crit: Candidate(f"p{i}", "pod", "", prio, req, use, procs, critical=crit),
+    st.integers(0, 10**6), st.integers(-5, 5), st.integers(0, 4).map(lambda x: x * Mi),
+    st.integers(0, 6).map(lambda x: x * Mi), st.integers(0, 5), st.booleans()), max_size=12)
+
+
+@given(CANDS)
+def test_memory_rank_is_kubelets_three_keys(cands):
+    """With stats for all: the order of (exceeds request first, lower priority, more usage above
+    request) — the three comparisons as one sort key, stable."""
+    want = sorted(cands, key=lambda c: (not c.exceeds_memory_request, c.priority,
+                                        -(c.memory_usage - c.memory_request)))
+    assert ev.rank_memory_pressure(cands) == want
+
+
+@given(CANDS)
+def test_pid_rank_and_victim(cands):
+    ranked = ev.rank_pid_pressure(cands)
+    assert ranked == sorted(cands, key=lambda c: (c.priority, -c.processes))
+    v = ev.victim(ranked)
+    evictable = [c for c in ranked if not c.critical]
+    assert v == (evictable[0] if evictable else None)
