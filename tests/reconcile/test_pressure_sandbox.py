@@ -331,3 +331,51 @@ def test_the_loop_evicts_for_a_soft_threshold_after_its_grace_period(clean_sandb
             p.kill()
             p.wait()
         sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+
+
+BOMB = ("import subprocess, sys, time; n = int(sys.argv[1]); "
+        "kids = [subprocess.Popen(['sleep', '600']) for _ in range(n)]; print('ready', flush=True); time.sleep(600)")
+
+
+def test_pid_pressure_evicts_the_pod_with_the_most_processes(clean_sandbox, config):
+    """A bounded fork bomb (700 processes) in a BestEffort pod: pid.available (MaxPID from
+    node.yaml's capacity.pids − the tasks that exist) falls below the hard threshold, PIDPressure,
+    and the pod with the most processes is evicted — every one of its processes is gone."""
+    sb = clean_sandbox
+    sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+    sync_json(sb, config)
+    procs = {}
+    try:
+        p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/guar", "app", "--",
+                           sys.executable, "-c", HOLD, "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs["guar"] = p
+        assert readline(p) == "ready"
+        pid = pressure_json(sb, config)["signals"][2]
+        assert pid["signal"] == "pid.available" and pid["capacity"] == 100000
+        tasks = pid["capacity"] - pid["available"]  # the host's tasks (PID namespaces share the count)
+        (config / "node.yaml").write_text(
+            f'capacity: {{cpu: "2", memory: 4Gi, pids: "{tasks + 1000}"}}\n'
+            'evictionHard: {memory.available: 100Mi, pid.available: "600"}\n')
+        calm = pressure_json(sb, config)
+        assert calm["conditions"]["PIDPressure"] is False, calm["signals"][2]
+        bomb = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/be", "app", "--",
+                              sys.executable, "-c", BOMB, "700"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+        procs["be"] = bomb
+        assert readline(bomb) == "ready"
+        r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["conditions"]["PIDPressure"] is True and out["reclaim"] == {"signal": "pid.available", "hard": True}
+        assert out["rankingSignal"] == "pid.available"
+        assert [x["name"] for x in out["ranking"]] == ["t/be", "t/guar"] and out["ranking"][0]["processes"] >= 701
+        assert out["evicted"]["name"] == "t/be"
+        bomb.wait(timeout=30)
+        be = json.loads(sdqos_in(sb, "pressure", "--once", "--config", str(config), "-o", "json").stdout)
+        assert [x["name"] for x in be["ranking"]] == ["t/guar"]  # no process of t/be left
+        assert procs["guar"].poll() is None
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+        sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
