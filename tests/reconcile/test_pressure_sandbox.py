@@ -52,13 +52,42 @@ def config(tmp_path: Path) -> Path:
     return d
 
 
+def stop(p: subprocess.Popen) -> tuple[str, str]:
+    """SIGTERM to what ``p`` (nsenter) started in the sandbox, by its PID — killing nsenter alone
+    would leave it running — then its output."""
+    import os
+    import signal
+
+    for task in Path(f"/proc/{p.pid}/task").glob("*"):
+        for child in (task / "children").read_text().split():
+            os.kill(int(child), signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    return out, err
+
+
 def readline(p: subprocess.Popen, timeout: float = 60) -> str:
     """The next line of ``p``'s stdout, or fail after ``timeout`` s (never hang the suite)."""
     import select
 
     ready, _, _ = select.select([p.stdout], [], [], timeout)
-    assert ready, f"no line from {p.args[-6:]} within {timeout} s"
+    if not ready:
+        out, err = stop(p)
+        raise AssertionError(f"no line from {p.args[-6:]} within {timeout} s; then it said {out!r}, {err[-2000:]!r}")
     return p.stdout.readline().strip()
+
+
+def settled_available(sb, config: Path) -> int:
+    """memory.available once it holds still (two looks a second apart within 8 MiB): what an
+    earlier test's processes leave behind is freed by then, and cannot move a threshold set from it."""
+    import time
+
+    last, deadline = None, time.monotonic() + 30
+    while True:
+        now = pressure_json(sb, config)["signals"][0]["available"]
+        if last is not None and abs(now - last) < 8 * Mi or time.monotonic() > deadline:
+            return now
+        last = now
+        time.sleep(1)
 
 
 def pressure_json(sb, config: Path) -> dict:
@@ -127,7 +156,7 @@ def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             procs[pod] = p
             assert readline(p) == "ready", p.stderr.read() if p.poll() is not None else ""
-        available = pressure_json(sb, config)["signals"][0]["available"]
+        available = settled_available(sb, config)
         (config / "node.yaml").write_text(NODE % f"{(available + 150 * Mi) // Mi}Mi")
 
         r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
@@ -189,7 +218,7 @@ def test_a_vm_is_evicted_only_when_its_definition_allows(clean_sandbox, config, 
                           text=True)
             procs[what] = p
             assert readline(p) == "ready", p.stderr.read() if p.poll() is not None else ""
-        available = pressure_json(sb, config)["signals"][0]["available"]
+        available = settled_available(sb, config)
         (config / "node.yaml").write_text(NODE % f"{(available + 50 * Mi) // Mi}Mi")
         r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
         assert r.returncode == 0, r.stderr
@@ -257,7 +286,7 @@ def test_the_watching_loop_is_woken_by_the_kernel_and_evicts_once(clean_sandbox,
                            sys.executable, "-c", HOLD, "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs["guar"] = p
         assert readline(p) == "ready"
-        available = pressure_json(sb, config)["signals"][0]["available"]
+        available = settled_available(sb, config)
         (config / "node.yaml").write_text(NODE % f"{(available - 120 * Mi) // Mi}Mi")
         service = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "300",
                                  "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -279,8 +308,8 @@ def test_the_watching_loop_is_woken_by_the_kernel_and_evicts_once(clean_sandbox,
         assert procs["guar"].poll() is None and service.poll() is None
     finally:
         if service is not None:
-            service.terminate()
-            service.wait(timeout=20)
+            if service.poll() is None:
+                stop(service)
         for p in procs.values():
             p.kill()
             p.wait()
@@ -297,10 +326,10 @@ def test_the_loop_evicts_for_a_soft_threshold_after_its_grace_period(clean_sandb
     procs = {}
     service = None
     try:
-        available = pressure_json(sb, config)["signals"][0]["available"]
+        available = settled_available(sb, config)
         (config / "node.yaml").write_text(
             'capacity: {cpu: "2", memory: 4Gi, pids: "100000"}\n'
-            f"evictionSoft: {{memory.available: {(available - 120 * Mi) // Mi}Mi}}\n"
+            f"evictionSoft: {{memory.available: {(available - 60 * Mi) // Mi}Mi}}\n"
             "evictionSoftGracePeriod: {memory.available: 3s}\nevictionMaxPodGracePeriod: 2\n")
         service = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "0.5",
                                  "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -325,8 +354,8 @@ def test_the_loop_evicts_for_a_soft_threshold_after_its_grace_period(clean_sandb
         assert hog.returncode == -9
     finally:
         if service is not None:
-            service.terminate()
-            service.wait(timeout=20)
+            if service.poll() is None:
+                stop(service)
         for p in procs.values():
             p.kill()
             p.wait()
