@@ -230,6 +230,22 @@ def load_evicted(run_dir: Path) -> dict[str, dict]:
     return data.get("evicted", {}) if isinstance(data, dict) and isinstance(data.get("evicted"), dict) else {}
 
 
+def forget_running(run_dir: Path, a: Assessment) -> list[str]:
+    """Drop the records of workloads that run again (an operator started them): an eviction
+    stands only until then. Returns the keys dropped; writes only when there are some."""
+    import json
+
+    from sdqos.host import rundir
+
+    record = load_evicted(run_dir)
+    running = {f"{c.kind}:{c.name.removeprefix('vm/')}" for c in a.ranked}
+    gone = [k for k in record if k in running]
+    if gone:
+        rundir.write_atomic(run_dir / EVICTED_NAME,
+                            json.dumps({"evicted": {k: v for k, v in record.items() if k not in gone}}, indent=1), 0o600)
+    return gone
+
+
 def still_evicted(plan: Plan, record: Mapping[str, dict]) -> dict[str, dict]:
     """Pods (by namespace/name) whose eviction still stands: the pod is planned and its manifest
     is the one that was evicted. (Whether it runs again is for the caller to see.)"""
@@ -417,6 +433,9 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                     raise
                 say(f"config not reloaded, keeping the last good one: {exc}")
             a, state = collect(plan, root, proc, state, time.monotonic_ns())
+            if evict_on:
+                for key in forget_running(run_dir, a):
+                    say(f"{key.replace(':', ' ', 1)} runs again: no longer evicted")
             if a.conditions != conditions:
                 detail = ""
                 if a.met:

@@ -352,6 +352,15 @@ def test_the_loop_evicts_for_a_soft_threshold_after_its_grace_period(clean_sandb
         assert waited >= 1.0
         hog.wait(timeout=30)
         assert hog.returncode == -9
+        assert set(json.loads((sb.run_dir / "sdqos" / "evicted.json").read_text())["evicted"]) == {"pod:t/be"}
+        # the operator starts it again (small now): the loop drops the record, status stops flagging it
+        again = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/be", "app", "--",
+                               sys.executable, "-c", HOLD, "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+        procs["be-again"] = again
+        assert readline(again) == "ready"
+        assert readline(service) == "pod t/be runs again: no longer evicted"
+        assert json.loads((sb.run_dir / "sdqos" / "evicted.json").read_text())["evicted"] == {}
     finally:
         if service is not None:
             if service.poll() is None:
