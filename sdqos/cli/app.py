@@ -658,9 +658,10 @@ def metrics(
 def pressure(
     config: Path = ConfigOpt,
     once: bool = typer.Option(False, "--once", help="Look once: signals, thresholds, conditions, eviction order."),
-    do_evict: bool = typer.Option(False, "--evict", help="With --once: when a hard threshold is crossed, stop the "
-                                                         "first workload of the order (one) and record it."),
-    output: Output = typer.Option(Output.text, "--output", "-o", help="text or json."),
+    do_evict: bool = typer.Option(False, "--evict", help="Evict as kubelet's eviction manager does, one workload "
+                                                         "per pass, and record it (with --once: only for a crossed "
+                                                         "hard threshold)."),
+    output: Output = typer.Option(Output.text, "--output", "-o", help="With --once: text or json."),
     interval: float = typer.Option(10.0, "--interval", help="Without --once: seconds between passes when nothing "
                                                             "wakes it earlier (cgroup v1: memcg notifications)."),
     bus_address: Optional[str] = BusOpt,
