@@ -63,3 +63,29 @@ def test_v2_signals_and_an_eviction(v2guest):
     status = json.loads(g.check(f"sdqos status --config {cfg} -o json --interval 0"))
     assert {(u["kind"], u["pod"]) for u in status["units"] if "evicted" in u["flags"]} == {("pod", "be"),
                                                                                           ("container", "be")}
+
+
+def test_v2_watching_loop_polls_and_evicts(v2guest):
+    """On v2 the loop has no memcg notifications: it polls every --interval and evicts the hog."""
+    g = v2guest
+    cfg = config(g, "evictionHard: {memory.available: 100Mi}\n")
+    g.check(f"sdqos sync --config {cfg}")
+    g.check(f"(sdqos run --config {cfg} t/guar app -- sleep 100000 >/dev/null 2>&1 &); sleep 1")
+    available = pressure(g, cfg)["signals"][0]["available"]
+    g.check(f"sed -i 's/100Mi/{(available - 100 * Mi) // Mi}Mi/' {cfg}/node.yaml")
+    g.check(f"(sh -c 'echo $$ > /run/pressure-loop.pid; exec sdqos pressure --evict --interval 1 --config {cfg}' "
+            "> /root/loop.log 2>&1 &); sleep 2")
+    try:
+        g.check(f"(sdqos run --config {cfg} t/be app -- python3 -c \"{HOLD}\" >/dev/null 2>&1 &)")
+        deadline = time.monotonic() + 120
+        while "evicted pod t/be" not in (log := g.check("cat /root/loop.log")):
+            assert time.monotonic() < deadline, log
+            time.sleep(1)
+        lines = log.splitlines()
+        assert lines[0] == "watching node pressure every 1s, evicting" and lines[1] == "node conditions: none", lines
+        assert any(x.startswith("node conditions: MemoryPressure (memory.available ") for x in lines), lines
+        time.sleep(2)
+        assert g.run("pgrep -f '[t]ime.sleep.100000'").rc != 0
+        assert g.run("pgrep -f '[s]leep 100000'").rc == 0
+    finally:
+        g.run("kill $(cat /run/pressure-loop.pid)")
