@@ -1,0 +1,73 @@
+"""OOM kills of the plan's containers and VMs: read the kernel (``host/oomevents.py``), account
+(``reconcile/oomkills.py``), and for ``sync`` remember what was reported, so each kill is told once.
+
+``status`` asks the same question without writing: it shows what sync reported plus whatever the
+kernel has counted since.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from sdqos import humanize as H
+from sdqos.errors import HostError
+from sdqos.host import cgroupfs, oomevents, rundir
+from sdqos.plan.engine import Plan
+from sdqos.plan.properties import INFINITY, memory_limit
+from sdqos.reconcile.oomkills import Kill, Result, Watched, account
+
+COUNTED = ("container", "vm")  # the leaves: a kill below a pod or tier is its container's
+_DESCRIPTION = re.compile(r"sdqos (?:pod|container|vm) (\S+)(?: \((\w+)\))?$")
+
+
+def watched(plan: Plan) -> list[Watched]:
+    out = []
+    for u in plan.units:
+        m = _DESCRIPTION.match(u.description or "")
+        name = (f"vm {m.group(1)}" if u.kind == "vm" else m.group(1)) if m else ""
+        qos = m.group(2) if m else None
+        mem = memory_limit(u.properties)
+        parent = u.slice if not u.name.endswith(".slice") else ""
+        out.append(Watched(u.name, cgroupfs.cgroup_of(u.name, parent), u.kind, name, qos,
+                           None if mem == INFINITY else mem))
+    return out
+
+
+def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg: str = oomevents.KMSG) -> Result | None:
+    """The kills since ``record``; None where this process does not see systemd's cgroup tree."""
+    if root == cgroupfs.ROOT and not cgroupfs.available():
+        return None
+    units = watched(plan)
+    seq = record.get("seq") if isinstance(record.get("seq"), int) else None
+    got = oomevents.read_log(seq, kmsg)  # the log first: a kill between the two reads waits for the counter
+    log, last = got if got is not None else (None, seq)
+    counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in units if w.kind in COUNTED}
+    return account(record, units, counters, log, last, time.time())
+
+
+def track(plan: Plan, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[list[Kill], str | None]:
+    """For sync: the new kills, recorded as reported; an error line if the record cannot be kept."""
+    record = oomevents.load_record(run_dir)
+    result = observe_kills(plan, record)
+    if result is None:
+        return [], None
+    if result.record != record:
+        try:
+            oomevents.save_record(result.record, run_dir)
+        except HostError as exc:
+            return result.kills, f"{exc}; these OOM kills may be reported again"
+    return result.kills, None
+
+
+def line(k: Kill) -> str:
+    """One line per kill, for the journal (sync's output under the shipped service)."""
+    d = k.detail
+    who = f"{k.name} ({k.unit})" if k.name else k.unit
+    proc = f"process {d['pid']} ({d['comm']})" if d.get("pid") is not None else "a process"
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(d["time"]))
+    how = "seen by the kernel log" if d.get("source") == "kernel log" else "counted by the kernel, first seen"
+    limit = f"limit {H.size(d['limit'])} of {d['limitUnit']}" if d.get("limit") is not None else "no memory limit"
+    cause = " (the node ran out)" if d.get("constraint") == "CONSTRAINT_NONE" else ""
+    return f"oom-killed: {who}: the kernel killed {proc}{cause} at {when} ({how}); {limit}"
