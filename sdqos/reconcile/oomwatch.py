@@ -35,16 +35,24 @@ def watched(plan: Plan) -> list[Watched]:
     return out
 
 
-def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg: str = oomevents.KMSG) -> Result | None:
+def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg: str = oomevents.KMSG,
+                  vmstat: str = "/proc/vmstat") -> Result | None:
     """The kills since ``record``; None where this process does not see systemd's cgroup tree."""
     if root == cgroupfs.ROOT and not cgroupfs.available():
         return None
     units = watched(plan)
     seq = record.get("seq") if isinstance(record.get("seq"), int) else None
-    got = oomevents.read_log(seq, kmsg)  # the log first: a kill between the two reads waits for the counter
-    log, last = got if got is not None else (None, seq)
+    everywhere = oomevents.kills_since_boot(vmstat)
+    if seq is not None and everywhere is not None and everywhere == record.get("kernelTotal"):
+        log, last = [], seq  # no OOM kill anywhere since the last read
+    else:  # the log first: a kill between the two reads waits for the counter
+        got = oomevents.read_log(seq, kmsg)
+        log, last = got if got is not None else (None, seq)
     counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in units if w.kind in COUNTED}
-    return account(record, units, counters, log, last, time.time())
+    result = account(record, units, counters, log, last, time.time())
+    if log is not None and everywhere is not None:
+        result.record["kernelTotal"] = everywhere
+    return result
 
 
 def track(plan: Plan, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[list[Kill], str | None]:
