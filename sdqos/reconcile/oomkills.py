@@ -13,11 +13,12 @@ cgroup made again under the same name is a new inode, its counter counted from 0
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Watched:
-    """A planned unit kills are attributed to: its cgroup path, and who it is for."""
+class Watched(NamedTuple):
+    """A planned unit kills are attributed to: its cgroup path, and who it is for. (A tuple: a
+    sync makes one per container, thousands.)"""
 
     unit: str
     cgroup: str
@@ -82,10 +83,10 @@ def account(record: dict, units: list[Watched], counters: dict, log: list | None
         w = attribute(rec.task_memcg, units)
         if w is not None:
             fresh.setdefault(w.unit, []).append(rec)
-    for unit in sorted(set(by_unit) | set(old_units)):
+    for unit in sorted(set(counters) | set(fresh) | set(old_units)):
         w = by_unit.get(unit)
         old = old_units.get(unit) if isinstance(old_units.get(unit), dict) else {}
-        if w is None:  # no longer planned: keep what was reported (status may still show it) as is
+        if w is None:  # not planned now, or not asked about: kept as it is
             new_units[unit] = old
             continue
         st = {"ino": old.get("ino"), "count": int(old.get("count") or 0), "undetailed": int(old.get("undetailed") or 0),

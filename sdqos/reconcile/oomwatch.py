@@ -22,17 +22,32 @@ COUNTED = ("container", "vm")  # the leaves: a kill below a pod or tier is its c
 _DESCRIPTION = re.compile(r"sdqos (?:pod|container|vm) (\S+)(?: \((\w+)\))?$")
 
 
-def watched(plan: Plan) -> list[Watched]:
+def watched(plan: Plan, kinds: tuple[str, ...] | None = None) -> list[Watched]:
+    """The plan's units (of ``kinds``) with their cgroup paths, names and memory limits."""
     out = []
+    slices: dict[str, str] = {}
     for u in plan.units:
+        if kinds is not None and u.kind not in kinds:
+            continue
         m = _DESCRIPTION.match(u.description or "")
         name = (f"vm {m.group(1)}" if u.kind == "vm" else m.group(1)) if m else ""
-        qos = m.group(2) if m else None
         mem = memory_limit(u.properties)
-        parent = u.slice if not u.name.endswith(".slice") else ""
-        out.append(Watched(u.name, cgroupfs.cgroup_of(u.name, parent), u.kind, name, qos,
-                           None if mem == INFINITY else mem))
+        cgroup = _slice_path(u.name, slices) if u.name.endswith(".slice") else f"{_slice_path(u.slice, slices)}/{u.name}"
+        out.append(Watched(u.name, cgroup, u.kind, name, m.group(2) if m else None, None if mem == INFINITY else mem))
     return out
+
+
+def _slice_path(name: str, memo: dict[str, str]) -> str:
+    """cgroupfs.cgroup_of for a slice ("" for the root), each parent computed once: a sync asks
+    for thousands of scopes in a few hundred slices."""
+    path = memo.get(name)
+    if path is None:
+        stem = name[: -len(".slice")]
+        cut = stem.rfind("-")
+        path = "" if stem in ("", "-") else (
+            (_slice_path(stem[:cut] + ".slice", memo) if cut > 0 else "") + "/" + name)
+        memo[name] = path
+    return path
 
 
 def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg: str = oomevents.KMSG,
@@ -40,7 +55,6 @@ def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg:
     """The kills since ``record``; None where this process does not see systemd's cgroup tree."""
     if root == cgroupfs.ROOT and not cgroupfs.available():
         return None
-    units = watched(plan)
     seq = record.get("seq") if isinstance(record.get("seq"), int) else None
     everywhere = oomevents.kills_since_boot(vmstat)
     if seq is not None and everywhere is not None and everywhere == record.get("kernelTotal"):
@@ -48,7 +62,9 @@ def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg:
     else:  # the log first: a kill between the two reads waits for the counter
         got = oomevents.read_log(seq, kmsg)
         log, last = got if got is not None else (None, seq)
-    counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in units if w.kind in COUNTED}
+    counted = watched(plan, COUNTED)
+    counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in counted}
+    units = watched(plan) if log else counted  # every unit only to place a log record
     result = account(record, units, counters, log, last, time.time())
     if log is not None and everywhere is not None:
         result.record["kernelTotal"] = everywhere
