@@ -47,6 +47,7 @@ class LogKill:
     task_memcg: str  # where the victim ran
     oom_memcg: str | None  # whose limit was hit (None: the node ran out)
     constraint: str  # CONSTRAINT_MEMCG (a cgroup's limit), CONSTRAINT_NONE (the node), ...
+    event: int = 0  # the sequence number of its OOM's ``oom-kill:`` line: a group kill's processes share it
 
 
 def _int_field(text: str, key: str) -> int | None:
@@ -93,27 +94,32 @@ def read_counter(cgroup: str, mode: str, root: Path = ROOT) -> Counter | None:
 _OOM_LINE = re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+),.*?"
                        r"(?:oom_memcg=(?P<oom>[^,]*),)?task_memcg=(?P<task>[^,]*),task=(?P<comm>.*),pid=(?P<pid>\d+),")
 _KILLED = re.compile(r"Killed process (?P<pid>\d+) \((?P<comm>.*?)\)")
+_GROUP = re.compile(r"Tasks in (?P<group>\S+) are going to be killed due to memory\.oom\.group set")
 
 
 def parse_log(records, clock_offset: float) -> list[LogKill]:
     """``(seq, usec since boot, message)`` records → the kills among them. A ``Killed process``
-    line takes its memcg from the ``oom-kill:`` line before it (same PID; for the other processes
-    of a group kill, that OOM's memcg)."""
+    line takes its memcg from the ``oom-kill:`` line before it (same PID; the other processes of a
+    group kill from the ``Tasks in CGROUP are going to be killed due to memory.oom.group set``
+    line)."""
     out = []
     last: dict | None = None
     for seq, usec, msg in records:
         m = _OOM_LINE.search(msg)
         if m:
-            last = m.groupdict()
+            last = dict(m.groupdict(), event=seq)
+            continue
+        g = _GROUP.search(msg)
+        if g and last is not None:
+            last["group"] = g["group"]
             continue
         k = _KILLED.search(msg)
         if not k or last is None:
             continue
         pid = int(k["pid"])
-        same = int(last["pid"]) == pid
-        task = last["task"] if same else (last["oom"] or last["task"])
+        task = last["task"] if int(last["pid"]) == pid else last.get("group", last["task"])
         out.append(LogKill(seq, clock_offset + usec / 1e6, pid, k["comm"], task, last["oom"] or None,
-                           last["constraint"]))
+                           last["constraint"], last["event"]))
     return out
 
 
@@ -147,7 +153,7 @@ def read_log(after_seq: int | None, path: str = KMSG) -> tuple[list[LogKill], in
             if after_seq is not None and seq <= after_seq:
                 continue
             msg = body.split("\n", 1)[0]
-            if "oom-kill:" in msg or "Killed process" in msg:
+            if "oom-kill:" in msg or "Killed process" in msg or "memory.oom.group" in msg:
                 records.append((seq, usec, msg))
     finally:
         os.close(fd)

@@ -61,7 +61,7 @@ def _detail(log, units: list[Watched], w: Watched) -> dict:
     limit_unit = attribute(log.oom_memcg, units) if log.oom_memcg else None
     src = limit_unit or w
     return {"time": log.time, "pid": log.pid, "comm": log.comm, "constraint": log.constraint,
-            "limit": src.limit, "limitUnit": src.unit, "source": "kernel log", "seq": log.seq}
+            "limit": src.limit, "limitUnit": src.unit, "source": "kernel log", "seq": log.seq, "event": log.event}
 
 
 def _counted(now: float, w: Watched) -> dict:

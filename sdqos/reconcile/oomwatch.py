@@ -85,11 +85,28 @@ def track(plan: Plan, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[list[Kill
     return result.kills, None
 
 
-def line(k: Kill) -> str:
-    """One line per kill, for the journal (sync's output under the shipped service)."""
+def lines(kills: list[Kill]) -> list[str]:
+    """One line per OOM kill, for the journal (sync's output under the shipped service): the
+    processes one OOM killed together in a unit (memory.oom.group) are one line."""
+    out: list[str] = []
+    group: list[Kill] = []
+    for k in kills + [None]:
+        if group and (k is None or k.unit != group[0].unit or k.detail.get("event") is None
+                      or k.detail.get("event") != group[0].detail.get("event")):
+            out.append(line(group[0], group[1:]))
+            group = []
+        if k is not None:
+            group.append(k)
+    return out
+
+
+def line(k: Kill, also: list[Kill] = ()) -> str:
     d = k.detail
     who = f"{k.name} ({k.unit})" if k.name else k.unit
     proc = f"process {d['pid']} ({d['comm']})" if d.get("pid") is not None else "a process"
+    if also:
+        more = ", ".join(f"{a.detail.get('pid')} ({a.detail.get('comm')})" for a in also)
+        proc += f" and {len(also)} more of its group: {more}"
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(d["time"]))
     how = "seen by the kernel log" if d.get("source") == "kernel log" else "counted by the kernel, first seen"
     limit = f"limit {H.size(d['limit'])} of {d['limitUnit']}" if d.get("limit") is not None else "no memory limit"

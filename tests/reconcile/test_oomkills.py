@@ -9,6 +9,7 @@ from hypothesis import given, strategies as st
 
 from sdqos.host.oomevents import Counter, LogKill, parse_log
 from sdqos.reconcile.oomkills import Watched, account, attribute
+from sdqos.reconcile.oomwatch import lines
 
 NS = "/process_api/5231bc34/sdqos-sandbox-x"
 POD = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podabc.slice"
@@ -37,12 +38,29 @@ def test_the_kernels_lines_parse_into_one_kill_with_its_memcgs():
     assert k.task_memcg == NS + SCOPE and k.oom_memcg == NS + POD and k.time == 1005.0002
 
 
-def test_a_node_wide_oom_has_no_oom_memcg_and_a_group_kill_takes_the_oom_memcg():
-    line = OOM_LINE.replace(f"oom_memcg={NS}{POD},", "").replace("CONSTRAINT_MEMCG", "CONSTRAINT_NONE")
-    kills = parse_log([(1, 0, line), (2, 0, KILLED), (3, 0, KILLED.replace("21372", "21373"))], 0.0)
-    assert kills[0].oom_memcg is None and kills[0].constraint == "CONSTRAINT_NONE"
-    assert kills[1].pid == 21373 and kills[1].task_memcg == NS + SCOPE  # no oom_memcg: the victim's
+def test_a_node_wide_oom_has_no_oom_memcg():
+    line = OOM_LINE.replace(f"oom_memcg={NS}{POD},", "global_oom,").replace("CONSTRAINT_MEMCG", "CONSTRAINT_NONE")
+    (k,) = parse_log([(1, 0, line), (2, 0, KILLED)], 0.0)
+    assert k.oom_memcg is None and k.constraint == "CONSTRAINT_NONE" and k.task_memcg == NS + SCOPE
     assert parse_log([(1, 0, KILLED)], 0.0) == []  # no oom-kill: line before it: not ours to place
+
+
+def test_a_group_kill_is_one_oom_of_several_processes_in_one_journal_line():
+    """memory.oom.group (kubelet's v2 default): the kernel names the group, then kills each of its
+    processes; each counts (as the kernel's counter does), the journal has one line."""
+    group = f"Tasks in {NS}{SCOPE} are going to be killed due to memory.oom.group set"
+    recs = [(11, 0, OOM_LINE), (12, 0, group), (13, 0, KILLED), (14, 0, KILLED.replace("21372 (python)", "21370 (sh)")),
+            (15, 0, KILLED.replace("21372 (python)", "21371 (sleep)"))]
+    kills = parse_log(recs, 0.0)
+    assert [(k.pid, k.comm, k.task_memcg, k.event) for k in kills] == [
+        (21372, "python", NS + SCOPE, 11), (21370, "sh", NS + SCOPE, 11), (21371, "sleep", NS + SCOPE, 11)]
+    r = account({}, UNITS, {HOG: None}, kills, 15, 1.0)  # the scope ended with them
+    assert len(r.kills) == 3 and r.record["units"][HOG]["total"] == 3
+    (line,) = lines(r.kills)
+    assert line.startswith(f"oom-killed: t/hog/hog ({HOG}): the kernel killed process 21372 (python) and 2 more of its group: ")
+    assert "limit 64 MiB of kubepods-burstable-podabc.slice" in line
+    again = [LogKill(20, 2.0, 9, "python", f"{NS}{SCOPE}", None, "CONSTRAINT_NONE", 19)]
+    assert len(lines(r.kills + account(r.record, UNITS, {HOG: None}, again, 20, 2.0).kills)) == 2
 
 
 def test_attribute_takes_the_deepest_unit_behind_a_namespace_prefix():
