@@ -125,6 +125,6 @@ def account(record: dict, units: list[Watched], counters: dict, log: list | None
             st["total"] += len(reported)
             st["last"] = reported[-1]
             out.kills += [Kill(unit, w.name, w.kind, w.qos, d) for d in reported]
-        if st["total"] or st["pending"] or st["ino"] is not None:
+        if st["total"] or st["pending"] or st["count"]:  # a counter at 0 needs no baseline: kept small
             new_units[unit] = st
     return out
