@@ -14,11 +14,13 @@ from pathlib import Path
 from sdqos import humanize as H
 from sdqos.errors import HostError
 from sdqos.host import cgroupfs, oomevents, rundir
+from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import Plan
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.oomkills import Kill, Result, Watched, account
 
 COUNTED = ("container", "vm")  # the leaves: a kill below a pod or tier is its container's
+PLACED = ("pod", "container", "vm")  # a log record below none of these (a tier, the node) is not a workload's
 _DESCRIPTION = re.compile(r"sdqos (?:pod|container|vm) (\S+)(?: \((\w+)\))?$")
 
 
@@ -34,6 +36,13 @@ def watched(plan: Plan, kinds: tuple[str, ...] | None = None) -> list[Watched]:
         mem = memory_limit(u.properties)
         cgroup = _slice_path(u.name, slices) if u.name.endswith(".slice") else f"{_slice_path(u.slice, slices)}/{u.name}"
         out.append(Watched(u.name, cgroup, u.kind, name, m.group(2) if m else None, None if mem == INFINITY else mem))
+    if kinds is None or "vm" in kinds:  # a declared VM whose scope ended (with its OOM-killed qemu, say)
+        bound = {u.name for u in plan.units}
+        for v in plan.vms:
+            if v.scope and v.scope not in bound:
+                mem = memory_limit(v.properties)
+                out.append(Watched(v.scope, f"/{MACHINE_SLICE}/{v.scope}", "vm", f"vm {v.vm.name}", v.qos,
+                                   None if mem == INFINITY else mem))
     return out
 
 
@@ -64,7 +73,7 @@ def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg:
         log, last = got if got is not None else (None, seq)
     counted = watched(plan, COUNTED)
     counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in counted}
-    units = watched(plan) if log else counted  # every unit only to place a log record
+    units = watched(plan, PLACED) if log else counted  # pods too, only to place a log record
     result = account(record, units, counters, log, last, time.time())
     if log is not None and everywhere is not None:
         result.record["kernelTotal"] = everywhere
