@@ -327,7 +327,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     running = {(r.namespace, r.pod, r.container) for r in rows if r.kind == "container" and r.running}
     rows = [r for r in rows if not (r.kind == "container" and not r.running and r.unit.startswith("sdqos-pod")
                                     and (r.namespace, r.pod, r.container) in running)]
-    _mark_oom_kills(plan, rows)
+    _mark_oom_kills(plan, rows, {n: sc.cgroup for n, sc in obs.scopes.items()})
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),
@@ -340,12 +340,12 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     return Status(plan.cgroup, rows, warnings, interval, summary)
 
 
-def _mark_oom_kills(plan: Plan, rows: list[Row]) -> None:
+def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str]) -> None:
     """The kills sync reported and any the kernel counted since (read only; see reconcile/oomwatch)."""
     from sdqos.host import oomevents
     from sdqos.reconcile import oomwatch
 
-    result = oomwatch.observe_kills(plan, oomevents.load_record())
+    result = oomwatch.observe_kills(plan, oomevents.load_record(), running)
     units = result.record["units"] if result is not None else {}
     for r in rows:
         st = units.get(r.unit)

@@ -59,9 +59,11 @@ def _slice_path(name: str, memo: dict[str, str]) -> str:
     return path
 
 
-def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg: str = oomevents.KMSG,
-                  vmstat: str = "/proc/vmstat") -> Result | None:
-    """The kills since ``record``; None where this process does not see systemd's cgroup tree."""
+def observe_kills(plan: Plan, record: dict, running: dict[str, str] | None = None, *, root: Path = cgroupfs.ROOT,
+                  kmsg: str = oomevents.KMSG, vmstat: str = "/proc/vmstat") -> Result | None:
+    """The kills since ``record``; None where this process does not see systemd's cgroup tree.
+    ``running``: scope → cgroup of the scopes with processes (what sync and status observed): only
+    their counters are read (a scope without processes is gone, and its kills are in the log)."""
     if root == cgroupfs.ROOT and not cgroupfs.available():
         return None
     seq = record.get("seq") if isinstance(record.get("seq"), int) else None
@@ -72,7 +74,11 @@ def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg:
         got = oomevents.read_log(seq, kmsg)
         log, last = got if got is not None else (None, seq)
     counted = watched(plan, COUNTED)
-    counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in counted}
+    if running is None:
+        counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in counted}
+    else:
+        counters = {w.unit: oomevents.read_counter(running[w.unit], plan.cgroup, root) for w in counted
+                    if w.unit in running}
     units = watched(plan, PLACED) if log else counted  # pods too, only to place a log record
     result = account(record, units, counters, log, last, time.time())
     if log is not None and everywhere is not None:
@@ -80,10 +86,10 @@ def observe_kills(plan: Plan, record: dict, *, root: Path = cgroupfs.ROOT, kmsg:
     return result
 
 
-def track(plan: Plan, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[list[Kill], str | None]:
+def track(plan: Plan, running: dict[str, str], run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[list[Kill], str | None]:
     """For sync: the new kills, recorded as reported; an error line if the record cannot be kept."""
     record = oomevents.load_record(run_dir)
-    result = observe_kills(plan, record)
+    result = observe_kills(plan, record, running)
     if result is None:
         return [], None
     if result.record != record:

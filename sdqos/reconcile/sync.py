@@ -146,7 +146,7 @@ async def sync(
         if only_pod is not None:
             bindings = {n: b for n, b in bindings.items() if b.pod == only_pod}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
-        report.oom_kills, oom_error = oomwatch.track(plan, run_dir)
+        report.oom_kills, oom_error = oomwatch.track(plan, {n: sc.cgroup for n, sc in scopes.items()}, run_dir)
         if oom_error:
             report.warnings.append(oom_error)
     report.duration_s = time.monotonic() - t0
