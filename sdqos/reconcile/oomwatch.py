@@ -24,19 +24,20 @@ PLACED = ("pod", "container", "vm")  # a log record below none of these (a tier,
 _DESCRIPTION = re.compile(r"sdqos (?:pod|container|vm) (\S+)(?: \((\w+)\))?$")
 
 
-def watched(plan: Plan, kinds: tuple[str, ...] | None = None) -> list[Watched]:
-    """The plan's units (of ``kinds``) with their cgroup paths, names and memory limits."""
+def watched(plan: Plan, kinds: tuple[str, ...] | None = None, only=None) -> list[Watched]:
+    """The plan's units (of ``kinds``; of ``only``, a set of names, when given) with their cgroup
+    paths, names and memory limits."""
     out = []
     slices: dict[str, str] = {}
     for u in plan.units:
-        if kinds is not None and u.kind not in kinds:
+        if kinds is not None and u.kind not in kinds or only is not None and u.name not in only:
             continue
         m = _DESCRIPTION.match(u.description or "")
         name = (f"vm {m.group(1)}" if u.kind == "vm" else m.group(1)) if m else ""
         mem = memory_limit(u.properties)
         cgroup = _slice_path(u.name, slices) if u.name.endswith(".slice") else f"{_slice_path(u.slice, slices)}/{u.name}"
         out.append(Watched(u.name, cgroup, u.kind, name, m.group(2) if m else None, None if mem == INFINITY else mem))
-    if kinds is None or "vm" in kinds:  # a declared VM whose scope ended (with its OOM-killed qemu, say)
+    if (kinds is None or "vm" in kinds) and only is None:  # a declared VM whose scope ended (its qemu OOM-killed?)
         bound = {u.name for u in plan.units}
         for v in plan.vms:
             if v.scope and v.scope not in bound:
@@ -73,13 +74,15 @@ def observe_kills(plan: Plan, record: dict, running: dict[str, str] | None = Non
     else:  # the log first: a kill between the two reads waits for the counter
         got = oomevents.read_log(seq, kmsg)
         log, last = got if got is not None else (None, seq)
-    counted = watched(plan, COUNTED)
+    counted = watched(plan, COUNTED, None if running is None else running.keys())
     if running is None:
         counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in counted}
     else:
         counters = {w.unit: oomevents.read_counter(running[w.unit], plan.cgroup, root) for w in counted
                     if w.unit in running}
-    units = watched(plan, PLACED) if log else counted  # pods too, only to place a log record
+    old = record.get("units") if isinstance(record.get("units"), dict) else {}
+    waiting = any(isinstance(v, dict) and v.get("pending") for v in old.values())
+    units = watched(plan, PLACED) if log or waiting else counted  # every workload only to place log records
     result = account(record, units, counters, log, last, time.time())
     if log is not None and everywhere is not None:
         result.record["kernelTotal"] = everywhere
