@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -125,6 +126,17 @@ def sandbox(sandbox_name: str):
             signal.signal(signal.SIGTERM, previous)
 
 
+def forget_oom_kills(sb: sbx.Sandbox) -> None:
+    """The kernel log is the host's, shared by every sandbox and every test: a fresh record that
+    starts after its last record, so an earlier test's OOM kill is never reported again."""
+    from sdqos.host import oomevents
+
+    got = oomevents.read_log(None)
+    seq = got[1] if got is not None else None
+    sbx.run(sb, ["sh", "-c", 'mkdir -p /run/sdqos && umask 077 && printf %s "$1" > /run/sdqos/oom-kills.json', "sh",
+                 json.dumps({"seq": seq, "units": {}})], check=True)
+
+
 @pytest.fixture
 def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     """The session sandbox with no kubepods*.slice / machine-*.scope units and no failed units,
@@ -133,4 +145,5 @@ def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     sbx.reset_units(sandbox)
     sbx.run(sandbox, ["systemctl", "revert", "machine.slice"])
     sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json"])
+    forget_oom_kills(sandbox)
     return sandbox

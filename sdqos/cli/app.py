@@ -520,6 +520,9 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
 
             text = sync_text(report, p, verbose=verbose, quiet=quiet, warnings=shown)
             text += "".join(f"\nchanged: {w}" for w in changed) + "".join(f"\ncleared: {w}" for w in cleared)
+            from sdqos.reconcile.oomwatch import lines
+
+            text += "".join(f"\n{ln}" for ln in lines(report.oom_kills))  # one journal line per OOM kill
             if text.strip():
                 typer.echo(text.strip("\n"))
         print_errors(cfg.errors)

@@ -96,6 +96,10 @@ def unit_metrics(status: Status, out: _Out) -> None:
         if r.oom_score_adj:
             out.metric("sdqos_unit_oom_score_adj", "gauge", "oom_score_adj of the unit's processes (lowest).", lab,
                        r.oom_score_adj[0])
+        if r.kind in ("container", "vm") or r.oom_killed:
+            out.metric("sdqos_oom_kills_total", "counter", "Processes the kernel OOM-killed in the unit since boot.",
+                       _labels(unit=r.unit, kind=r.kind, qos=r.qos, pod=pod, container=container, vm=vm),
+                       (r.oom_killed or {}).get("count", 0))
         out.metric("sdqos_unit_drift", "gauge", "1 if a live value differs from the plan.", lab, int("drift" in r.flags))
         out.metric("sdqos_unit_flagged", "gauge", "1 if status flags the unit (see sdqos status).", lab, int(bool(r.flags)))
 

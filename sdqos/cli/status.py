@@ -44,6 +44,7 @@ class Row:
     pod: str | None = None
     container: str | None = None
     vm: str | None = None
+    oom_killed: dict | None = None  # {"count", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
 
     @property
     def name(self) -> str:
@@ -71,6 +72,7 @@ class Status:
 def _row_json(r: Row) -> dict:
     d = asdict(r)
     d["oomScoreAdj"] = d.pop("oom_score_adj")
+    d["oomKilled"] = d.pop("oom_killed")
     return d
 
 
@@ -326,6 +328,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
     rows = [r for r in rows if not (r.kind == "container" and not r.running and r.unit.startswith("sdqos-pod")
                                     and (r.namespace, r.pod, r.container) in running)]
     _mark_evicted(plan, rows)
+    _mark_oom_kills(plan, rows, {n: sc.cgroup for n, sc in obs.scopes.items()})
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),
@@ -351,6 +354,20 @@ def _mark_evicted(plan: Plan, rows: list[Row]) -> None:
     for r in rows:
         if r.kind in ("pod", "container") and f"{r.namespace}/{r.pod}" in evicted and f"{r.namespace}/{r.pod}" not in running:
             r.flags.append("evicted")
+
+
+def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str]) -> None:
+    """The kills sync reported and any the kernel counted since (read only; see reconcile/oomwatch)."""
+    from sdqos.host import oomevents
+    from sdqos.reconcile import oomwatch
+
+    result = oomwatch.observe_kills(plan, oomevents.load_record(), running)
+    units = result.record["units"] if result is not None else {}
+    for r in rows:
+        st = units.get(r.unit)
+        if st and st.get("total"):
+            r.oom_killed = {"count": st["total"], "last": st.get("last")}
+            r.flags.append("oom-killed")
 
 
 # --- text -----------------------------------------------------------------------------------------

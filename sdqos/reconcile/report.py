@@ -30,6 +30,7 @@ class Report:
     oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
     descriptions: dict[str, str] = field(default_factory=dict)  # removed units' Descriptions (who they were for)
     plan: object = None  # the plan synced to (with what runs in machine.slice counted)
+    oom_kills: list = field(default_factory=list)  # new OOM kills (reconcile.oomkills.Kill), each reported once
 
     def as_json(self) -> dict:
         return {
@@ -52,6 +53,8 @@ class Report:
             "dbusCalls": self.dbus_calls,
             "disconnects": self.disconnects,
             "oomAdjusted": self.oom_adjusted,
+            "oomKills": [{"unit": k.unit, "name": k.name, "kind": k.kind, "qos": k.qos, **k.detail}
+                         for k in self.oom_kills],
         }
 
     @property

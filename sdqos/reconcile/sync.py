@@ -22,6 +22,7 @@ from sdqos.plan.engine import MachineCharge, Plan, recount
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff, kept_pods, pod_requests_record
+from sdqos.reconcile import oomwatch
 from sdqos.reconcile.live import KUBELET, container_kernel_off, container_refusals, kernel_refusals, observe
 from sdqos.reconcile.report import Report
 
@@ -145,6 +146,9 @@ async def sync(
         if only_pod is not None:
             bindings = {n: b for n, b in bindings.items() if b.pod == only_pod}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
+        report.oom_kills, oom_error = oomwatch.track(plan, {n: sc.cgroup for n, sc in scopes.items()}, run_dir)
+        if oom_error:
+            report.warnings.append(oom_error)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0
     report.disconnects = sd.stats.disconnects - disc0

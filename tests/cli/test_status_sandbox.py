@@ -141,6 +141,7 @@ def _status_from_json(doc):
     for u in doc["units"]:
         u = dict(u)
         u["oom_score_adj"] = u.pop("oomScoreAdj")
+        u["oom_killed"] = u.pop("oomKilled", None)
         rows.append(Row(**u))
     return Status(doc["cgroup"], rows, doc["warnings"], doc["intervalSeconds"], doc["summary"])
 

@@ -1,0 +1,132 @@
+"""OOM kills of the plan's containers and VMs: read the kernel (``host/oomevents.py``), account
+(``reconcile/oomkills.py``), and for ``sync`` remember what was reported, so each kill is told once.
+
+``status`` asks the same question without writing: it shows what sync reported plus whatever the
+kernel has counted since.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from sdqos import humanize as H
+from sdqos.errors import HostError
+from sdqos.host import cgroupfs, oomevents, rundir
+from sdqos.kube.naming import MACHINE_SLICE
+from sdqos.plan.engine import Plan
+from sdqos.plan.properties import INFINITY, memory_limit
+from sdqos.reconcile.oomkills import Kill, Result, Watched, account
+
+COUNTED = ("container", "vm")  # the leaves: a kill below a pod or tier is its container's
+PLACED = ("pod", "container", "vm")  # a log record below none of these (a tier, the node) is not a workload's
+_DESCRIPTION = re.compile(r"sdqos (?:pod|container|vm) (\S+)(?: \((\w+)\))?$")
+
+
+def watched(plan: Plan, kinds: tuple[str, ...] | None = None, only=None) -> list[Watched]:
+    """The plan's units (of ``kinds``; of ``only``, a set of names, when given) with their cgroup
+    paths, names and memory limits."""
+    out = []
+    slices: dict[str, str] = {}
+    for u in plan.units:
+        if kinds is not None and u.kind not in kinds or only is not None and u.name not in only:
+            continue
+        m = _DESCRIPTION.match(u.description or "")
+        name = (f"vm {m.group(1)}" if u.kind == "vm" else m.group(1)) if m else ""
+        mem = memory_limit(u.properties)
+        cgroup = _slice_path(u.name, slices) if u.name.endswith(".slice") else f"{_slice_path(u.slice, slices)}/{u.name}"
+        out.append(Watched(u.name, cgroup, u.kind, name, m.group(2) if m else None, None if mem == INFINITY else mem))
+    if (kinds is None or "vm" in kinds) and only is None:  # a declared VM whose scope ended (its qemu OOM-killed?)
+        bound = {u.name for u in plan.units}
+        for v in plan.vms:
+            if v.scope and v.scope not in bound:
+                mem = memory_limit(v.properties)
+                out.append(Watched(v.scope, f"/{MACHINE_SLICE}/{v.scope}", "vm", f"vm {v.vm.name}", v.qos,
+                                   None if mem == INFINITY else mem))
+    return out
+
+
+def _slice_path(name: str, memo: dict[str, str]) -> str:
+    """cgroupfs.cgroup_of for a slice ("" for the root), each parent computed once: a sync asks
+    for thousands of scopes in a few hundred slices."""
+    path = memo.get(name)
+    if path is None:
+        stem = name[: -len(".slice")]
+        cut = stem.rfind("-")
+        path = "" if stem in ("", "-") else (
+            (_slice_path(stem[:cut] + ".slice", memo) if cut > 0 else "") + "/" + name)
+        memo[name] = path
+    return path
+
+
+def observe_kills(plan: Plan, record: dict, running: dict[str, str] | None = None, *, root: Path = cgroupfs.ROOT,
+                  kmsg: str = oomevents.KMSG, vmstat: str = "/proc/vmstat") -> Result | None:
+    """The kills since ``record``; None where this process does not see systemd's cgroup tree.
+    ``running``: scope → cgroup of the scopes with processes (what sync and status observed): only
+    their counters are read (a scope without processes is gone, and its kills are in the log)."""
+    if root == cgroupfs.ROOT and not cgroupfs.available():
+        return None
+    seq = record.get("seq") if isinstance(record.get("seq"), int) else None
+    everywhere = oomevents.kills_since_boot(vmstat)
+    if seq is not None and everywhere is not None and everywhere == record.get("kernelTotal"):
+        log, last = [], seq  # no OOM kill anywhere since the last read
+    else:  # the log first: a kill between the two reads waits for the counter
+        got = oomevents.read_log(seq, kmsg)
+        log, last = got if got is not None else (None, seq)
+    counted = watched(plan, COUNTED, None if running is None else running.keys())
+    if running is None:
+        counters = {w.unit: oomevents.read_counter(w.cgroup, plan.cgroup, root) for w in counted}
+    else:
+        counters = {w.unit: oomevents.read_counter(running[w.unit], plan.cgroup, root) for w in counted
+                    if w.unit in running}
+    old = record.get("units") if isinstance(record.get("units"), dict) else {}
+    waiting = any(isinstance(v, dict) and v.get("pending") for v in old.values())
+    units = watched(plan, PLACED) if log or waiting else counted  # every workload only to place log records
+    result = account(record, units, counters, log, last, time.time())
+    if log is not None and everywhere is not None:
+        result.record["kernelTotal"] = everywhere
+    return result
+
+
+def track(plan: Plan, running: dict[str, str], run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[list[Kill], str | None]:
+    """For sync: the new kills, recorded as reported; an error line if the record cannot be kept."""
+    record = oomevents.load_record(run_dir)
+    result = observe_kills(plan, record, running)
+    if result is None:
+        return [], None
+    if result.record != record:
+        try:
+            oomevents.save_record(result.record, run_dir)
+        except HostError as exc:
+            return result.kills, f"{exc}; these OOM kills may be reported again"
+    return result.kills, None
+
+
+def lines(kills: list[Kill]) -> list[str]:
+    """One line per OOM kill, for the journal (sync's output under the shipped service): the
+    processes one OOM killed together in a unit (memory.oom.group) are one line."""
+    out: list[str] = []
+    group: list[Kill] = []
+    for k in kills + [None]:
+        if group and (k is None or k.unit != group[0].unit or k.detail.get("event") is None
+                      or k.detail.get("event") != group[0].detail.get("event")):
+            out.append(line(group[0], group[1:]))
+            group = []
+        if k is not None:
+            group.append(k)
+    return out
+
+
+def line(k: Kill, also: list[Kill] = ()) -> str:
+    d = k.detail
+    who = f"{k.name} ({k.unit})" if k.name else k.unit
+    proc = f"process {d['pid']} ({d['comm']})" if d.get("pid") is not None else "a process"
+    if also:
+        more = ", ".join(f"{a.detail.get('pid')} ({a.detail.get('comm')})" for a in also)
+        proc += f" and {len(also)} more of its group: {more}"
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(d["time"]))
+    how = "seen by the kernel log" if d.get("source") == "kernel log" else "counted by the kernel, first seen"
+    limit = f"limit {H.size(d['limit'])} of {d['limitUnit']}" if d.get("limit") is not None else "no memory limit"
+    cause = " (the node ran out)" if d.get("constraint") == "CONSTRAINT_NONE" else ""
+    return f"oom-killed: {who}: the kernel killed {proc}{cause} at {when} ({how}); {limit}"

@@ -1,0 +1,153 @@
+"""The pure accounting of OOM kills (reconcile/oomkills.py) and the kernel log's parsing
+(host/oomevents.parse_log): each kill once, from whichever source saw it first, counters of a
+scope made anew counted from 0. The lines are the kernel's own (6.18, cgroup v1, in a sandbox's
+cgroup namespace: the paths carry the namespace's place in the hierarchy)."""
+
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from sdqos.host.oomevents import Counter, LogKill, parse_log
+from sdqos.reconcile.oomkills import Watched, account, attribute
+from sdqos.reconcile.oomwatch import lines
+
+NS = "/process_api/5231bc34/sdqos-sandbox-x"
+POD = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podabc.slice"
+SCOPE = f"{POD}/sdqos-podabc-hog.scope"
+OOM_LINE = (f"oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg={NS}{POD},"
+            f"task_memcg={NS}{SCOPE},task=python,pid=21372,uid=0")
+KILLED = ("Memory cgroup out of memory: Killed process 21372 (python) total-vm:218796kB, anon-rss:65024kB, "
+          "file-rss:6104kB, shmem-rss:0kB, UID:0 pgtables:184kB oom_score_adj:993")
+
+UNITS = [
+    Watched("kubepods.slice", "/kubepods.slice", "node"),
+    Watched("kubepods-burstable.slice", "/kubepods.slice/kubepods-burstable.slice", "tier"),
+    Watched("kubepods-burstable-podabc.slice", POD, "pod", "t/hog", "Burstable", 64 * 2**20),
+    Watched("sdqos-podabc-hog.scope", SCOPE, "container", "t/hog/hog", "Burstable", 64 * 2**20),
+]
+HOG = "sdqos-podabc-hog.scope"
+
+
+def log_kill(seq: int, t: float = 100.0, pid: int = 7) -> LogKill:
+    return LogKill(seq, t, pid, "python", f"{NS}{SCOPE}", f"{NS}{POD}", "CONSTRAINT_MEMCG")
+
+
+def test_the_kernels_lines_parse_into_one_kill_with_its_memcgs():
+    (k,) = parse_log([(10, 5_000_000, "invoked oom-killer"), (11, 5_000_100, OOM_LINE), (12, 5_000_200, KILLED)], 1000.0)
+    assert (k.seq, k.pid, k.comm, k.constraint) == (12, 21372, "python", "CONSTRAINT_MEMCG")
+    assert k.task_memcg == NS + SCOPE and k.oom_memcg == NS + POD and k.time == 1005.0002
+
+
+def test_a_node_wide_oom_has_no_oom_memcg():
+    line = OOM_LINE.replace(f"oom_memcg={NS}{POD},", "global_oom,").replace("CONSTRAINT_MEMCG", "CONSTRAINT_NONE")
+    (k,) = parse_log([(1, 0, line), (2, 0, KILLED)], 0.0)
+    assert k.oom_memcg is None and k.constraint == "CONSTRAINT_NONE" and k.task_memcg == NS + SCOPE
+    assert parse_log([(1, 0, KILLED)], 0.0) == []  # no oom-kill: line before it: not ours to place
+
+
+def test_a_group_kill_is_one_oom_of_several_processes_in_one_journal_line():
+    """memory.oom.group (kubelet's v2 default): the kernel names the group, then kills each of its
+    processes; each counts (as the kernel's counter does), the journal has one line."""
+    group = f"Tasks in {NS}{SCOPE} are going to be killed due to memory.oom.group set"
+    recs = [(11, 0, OOM_LINE), (12, 0, group), (13, 0, KILLED), (14, 0, KILLED.replace("21372 (python)", "21370 (sh)")),
+            (15, 0, KILLED.replace("21372 (python)", "21371 (sleep)"))]
+    kills = parse_log(recs, 0.0)
+    assert [(k.pid, k.comm, k.task_memcg, k.event) for k in kills] == [
+        (21372, "python", NS + SCOPE, 11), (21370, "sh", NS + SCOPE, 11), (21371, "sleep", NS + SCOPE, 11)]
+    r = account({}, UNITS, {HOG: None}, kills, 15, 1.0)  # the scope ended with them
+    assert len(r.kills) == 3 and r.record["units"][HOG]["total"] == 3
+    (line,) = lines(r.kills)
+    assert line.startswith(f"oom-killed: t/hog/hog ({HOG}): the kernel killed process 21372 (python) and 2 more of its group: ")
+    assert "limit 64 MiB of kubepods-burstable-podabc.slice" in line
+    again = [LogKill(20, 2.0, 9, "python", f"{NS}{SCOPE}", None, "CONSTRAINT_NONE", 19)]
+    assert len(lines(r.kills + account(r.record, UNITS, {HOG: None}, again, 20, 2.0).kills)) == 2
+
+
+def test_attribute_takes_the_deepest_unit_behind_a_namespace_prefix():
+    assert attribute(f"{NS}{SCOPE}", UNITS).unit == HOG
+    assert attribute(f"{NS}{SCOPE}/libvirt/emulator", UNITS).unit == HOG
+    assert attribute(f"{NS}{POD}", UNITS).unit == "kubepods-burstable-podabc.slice"
+    assert attribute("/system.slice/cron.service", UNITS) is None
+    assert attribute(f"{NS}{POD}x", UNITS).unit == "kubepods-burstable.slice"  # a name is matched whole
+
+
+def test_a_counted_kill_is_reported_once_with_the_logs_details():
+    r1 = account({}, UNITS, {HOG: Counter(5, 1)}, [log_kill(12)], 12, 200.0)
+    assert [(k.unit, k.detail["pid"], k.detail["source"], k.detail["limitUnit"]) for k in r1.kills] == [
+        (HOG, 7, "kernel log", "kubepods-burstable-podabc.slice")]
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 1)}, [], 12, 300.0)
+    assert r2.kills == [] and r2.record["units"][HOG]["total"] == 1
+
+
+def test_without_the_log_the_counter_tells_with_the_time_first_seen():
+    r = account({}, UNITS, {HOG: Counter(5, 2)}, None, None, 200.0)
+    assert [(k.detail["time"], k.detail["pid"], k.detail["source"]) for k in r.kills] == [(200.0, None, "counter")] * 2
+    assert r.record["seq"] is None
+
+
+def test_counter_first_log_later_fills_the_kill_in_instead_of_counting_it_again():
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 1)}, [], 11, 200.0)
+    assert len(r1.kills) == 1 and r1.kills[0].detail["source"] == "counter"
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 1)}, [log_kill(12)], 12, 300.0)
+    assert r2.kills == [] and r2.record["units"][HOG]["last"]["pid"] == 7 and r2.record["units"][HOG]["total"] == 1
+
+
+def test_log_first_counter_later_waits_for_the_counter():
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 0)}, [log_kill(12)], 12, 200.0)
+    assert r1.kills == []
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 1)}, [], 12, 300.0)
+    assert [k.detail["pid"] for k in r2.kills] == [7]
+    assert account(r2.record, UNITS, {HOG: Counter(5, 1)}, [], 12, 400.0).kills == []
+
+
+def test_a_scope_gone_with_its_victim_is_told_by_the_log_and_a_new_one_starts_from_zero():
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 0)}, [], 11, 100.0)
+    r2 = account(r1.record, UNITS, {HOG: None}, [log_kill(12)], 12, 200.0)
+    assert [k.detail["pid"] for k in r2.kills] == [7]
+    r3 = account(r2.record, UNITS, {HOG: Counter(9, 0)}, [], 12, 300.0)  # made anew: another inode
+    assert r3.kills == [] and r3.record["units"][HOG]["total"] == 1
+    r4 = account(r3.record, UNITS, {HOG: Counter(9, 1)}, [log_kill(13, pid=8)], 13, 400.0)
+    assert [k.detail["pid"] for k in r4.kills] == [8] and r4.record["units"][HOG]["total"] == 2
+
+
+def test_a_log_record_of_an_earlier_scope_of_that_name_is_reported_after_one_sync():
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(9, 0)}, [log_kill(12)], 12, 200.0)
+    assert r1.kills == []
+    r2 = account(r1.record, UNITS, {HOG: Counter(9, 0)}, [], 12, 300.0)
+    assert [k.detail["pid"] for k in r2.kills] == [7]
+    assert account(r2.record, UNITS, {HOG: Counter(9, 0)}, [], 12, 400.0).kills == []
+
+
+def test_a_kill_below_a_pod_but_in_no_container_is_the_pods():
+    rec = LogKill(12, 1.0, 7, "sh", f"{NS}{POD}/libpod-0a1b.scope", f"{NS}{POD}", "CONSTRAINT_MEMCG")
+    r = account({}, UNITS, {HOG: Counter(5, 0)}, [rec], 12, 2.0)
+    assert [(k.unit, k.name) for k in r.kills] == [("kubepods-burstable-podabc.slice", "t/hog")]
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.booleans()), max_size=12))
+def test_every_kill_is_reported_exactly_once_whatever_order_the_sources_see_it(steps):
+    """Each step: maybe the scope is made anew, k kills happen, and sync reads the log before
+    or after them (the log then shows them one sync later)."""
+    record: dict = {"seq": 0}
+    ino, count, seq, happened, reported = 1, 0, 0, 0, 0
+    late: list[LogKill] = []
+    for new_scope, k, log_lags in steps:
+        if new_scope:
+            ino, count = ino + 1, 0
+        fresh = []
+        for _ in range(k):
+            seq += 1
+            fresh.append(log_kill(seq, pid=seq))
+        count += k
+        happened += k
+        shown = late + ([] if log_lags else fresh)
+        late = fresh if log_lags else []
+        r = account(record, UNITS, {HOG: Counter(ino, count)}, shown, max([x.seq for x in shown], default=record["seq"]), 1.0)
+        reported += len(r.kills)
+        record = r.record
+    for _ in range(2):  # quiet syncs: everything settles
+        r = account(record, UNITS, {HOG: Counter(ino, count)}, late, max([x.seq for x in late], default=record["seq"]), 1.0)
+        late = []
+        reported += len(r.kills)
+        record = r.record
+    assert reported == happened
