@@ -145,6 +145,7 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: boo
         _make_private_etc(sdir / "etc")
         for d in ("upper", "work"):  # /var/lib copy-on-write too (see pid1._init)
             (sdir / "varlib" / d).mkdir(parents=True)
+        (sdir / "containers").mkdir()  # podman's default storage inside (see pid1._init)
         _make_cgroups(name, hierarchies)
         _start_supervisor(sdir)
         st = _wait_pid(name, sdir, t0 + timeout)

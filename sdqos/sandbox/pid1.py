@@ -45,6 +45,13 @@ def _init(sdir: Path, console: str) -> NoReturn:
     if varlib.is_dir():
         sh("mount", "-t", "overlay", "-o", f"lowerdir=/var/lib,upperdir={varlib}/upper,workdir={varlib}/work",
            "overlay", "/var/lib")
+        # podman's default storage (overlay driver) cannot live on an overlayfs: a plain directory of
+        # the instance's own (on the host's /run) takes /var/lib/containers' place, so a podman run
+        # without storage options works inside, as on a host, and still writes nothing to its disk.
+        containers = sdir / "containers"
+        if containers.is_dir():
+            os.makedirs("/var/lib/containers", exist_ok=True)
+            sh("mount", "--bind", str(containers), "/var/lib/containers")
     # The instance's /run lives under the host's /run (sdir). Where /run is a mount point (every
     # systemd host) detaching it takes sdir along, so the new /run is cloned first and attached after.
     new_run = _open_tree(st["run_dir"])
