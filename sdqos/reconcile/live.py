@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sdqos import humanize as H
 from sdqos.errors import SdqosError
@@ -29,6 +30,9 @@ from sdqos.reconcile.binding import (
 from sdqos.reconcile.budget import machine_charges
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.scopes import LiveScope
+
+if TYPE_CHECKING:
+    from sdqos.reconcile.memo import Memo
 
 SERVICE_IFACE = "org.freedesktop.systemd1.Service"
 KUBELET = "kubelet.service"  # listed with the tree (no call of its own): sync warns while it is active
@@ -156,8 +160,10 @@ async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None
             live[name].transient = bool(st.transient)
 
 
-async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False) -> Observation:
-    """Read the live state in a few calls and bind scopes (extends the plan with matched scopes)."""
+async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
+                  memo: "Memo | None" = None) -> Observation:
+    """Read the live state in a few calls and bind scopes (extends the plan with matched scopes).
+    ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
     live = await read_live(sd, plan, usage=usage)
     await read_marks(sd, plan, live)
     scopes = await discover_scopes(sd, plan, live, machine=True)  # whatever runs there counts (budget.py)
@@ -171,12 +177,19 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
         if name in live:
             scope.description = live[name].description
     errors: list[str] = []
-    containers = podman_containers(scopes, errors)
+    containers = memo.podman(scopes, lambda: podman_containers(scopes, errors)) if memo is not None \
+        else podman_containers(scopes, errors)
     unsure = frozenset(n for n in scopes if containers is None and n.startswith("libpod-"))
     containers = containers or {}
     machine = machine_scopes(scopes)
-    domains = libvirt.running_domains(warnings=warnings) if machine else {}
-    names = machine_names(machine, containers, domains, await _machines(sd, warnings)) if machine else {}
+    if not machine:
+        domains, names = {}, {}
+    elif memo is not None:
+        domains = memo.domains(warnings)
+        names = machine_names(machine, containers, domains, await memo.machines(lambda: _machines(sd, warnings)))
+    else:
+        domains = libvirt.running_domains(warnings=warnings)
+        names = machine_names(machine, containers, domains, await _machines(sd, warnings))
     bindings, unmatched = bind_scopes(plan, scopes, warnings, containers, domains, names)
     check_kernel(plan, live, scopes)
     charges: tuple[MachineCharge, ...] = ()
