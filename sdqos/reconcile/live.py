@@ -43,7 +43,7 @@ def live_patterns(plan: Plan) -> list[str]:
     plan's other units (machine.slice, VM scopes, reserved cgroups) by name."""
     stem = plan.root_slice[: -len(".slice")]
     patterns = [f"{stem}.slice", f"{stem}-*.slice", "sdqos-pod*.scope", KUBELET]
-    extra = [u.name for u in plan.units if not (u.name.startswith(stem) or u.name.startswith("sdqos-pod"))]
+    extra = [u.name for u in plan.units if not u.name.startswith((stem, "sdqos-pod"))]
     return patterns + sorted(set(extra))
 
 
@@ -212,8 +212,8 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
     """Scopes matched at sync time (VMs, runtimes' containers) are read over D-Bus; their kernel
     files are checked too, as the planned units' are in :func:`read_live`, so a value written
     behind systemd's back is seen (kernel_drift) and restored."""
-    if not cgroupfs.available():
-        return
+    if not scopes or not cgroupfs.available():
+        return  # (no scope with processes: nothing matched at sync time to check)
     page = facts.page_size()
     for u in plan.units:
         lu, sc = live.get(u.name), scopes.get(u.name)
