@@ -12,41 +12,65 @@ from sdqos.host.podman import PodmanContainer
 from sdqos.reconcile.memo import NAME, Memo
 from sdqos.reconcile.scopes import LiveScope
 
-from ..host.test_libvirt import STATUS
+from ..host.test_libvirt import STATUS, fake_proc
 
 CID = "a" * 64
 
 
+def _memo(tmp_path) -> Memo:
+    return Memo(tmp_path / "run", tmp_path / "qemu", proc=tmp_path / "proc")
+
+
+def _status(qemu, name: str, pid: int) -> None:
+    (qemu / f"{name}.xml").write_text(STATUS.replace("db_replica.2", name).replace("4242", str(pid)))
+    os.utime(qemu / f"{name}.xml", (1200, 1200))  # written after the (fake) QEMU started
+
+
 def test_libvirt_domains_are_read_again_when_a_status_file_appears_changes_or_leaves(tmp_path):
-    run, qemu = tmp_path / "run", tmp_path / "qemu"
-    run.mkdir(), qemu.mkdir()
-    assert Memo(run, qemu).domains([]) == {}
-    m = Memo(run, qemu)
-    (qemu / "db_replica.2.xml").write_text(STATUS)  # a VM started
-    assert m.domains([])["db_replica.2"].pid == 4242
+    (tmp_path / "run").mkdir(), (tmp_path / "qemu").mkdir()
+    fake_proc(tmp_path, {4242: "db", 4343: "db"})
+    assert _memo(tmp_path).domains([]) == {}
+    m = _memo(tmp_path)
+    _status(tmp_path / "qemu", "db", 4242)  # a VM started
+    assert m.domains([])["db"].pid == 4242
     m.save()
-    again = Memo(run, qemu)  # the next sync: same files, the same answer from observed.json
+    again = _memo(tmp_path)  # the next sync: same files, the same answer from observed.json
     assert again.domains([]) == m.domains([]) and not again.dirty
-    (qemu / "db_replica.2.xml").write_text(STATUS.replace("4242", "4343"))  # restarted: a new PID
-    assert again.domains([])["db_replica.2"].pid == 4343
-    os.unlink(qemu / "db_replica.2.xml")  # stopped
+    _status(tmp_path / "qemu", "db", 4343)  # restarted: a new PID
+    assert again.domains([])["db"].pid == 4343
+    os.unlink(tmp_path / "qemu" / "db.xml")  # stopped
     assert again.domains([]) == {}
 
 
+def test_a_kept_domain_whose_qemu_is_gone_is_not_reused(tmp_path):
+    """libvirtd down while the guest ended: its record stays as it was, its PID is checked again."""
+    (tmp_path / "run").mkdir(), (tmp_path / "qemu").mkdir()
+    fake_proc(tmp_path, {4242: "db"})
+    _status(tmp_path / "qemu", "db", 4242)
+    m = _memo(tmp_path)
+    assert list(m.domains([])) == ["db"]
+    m.save()
+    fake_proc(tmp_path, {4242: None})  # the PID now runs something else
+    warnings: list[str] = []
+    assert _memo(tmp_path).domains(warnings) == {}
+    assert warnings and "that process is not its QEMU" in warnings[0]
+
+
 def test_a_file_made_writable_by_others_is_distrusted_at_once_and_its_warning_kept(tmp_path):
-    run, qemu = tmp_path / "run", tmp_path / "qemu"
-    run.mkdir(), qemu.mkdir()
-    (qemu / "db.xml").write_text(STATUS)
-    m = Memo(run, qemu)
-    assert list(m.domains([])) == ["db_replica.2"]
+    (tmp_path / "run").mkdir(), (tmp_path / "qemu").mkdir()
+    qemu = tmp_path / "qemu"
+    fake_proc(tmp_path, {4242: "db"})
+    _status(qemu, "db", 4242)
+    m = _memo(tmp_path)
+    assert list(m.domains([])) == ["db"]
     m.save()
     os.chmod(qemu / "db.xml", 0o666)  # same content and mtime; the ctime moved
     warnings: list[str] = []
-    m = Memo(run, qemu)
+    m = _memo(tmp_path)
     assert m.domains(warnings) == {} and warnings == [f"{qemu}/db.xml is not libvirt's (owner or mode): ignored"]
     m.save()
     warnings = []
-    assert Memo(run, qemu).domains(warnings) == {}  # reused: with its warning, said every sync
+    assert _memo(tmp_path).domains(warnings) == {}  # reused: with its warning, said every sync
     assert warnings == [f"{qemu}/db.xml is not libvirt's (owner or mode): ignored"]
 
 
