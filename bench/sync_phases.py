@@ -155,12 +155,28 @@ def main() -> int:
     wrap(S, "apply", "apply: D-Bus writes")
     wrap(rundir, "save_applied", "save applied.json")
     wrap(S, "apply_oom_scores", "apply: OOM scores (/proc)")
+    wrap(S, "kernel_refusals", "apply: kernel read-back")
+    wrap(L, "read_marks", "D-Bus read: marks (Transient)")
+    wrap(L, "podman_containers", "podman ps")
+    wrap(L.libvirt, "running_domains", "libvirt status records")
+    wrap(L, "_machines", "D-Bus read: machined ListMachines")
+    wrap(L, "_usage_of", "D-Bus read: machine.slice usage")
+    wrap(L, "machine_names", "diff")
+    wrap(L, "check_kernel", "kernel: check bound scopes")
+    wrap(L, "machine_charges", "diff")
+    wrap(L, "managed_podman_scopes", "diff")
+    import sdqos.cli.metrics as M
+    wrap(M, "record_sync", "save sync record (last-sync.json)")
+    wrap(M, "load_sync_record", "save sync record (last-sync.json)")
+    wrap(M, "last_machines", "save sync record (last-sync.json)")
 
     # as the console script's main() runs it: its GC thresholds (older sdqos: the default ones)
-    gc.set_threshold(*getattr(sdqos.cli, "GC_THRESHOLD", gc.get_threshold()))
+    cli = sys.modules["sdqos.cli.app"]  # the module (the typer app is its ``app``; before 2026-11 the package's)
+    app = getattr(cli, "app", cli)
+    gc.set_threshold(*getattr(cli, "GC_THRESHOLD", getattr(sdqos.cli, "GC_THRESHOLD", gc.get_threshold())))
     t = _pc()
     try:
-        rc = sdqos.cli.app(sys.argv[1:], standalone_mode=False, prog_name="sdqos")
+        rc = app(sys.argv[1:], standalone_mode=False, prog_name="sdqos")
     except SystemExit as e:
         rc = e.code
     total = _pc() - t

@@ -165,6 +165,20 @@ def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writ
     return load_plan(config, mode, insecure=insecure, cache_dir=run_dir, cache_write=writes, machines=machines)
 
 
+def run_async(coro):
+    """``asyncio.run(coro)``, the result handed back outside the task. asyncio.run (3.11) formats
+    its main task's repr when it restores the SIGINT handler, result included: for a sync's report,
+    the plan of every unit (~0.15 s and ~10 MB at 1000 pods, twice)."""
+    import asyncio
+
+    box = []
+
+    async def main() -> None:
+        box.append(await coro)
+    asyncio.run(main())
+    return box[0]
+
+
 def resolve_cgroup(mode: CgroupMode) -> str:
     from sdqos.host.facts import detect_cgroup_mode
 
@@ -490,7 +504,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                     return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR),
                                                     interval=0, last=st.budget_record(report))
 
-            report, observed = asyncio.run(run_and_measure())
+            report, observed = run_async(run_and_measure())
         p = report.plan or p
         report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
         refused = list(report.invalid)  # edits the diff refused, as Kubernetes refuses them
@@ -555,8 +569,6 @@ def diff(
 
 
 def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_address, interval: float):
-    import asyncio
-
     from sdqos.cli import status as st
     from sdqos.host import rundir
     from sdqos.host.systemd import Systemd
@@ -570,7 +582,7 @@ def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_addr
             return await st.collect(sd, p, rundir.load_applied(rundir.DEFAULT_RUN_DIR), interval=interval,
                                     last=load_sync_record(rundir.DEFAULT_RUN_DIR))
 
-    result = asyncio.run(go())
+    result = run_async(go())
     result.warnings[:0] = [f"{e}" for e in cfg.errors]
     return result
 
@@ -931,8 +943,6 @@ def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout:
     """Right after its containers started: the pod's units through the sync's own path (its slice,
     the slices above, its containers' scopes: updated, read back, recorded as applied), so `status`
     shows them ok and `diff` has nothing pending, without waiting for the next sync."""
-    import asyncio
-
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import sync as reconcile
@@ -949,7 +959,7 @@ def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout:
                     sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only_pod=key,
                     replan=lambda machines: load_planned(config, insecure, mode, writes=True, machines=machines)[1])
 
-        report = asyncio.run(go())
+        report = run_async(go())
     for e in report.errors:
         err(f"error: {e}")
     if report.errors:

@@ -37,6 +37,34 @@ def available(proc: Path = Path("/proc"), root: Path = ROOT) -> bool:
     return root.is_dir()
 
 
+def populated(cgroup: str, root: Path = ROOT) -> bool | None:
+    """Whether any process runs in ``cgroup`` or below it: the ``populated`` line of its
+    cgroup.events in the cgroup-v2 tree systemd tracks processes in (/sys/fs/cgroup itself, or
+    /sys/fs/cgroup/unified on a hybrid host). False also when systemd has no cgroup there; None on
+    a host without that tree (legacy v1: ask systemd)."""
+    rel = cgroup.strip("/")
+    for base in (f"{root}/unified", str(root)):
+        if not os.path.exists(f"{base}/cgroup.controllers"):
+            continue
+        try:
+            fd = os.open(f"{base}/{rel}/cgroup.events", os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False if not os.path.isdir(f"{base}/{rel}") else None
+        except OSError:
+            return None
+        try:
+            for line in os.read(fd, 256).decode().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "populated":
+                    return value.strip() != "0"
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        return None
+    return None
+
+
 def cgroup_of(unit: str, parent: str) -> str:
     """A unit's cgroup path: slices nest by their dashes (``a-b.slice`` → ``/a.slice/a-b.slice``),
     anything else sits in its slice."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sdqos import humanize as H
 from sdqos.errors import SdqosError
@@ -30,6 +31,9 @@ from sdqos.reconcile.budget import machine_charges
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
+if TYPE_CHECKING:
+    from sdqos.reconcile.memo import Memo
+
 SERVICE_IFACE = "org.freedesktop.systemd1.Service"
 KUBELET = "kubelet.service"  # listed with the tree (no call of its own): sync warns while it is active
 
@@ -39,7 +43,7 @@ def live_patterns(plan: Plan) -> list[str]:
     plan's other units (machine.slice, VM scopes, reserved cgroups) by name."""
     stem = plan.root_slice[: -len(".slice")]
     patterns = [f"{stem}.slice", f"{stem}-*.slice", "sdqos-pod*.scope", KUBELET]
-    extra = [u.name for u in plan.units if not (u.name.startswith(stem) or u.name.startswith("sdqos-pod"))]
+    extra = [u.name for u in plan.units if not u.name.startswith((stem, "sdqos-pod"))]
     return patterns + sorted(set(extra))
 
 
@@ -156,8 +160,10 @@ async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None
             live[name].transient = bool(st.transient)
 
 
-async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False) -> Observation:
-    """Read the live state in a few calls and bind scopes (extends the plan with matched scopes)."""
+async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
+                  memo: "Memo | None" = None) -> Observation:
+    """Read the live state in a few calls and bind scopes (extends the plan with matched scopes).
+    ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
     live = await read_live(sd, plan, usage=usage)
     await read_marks(sd, plan, live)
     scopes = await discover_scopes(sd, plan, live, machine=True)  # whatever runs there counts (budget.py)
@@ -171,12 +177,19 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
         if name in live:
             scope.description = live[name].description
     errors: list[str] = []
-    containers = podman_containers(scopes, errors)
+    containers = memo.podman(scopes, lambda: podman_containers(scopes, errors)) if memo is not None \
+        else podman_containers(scopes, errors)
     unsure = frozenset(n for n in scopes if containers is None and n.startswith("libpod-"))
     containers = containers or {}
     machine = machine_scopes(scopes)
-    domains = libvirt.running_domains(warnings=warnings) if machine else {}
-    names = machine_names(machine, containers, domains, await _machines(sd, warnings)) if machine else {}
+    if not machine:
+        domains, names = {}, {}
+    elif memo is not None:
+        domains = memo.domains(warnings)
+        names = machine_names(machine, containers, domains, await memo.machines(lambda: _machines(sd, warnings)))
+    else:
+        domains = libvirt.running_domains(warnings=warnings)
+        names = machine_names(machine, containers, domains, await _machines(sd, warnings))
     bindings, unmatched = bind_scopes(plan, scopes, warnings, containers, domains, names)
     check_kernel(plan, live, scopes)
     charges: tuple[MachineCharge, ...] = ()
@@ -199,8 +212,8 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
     """Scopes matched at sync time (VMs, runtimes' containers) are read over D-Bus; their kernel
     files are checked too, as the planned units' are in :func:`read_live`, so a value written
     behind systemd's back is seen (kernel_drift) and restored."""
-    if not cgroupfs.available():
-        return
+    if not scopes or not cgroupfs.available():
+        return  # (no scope with processes: nothing matched at sync time to check)
     page = facts.page_size()
     for u in plan.units:
         lu, sc = live.get(u.name), scopes.get(u.name)

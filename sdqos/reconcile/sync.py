@@ -24,6 +24,7 @@ from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff, kept_pods, pod_requests_record
 from sdqos.reconcile import oomwatch
 from sdqos.reconcile.live import KUBELET, container_kernel_off, container_refusals, kernel_refusals, observe
+from sdqos.reconcile.memo import Memo
 from sdqos.reconcile.report import Report
 
 
@@ -62,11 +63,14 @@ async def sync(
     report = Report(dry_run=dry_run)
     applied = rundir.load_applied(run_dir)
     seen: list[str] = []
-    obs = await observe(sd, plan, applied, seen)
+    memo = Memo(run_dir)
+    obs = await observe(sd, plan, applied, seen, memo=memo)
     if replan is not None and obs.machines != plan.machines:
         plan = replan(obs.machines)  # one node budget: what runs in machine.slice is counted before pods
         seen = []
-        obs = await observe(sd, plan, applied, seen)
+        obs = await observe(sd, plan, applied, seen, memo=memo)
+    if not dry_run:
+        memo.save()
     report.warnings.extend(seen)
     report.errors.extend(obs.errors)
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched

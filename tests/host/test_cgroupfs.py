@@ -33,3 +33,35 @@ def test_v2_with_quota_checks_quota_and_period(tmp_path):
     assert cgroupfs.in_sync(props, "/b.slice", "v2", root=tmp_path)
     write(tmp_path, "/b.slice", {"cpu.max": "25000 100000"})
     assert not cgroupfs.in_sync(props, "/b.slice", "v2", root=tmp_path)
+
+
+def test_populated_reads_the_v2_tree_systemd_tracks_processes_in(tmp_path):
+    """cgroup.events of the unified tree (or, on a hybrid host, of /sys/fs/cgroup/unified) says
+    whether any process runs below a slice; a slice without a cgroup holds none; a legacy-only
+    host has no such file (None: ask systemd)."""
+    assert cgroupfs.populated("/kubepods.slice", tmp_path) is None  # legacy v1: nothing to read
+    for base in (tmp_path / "unified", tmp_path):  # hybrid first, then unified
+        other = tmp_path if base != tmp_path else tmp_path / "unified"
+        (base / "kubepods.slice").mkdir(parents=True, exist_ok=True)
+        (base / "cgroup.controllers").write_text("cpu memory pids\n")
+        (base / "kubepods.slice" / "cgroup.events").write_text("populated 0\nfrozen 0\n")
+        assert cgroupfs.populated("/kubepods.slice", tmp_path) is False
+        (base / "kubepods.slice" / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+        assert cgroupfs.populated("/kubepods.slice", tmp_path) is True
+        assert cgroupfs.populated("/machine.slice", tmp_path) is False  # no cgroup: no process
+        (base / "cgroup.controllers").unlink()
+        assert not (other / "cgroup.controllers").exists()
+
+
+def test_populated_on_this_host_matches_the_processes_in_the_tree():
+    """The real kernel: the root cgroup of this host's v2 tree holds processes (this one)."""
+    import os
+
+    mine = open("/proc/self/cgroup").read()
+    if not any(line.startswith("0::") for line in mine.splitlines()):
+        return  # no v2 tree on this kernel: populated() is None, covered above
+    where = next(line[3:] for line in mine.splitlines() if line.startswith("0::"))
+    base = "/sys/fs/cgroup/unified" if os.path.exists("/sys/fs/cgroup/unified/cgroup.controllers") else "/sys/fs/cgroup"
+    if not os.path.isdir(base + where) or where == "/":
+        return
+    assert cgroupfs.populated(where) is True

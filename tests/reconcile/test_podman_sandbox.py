@@ -165,6 +165,41 @@ def test_podman_start_runs_the_pod_with_kubelets_values(podman_env):
     assert podman(sb, env, "ps", "--all", "--format", "{{.Names}}").strip() == ""
 
 
+def test_a_container_started_after_a_warm_sync_is_found_and_tuned(podman_env):
+    """A warm sync reuses podman's answer while the same libpod scopes run (observed.json); a
+    container started since, in the pod slice, is a new scope: podman is asked, the container
+    matched by its labels and tuned, its process given the container's OOM score."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    ids = {inspect(sb, env, f"shop_web_{n}")["Id"] for n in ("nginx", "shipper")}
+    kept = json.loads(sbx.run(sb, ["cat", "/run/sdqos/observed.json"], check=True).stdout)["podman"]
+    assert ids <= {c["id"] for c in kept["containers"]}
+    assert sdqos_in(sb, "sync", "--config", str(config), env=env).stdout.startswith("nothing to do")
+    pod = json.loads(sdqos_in(sb, "plan", "--config", str(config), "-o", "json").stdout)["pods"][0]
+    cid = podman(sb, env, "run", "--detach", "--name=late", f"--cgroup-parent={pod['slice']}",
+                 f"--label=io.kubernetes.pod.uid={pod['uid']}", "--label=io.kubernetes.container.name=nginx",
+                 "localhost/bb", "/bin/sleep", "100000").strip()
+    report = sync_json(sb, config, env=env)
+    scope = f"libpod-{cid}.scope"
+    assert scope in {u["unit"] for u in report["updated"]} and report["foreign"] == [], json.dumps(report)
+    nginx = next(c for c in pod["containers"] if c["name"] == "nginx")
+    pid = inspect(sb, env, "late")["State"]["Pid"]
+    cg = sbx.run(sb, ["systemctl", "show", scope, "-p", "ControlGroup", "--value"], check=True).stdout.strip()
+    assert f"{cg}/" in sbx.run(sb, ["cat", f"/proc/{pid}/cgroup"]).stdout or f"{cg}\n" in sbx.run(
+        sb, ["cat", f"/proc/{pid}/cgroup"]).stdout
+    for controller, name, want in (("memory", "memory.limit_in_bytes", nginx["properties"]["MemoryLimit"]),
+                                   ("cpu", "cpu.shares", nginx["properties"]["CPUShares"])):
+        mount = next(d for d in os.listdir("/sys/fs/cgroup") if controller in d.split(","))
+        assert int(sbx.run(sb, ["cat", f"/sys/fs/cgroup/{mount}{cg}/{name}"], check=True).stdout) == want
+    assert int(sbx.run(sb, ["cat", f"/proc/{pid}/oom_score_adj"]).stdout) == nginx["oomScoreAdj"]
+    # and once it is gone, its scope is no longer there to match (podman asked again, nothing stale)
+    podman(sb, env, "rm", "--force", "--time", "0", "late")
+    report = sync_json(sb, config, env=env)
+    assert scope not in {u["unit"] for u in report["updated"]} and report["errors"] == []
+    assert sdqos_in(sb, "sync", "--config", str(config), env=env).stdout.startswith("nothing to do")
+
+
 def test_a_pod_that_leaves_the_config_is_stopped_through_podman(podman_env):
     sb, env, config = podman_env
     assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
