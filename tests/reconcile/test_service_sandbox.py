@@ -9,6 +9,7 @@ The hardening is measured on the shipped file: `systemd-analyze security --offli
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -105,8 +106,18 @@ def test_the_installed_units_keep_podman_pods_in_step(podman_env, tmp_path, drop
         assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 256 * 2**20
 
         # An edit, picked up by the path unit alone: the container's own cgroup gets the new limit
-        # (podman update run by the service).
+        # (podman update run by the service), and its process's OOM score, changed behind sdqos's
+        # back, is kubelet's again (written by the service).
         sbx.run(sb, ["systemctl", "stop", "sdqos-sync.timer"], check=True)
+        plan = json.loads(sdqos_in(sb, "plan", "--config", str(config), "-o", "json").stdout)
+        oom = next(c["oomScoreAdj"] for p in plan["pods"] if p["name"] == "web" for c in p["containers"]
+                   if c["name"] == "nginx")
+
+        def oom_now() -> int:
+            return int(sbx.run(sb, ["cat", f"/proc/{pid}/oom_score_adj"], check=True).stdout)
+        assert oom_now() == oom
+        sbx.run(sb, ["sh", "-c", f"echo 1000 > /proc/{pid}/oom_score_adj"], check=True)
+        assert oom_now() == 1000
         pod_file = config / "pods" / "shop.yaml"
         pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}",
                                                          "limits: {cpu: 300m, memory: 200Mi}"))
@@ -114,6 +125,7 @@ def test_the_installed_units_keep_podman_pods_in_step(podman_env, tmp_path, drop
                  "the edited limit in the container's cgroup (path unit)", timeout=20)
         assert int(cgroup_file(sb, pid, "cpu", "cpu.cfs_quota_us")) == 30_000
         _wait_idle(sb, "the path unit's sync")
+        assert oom_now() == oom
 
         # A pod that leaves the config, picked up by the timer alone: its containers go through podman.
         sbx.run(sb, ["systemctl", "stop", "sdqos-sync.path"], check=True)
