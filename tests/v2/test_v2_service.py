@@ -15,10 +15,13 @@ UNITS = ("sdqos-sync.service", "sdqos-sync.timer", "sdqos-sync.path")
 EXPOSURE_LIMIT = 4.6  # as tests/reconcile/test_service_sandbox.py
 
 
-def _wait(what: str, cond, timeout: float = 60) -> None:
+def _wait(what: str, cond, timeout: float = 60, g=None) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() > deadline:
+            why = g.run("systemctl status --no-pager sdqos-sync.service; journalctl -b --no-pager -n 30 "
+                        "-u sdqos-sync.service").stdout if g is not None else ""
+            raise AssertionError(f"timed out waiting for {what}\n{why}")
         time.sleep(0.5)
 
 
@@ -38,7 +41,7 @@ def test_the_installed_units_on_a_real_systemd(v2guest):
 
         _wait("the timer's first sync", lambda: g.run("systemctl is-active kubepods.slice").stdout.strip() == "active"
               and g.check("systemctl show -P Result sdqos-sync.service").strip() == "success"
-              and g.check("systemctl show -P ActiveState sdqos-sync.service").strip() == "inactive")
+              and g.check("systemctl show -P ActiveState sdqos-sync.service").strip() == "inactive", 120, g)
         c = next(c for p in planned(g, cfg)["pods"] if p["name"] == "db" for c in p["containers"]
                  if c["name"] == "postgres")
         assert c["oomScoreAdj"] < 0  # guaranteed: lowering it takes CAP_SYS_RESOURCE
@@ -50,7 +53,7 @@ def test_the_installed_units_on_a_real_systemd(v2guest):
         g.check(f"echo 0 > /proc/{pid}/oom_score_adj")
         g.check(f"echo '# touched' >> {cfg}/node.yaml")  # the path unit starts a sync
         _wait("the service to lower the OOM score again",
-              lambda: int(g.check(f"cat /proc/{pid}/oom_score_adj")) == c["oomScoreAdj"], 30)
+              lambda: int(g.check(f"cat /proc/{pid}/oom_score_adj")) == c["oomScoreAdj"], 30, g)
         _wait("the service to end", lambda: g.check("systemctl show -P ActiveState sdqos-sync.service").strip()
               == "inactive")
         assert g.check("systemctl show -P Result sdqos-sync.service").strip() == "success"
