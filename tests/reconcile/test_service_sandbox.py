@@ -171,3 +171,36 @@ def test_the_shipped_service_stays_hardened(tmp_path):
     with_dropin.parent.mkdir()
     with_dropin.write_text(shipped.read_text() + no_network_dropin().replace("[Service]\n", ""))
     assert _exposure(with_dropin) <= NO_NETWORK_LIMIT
+
+
+def test_install_units_names_podman_settings_the_service_would_miss(tmp_path):
+    """Set in the operator's shell but not in CONFIG/environment: said, once (the units are still
+    written). A relative --metrics-textfile is refused in one line, nothing written."""
+    import os
+    import sys
+
+    config = tmp_path / "cfg"
+    config.mkdir()
+    env = {**os.environ, "SDQOS_PODMAN": "podman --root /srv/c"}
+    env.pop("CONTAINERS_CONF", None)
+    env.pop("CONTAINERS_STORAGE_CONF", None)
+
+    def install(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "sdqos", "install-units", "--dir", str(tmp_path / "units"),
+                               "--config", str(config), *extra], capture_output=True, text=True, env=env)
+    r = install()
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == (f"sdqos: warning: SDQOS_PODMAN set here but not for the service: put it in "
+                                f"{config / 'environment'} (VAR=value lines)")
+    (config / "environment").write_text('SDQOS_PODMAN="podman --root /srv/c"\n')
+    r = install("--metrics-textfile", str(tmp_path / "m.prom"))
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    service = (tmp_path / "units" / unitfiles.SERVICE).read_text()
+    assert f"--metrics-textfile {tmp_path / 'm.prom'}\n" in service
+    assert f"EnvironmentFile=-{config}/environment\n" in service
+    (tmp_path / "units2").mkdir()
+    r = subprocess.run([sys.executable, "-m", "sdqos", "install-units", "--dir", str(tmp_path / "units2"),
+                        "--config", str(config), "--metrics-textfile", "has space.prom"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--metrics-textfile" in r.stderr, r.stderr
+    assert list((tmp_path / "units2").iterdir()) == []
