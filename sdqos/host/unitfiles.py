@@ -48,9 +48,10 @@ RuntimeDirectoryPreserve=yes
 # (CAP_SYS_RESOURCE to lower it, CAP_DAC_OVERRIDE for processes of other users); podman ps, update
 # and rm (rootful podman needs CAP_SYS_ADMIN; rm signals containers of any user (CAP_KILL), removes
 # their files (CAP_DAC_OVERRIDE, CAP_FOWNER), unmounts (@mount) and tears their network down in the
-# host's network namespace (netlink, CAP_NET_ADMIN, CAP_NET_RAW for iptables); crun update writes
-# the container's cgroup files). No private mount namespace (ProtectSystem=, PrivateTmp=, ...): a
-# podman rm in one leaves the container's mounts behind in the host's and fails. No IP traffic.
+# host's network namespace (netlink, CAP_NET_ADMIN, CAP_NET_RAW for iptables); podman update writes
+# /var/tmp, crun the container's cgroup files). No private mount namespace (ProtectSystem=,
+# PrivateTmp=, ...): podman rm in one races conmon's cleanup and fails or leaves the container's
+# mounts behind in the host's. No IP traffic.
 # The service never starts a container: it would inherit all of this. See docs/service.md.
 CapabilityBoundingSet=CAP_SYS_ADMIN CAP_SYS_RESOURCE CAP_KILL CAP_DAC_OVERRIDE CAP_FOWNER CAP_NET_ADMIN CAP_NET_RAW
 NoNewPrivileges=yes
