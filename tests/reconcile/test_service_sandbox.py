@@ -86,7 +86,15 @@ def test_the_installed_units_keep_podman_pods_in_step(podman_env, tmp_path, drop
     # The operator's podman settings, for the service as for this shell.
     (config / "environment").write_text("".join(f'{k}="{v}"\n' for k, v in env.items()))
     (config / "pods" / "idle.yaml").write_text(OTHER_POD)
-    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    # nginx runs as another user: the service signals it (CAP_KILL) and writes its OOM score
+    # (CAP_DAC_OVERRIDE: /proc/PID/oom_score_adj is its owner's).
+    pod_file = config / "pods" / "shop.yaml"
+    text = pod_file.read_text()
+    nginx = "  - name: nginx\n    image: localhost/bb\n"
+    assert nginx in text
+    pod_file.write_text(text.replace(nginx, nginx + "    securityContext: {runAsUser: 1000}\n"))
+    r = sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env)
+    assert r.returncode == 0, r.stderr
     metrics = tmp_path / "textfile" / "sdqos.prom"
     metrics.parent.mkdir()
     r = sdqos_in(sb, "install-units", "--dir", "/run/systemd/system", "--config", str(config), "--now",
@@ -101,8 +109,8 @@ def test_the_installed_units_keep_podman_pods_in_step(podman_env, tmp_path, drop
         text = metrics.read_text()
         assert "\nsdqos_sync_success 1\n" in text and "\nsdqos_sync_errors 0\n" in text, text
         assert "shop_web_nginx" in text or 'container="nginx"' in text, text
-        nginx = inspect(sb, env, "shop_web_nginx")
-        pid = nginx["State"]["Pid"]
+        pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+        assert sbx.run(sb, ["stat", "-c", "%u", f"/proc/{pid}/oom_score_adj"], check=True).stdout.strip() == "1000"
         assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 256 * 2**20
 
         # An edit, picked up by the path unit alone: the container's own cgroup gets the new limit
@@ -118,7 +126,6 @@ def test_the_installed_units_keep_podman_pods_in_step(podman_env, tmp_path, drop
         assert oom_now() == oom
         sbx.run(sb, ["sh", "-c", f"echo 1000 > /proc/{pid}/oom_score_adj"], check=True)
         assert oom_now() == 1000
-        pod_file = config / "pods" / "shop.yaml"
         pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}",
                                                          "limits: {cpu: 300m, memory: 200Mi}"))
         wait_for(lambda: int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 200 * 2**20,
