@@ -197,7 +197,7 @@ def test_install_units_names_podman_settings_the_service_would_miss(tmp_path):
                                "--config", str(config), *extra], capture_output=True, text=True, env=env)
     r = install()
     assert r.returncode == 0, r.stderr
-    assert r.stderr.strip() == (f"sdqos: warning: SDQOS_PODMAN set here but not for the service: put it in "
+    assert r.stderr.strip() == (f"warning: SDQOS_PODMAN set here but not for the service: put it in "
                                 f"{config / 'environment'} (VAR=value lines)")
     (config / "environment").write_text('SDQOS_PODMAN="podman --root /srv/c"\n')
     r = install("--metrics-textfile", str(tmp_path / "m.prom"))
