@@ -998,12 +998,16 @@ def install_units(
     directory: Path = typer.Option(Path("/etc/systemd/system"), "--dir", help="Where to write the unit files."),
     config: Path = typer.Option(Path("/etc/sdqos"), "--config", "-c", help="Config directory the timer syncs."),
     binary: Optional[Path] = typer.Option(None, "--sdqos", help="Absolute path of sdqos (default: this one)."),
-    now: bool = typer.Option(False, "--now", help="Also daemon-reload, enable and start the timer and the path "
-                                                  "unit (over D-Bus)."),
+    now: bool = typer.Option(False, "--now", help="Also enable and start the timer and the path unit and "
+                                                  "daemon-reload (over D-Bus), as systemctl enable --now."),
+    metrics_textfile: Optional[Path] = typer.Option(None, "--metrics-textfile", metavar="FILE",
+                                                    help="Each sync of the service writes its metrics to FILE "
+                                                         "(node_exporter's textfile collector)."),
     bus_address: Optional[str] = BusOpt,
 ) -> None:
     """Install sdqos-sync.service, sdqos-sync.timer (sync at boot and every 30 s) and sdqos-sync.path
-    (sync within a second when the config changes or a VM starts)."""
+    (sync within a second when the config changes or a VM starts). The service reads podman's
+    settings (SDQOS_PODMAN, CONTAINERS_CONF, CONTAINERS_STORAGE_CONF) from CONFIG/environment."""
     import asyncio
     import os
 
@@ -1013,9 +1017,10 @@ def install_units(
     with cli_errors():
         command = [str(binary)] if binary else unitfiles.default_command()
         try:
-            files = unitfiles.render(command, os.path.abspath(config))
+            textfile = os.path.abspath(metrics_textfile) if metrics_textfile is not None else None
+            files = unitfiles.render(command, os.path.abspath(config), textfile)
         except ValueError as exc:
-            raise InvalidInput(str(exc), where="--sdqos/--config") from None
+            raise InvalidInput(str(exc), where="--sdqos/--config/--metrics-textfile") from None
         try:
             directory.mkdir(parents=True, exist_ok=True)
             for name, text in files.items():
@@ -1027,6 +1032,11 @@ def install_units(
             raise HostError(f"cannot write unit files to {directory}: {exc.strerror or exc}") from None
         for name in files:
             typer.echo(f"wrote {directory / name}")
+        envfile = os.path.join(os.path.abspath(config), unitfiles.ENVIRONMENT)
+        shell = [v for v in unitfiles.PODMAN_SETTINGS if os.environ.get(v)]
+        if shell and not os.path.exists(envfile):
+            warn(f"{', '.join(shell)} set here but not for the service: put {'it' if len(shell) == 1 else 'them'} "
+                 f"in {envfile} (VAR=value lines)")
         if not now:
             typer.echo("next: systemctl daemon-reload && systemctl enable --now sdqos-sync.timer sdqos-sync.path")
             return
@@ -1045,6 +1055,8 @@ def install_units(
                         await sd.enable_unit_files([unit])
                     except SdqosError as exc:  # e.g. no timers.target in a minimal system
                         warn(f"could not enable {unit}: {exc}")
+                await sd.reload()  # as systemctl enable: no unit left "changed on disk" (NeedDaemonReload)
+                for unit in (unitfiles.TIMER, unitfiles.PATH):
                     await sd.start_unit(unit)
 
         asyncio.run(activate())

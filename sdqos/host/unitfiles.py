@@ -4,6 +4,10 @@ Transient units vanish at reboot; the timer brings the QoS tree back shortly aft
 re-applies it every 30 s, which also repairs drift. The path unit starts the same sync within
 about a second when the config changes or a VM appears (libvirt writes its status file, machined
 its machine file), so a libvirt VM is limited from its first second, without a daemon.
+
+The service reads podman's settings from ``CONFIG/environment`` (systemd's EnvironmentFile format)
+and is hardened only as far as every feature keeps working: docs/service.md says what it may do
+and why (podman's rm must act in the host's mount and network namespaces).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ TIMER = "sdqos-sync.timer"
 PATH = "sdqos-sync.path"
 DEFAULT_BINARY = "/usr/local/bin/sdqos"
 DEFAULT_CONFIG = "/etc/sdqos"
+ENVIRONMENT = "environment"  # in the config dir: the service's EnvironmentFile=
+PODMAN_SETTINGS = ("SDQOS_PODMAN", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF")
 
 _SERVICE = """\
 [Unit]
@@ -28,24 +34,40 @@ StartLimitIntervalSec=0
 
 [Service]
 Type=oneshot
+# podman's settings, as in the operator's shell (SDQOS_PODMAN, CONTAINERS_CONF, CONTAINERS_STORAGE_CONF)
+EnvironmentFile=-{config}/{environment}
 ExecStart={binary} sync --quiet --settle --config {config}{extra}
 StandardOutput=journal
 StandardError=journal
 SyslogIdentifier=sdqos
 TimeoutStartSec=10min
-# sdqos reads its config, /proc and /sys, talks to systemd over D-Bus and writes only /run/sdqos
-# (and oom_score_adj of the processes in its scopes). Add ReadWritePaths= in a drop-in for a
-# --metrics-textfile directory.
 RuntimeDirectory=sdqos
 RuntimeDirectoryMode=0755
 RuntimeDirectoryPreserve=yes
-ProtectSystem=strict
-ProtectHome=read-only
-PrivateNetwork=yes
+# What the sync does: systemd over D-Bus; /proc/PID/oom_score_adj of the processes in its scopes
+# (CAP_SYS_RESOURCE to lower it, CAP_DAC_OVERRIDE for processes of other users); podman ps, update
+# and rm (rootful podman needs CAP_SYS_ADMIN; rm signals containers of any user (CAP_KILL), removes
+# their files (CAP_DAC_OVERRIDE, CAP_FOWNER), unmounts (@mount) and tears their network down in the
+# host's network namespace (netlink, CAP_NET_ADMIN, CAP_NET_RAW for iptables); podman update writes
+# /var/tmp, crun the container's cgroup files). No private mount namespace (ProtectSystem=,
+# PrivateTmp=, ...): podman rm in one races conmon's cleanup and fails or leaves the container's
+# mounts behind in the host's. No IP traffic.
+# The service never starts a container: it would inherit all of this. See docs/service.md.
+CapabilityBoundingSet=CAP_SYS_ADMIN CAP_SYS_RESOURCE CAP_KILL CAP_DAC_OVERRIDE CAP_FOWNER CAP_NET_ADMIN CAP_NET_RAW
 NoNewPrivileges=yes
-RestrictAddressFamilies=AF_UNIX
-RestrictNamespaces=yes
+SystemCallFilter=@system-service @mount seccomp
+SystemCallErrorNumber=EPERM
+SystemCallArchitectures=native
+RestrictNamespaces=~user pid uts mnt cgroup ipc
+RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6
+IPAddressDeny=any
+DevicePolicy=closed
+ProtectClock=yes
+ProtectHostname=yes
 LockPersonality=yes
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+MemoryDenyWriteExecute=yes
 """
 
 _TIMER = """\
@@ -79,18 +101,21 @@ WantedBy=paths.target
 """
 
 
-def render(command: list[str] | None = None, config: str = DEFAULT_CONFIG, extra_args: str = "") -> dict[str, str]:
+def render(command: list[str] | None = None, config: str = DEFAULT_CONFIG,
+           metrics_textfile: str | None = None) -> dict[str, str]:
     """File name → content. ``command`` is how to start sdqos (default /usr/local/bin/sdqos; e.g.
-    ``[python, "-m", "sdqos"]``): absolute paths and plain words only, nothing systemd would expand."""
+    ``[python, "-m", "sdqos"]``), ``metrics_textfile`` where each sync writes its metrics: absolute
+    paths and plain words only, nothing systemd would expand."""
     command = command or [DEFAULT_BINARY]
-    for value in (command[0], config):
+    paths = [command[0], config] + ([metrics_textfile] if metrics_textfile is not None else [])
+    for value in paths:
         if not value.startswith("/"):
             raise ValueError(f"{value!r} must be an absolute path")
-    for value in (*command, config):
+    for value in (*command, *paths):
         if not value or any(c.isspace() or c in "\"'\\;$`%" for c in value):
             raise ValueError(f"{value!r} must not contain spaces or special characters")
-    extra = f" {extra_args}" if extra_args else ""
-    return {SERVICE: _SERVICE.format(binary=" ".join(command), config=config, extra=extra), TIMER: _TIMER,
+    extra = f" --metrics-textfile {metrics_textfile}" if metrics_textfile is not None else ""
+    return {SERVICE: _SERVICE.format(binary=" ".join(command), config=config, extra=extra, environment=ENVIRONMENT), TIMER: _TIMER,
             PATH: _PATH.format(config=config, libvirt=LIBVIRT_STATE, machined=MACHINED_STATE, service=SERVICE)}
 
 
