@@ -180,6 +180,12 @@ def update_args(c: ContainerPlan, cgroup: str) -> list[str]:
     """``podman update`` arguments bringing a running container to kubelet's current values (what
     kubelet's UpdateContainerResources does for a resized pod): crun keeps a container's limits in
     its own cgroup below the scope, where the scope's values alone would not reach. (podman 4.3
-    takes no -1 for a memory limit: the kernel's own no-limit value clears one set before.)"""
-    return ["update", *_cpu_memory_flags(c, cgroup, no_quota=["--cpu-quota=-1"],  # -1: a quota set before goes
-                                         no_memory=[f"--memory={UNLIMITED_MEMORY}", f"--memory-swap={UNLIMITED_MEMORY}"])]
+    takes no -1 for a memory limit: the kernel's own no-limit value clears one set before.)
+
+    No ``--cpu-shares`` on cgroup v2: crun converts shares to a weight with its own formula (crun
+    1.8: linear, 256 shares → weight 10, where kubelet's is 35) and writes it to the scope through
+    systemd, over the CPUWeight sync just gave it; the weight that counts is the scope's (crun's
+    ``container`` cgroup below it has no siblings), and systemd sets it."""
+    flags = _cpu_memory_flags(c, cgroup, no_quota=["--cpu-quota=-1"],  # -1: a quota set before goes
+                              no_memory=[f"--memory={UNLIMITED_MEMORY}", f"--memory-swap={UNLIMITED_MEMORY}"])
+    return ["update", *(f for f in flags if not (cgroup == "v2" and f.startswith("--cpu-shares=")))]

@@ -105,6 +105,9 @@ def test_update_args_bring_a_running_container_to_the_current_values():
     no_limit = 0x7FFFFFFFFFFFF000  # the kernel's own: podman takes no -1 for a memory limit
     assert update_args(shipper, "v1") == ["update", "--cpu-shares=2", "--cpu-quota=-1",  # no limits: both removed
                                           f"--memory={no_limit}", f"--memory-swap={no_limit}"]
+    # v2: the weight is the scope's, set by systemd; crun would overwrite it with its own conversion
+    assert update_args(next(c for c in planned("v2").containers if c.name == "nginx"), "v2") == [
+        "update", "--cpu-quota=50000", "--cpu-period=100000", f"--memory={256 * 2**20}", f"--memory-swap={256 * 2**20}"]
 
 
 @pytest.mark.parametrize("policy,flag", [(None, None), ("Always", "--pull=always"), ("IfNotPresent", "--pull=missing"),

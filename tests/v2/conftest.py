@@ -22,7 +22,7 @@ GUEST_GONE = r"guest is gone"
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "v2session" in getattr(item, "fixturenames", ()):
+        if {"v2session", "v2podman_session"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.v2)
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_GONE]))
 
@@ -44,14 +44,18 @@ def sdqos_wheel_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.fixture(scope="session", params=SUITES)
-def v2session(request, sdqos_wheel_dir):
+def _require_prerequisites() -> None:
     problems = g.missing_prerequisites()
     if problems:
         reason = "v2 guest prerequisites missing: " + "; ".join(problems)
         if os.environ.get("SDQOS_REQUIRE_V2") == "1":
             pytest.fail(reason + " (SDQOS_REQUIRE_V2=1)", pytrace=False)
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session", params=SUITES)
+def v2session(request, sdqos_wheel_dir):
+    _require_prerequisites()
     if request.param == "sid":  # unstable's archive can be uninstallable for a day: that is not sdqos's fault
         try:
             g.image("sid")
@@ -77,3 +81,48 @@ def v2guest(v2session):
                   "rm -rf /run/sdqos",
                   timeout=120)
     return v2session
+
+
+# Real podman + crun on cgroup v2: one suite's image with the "podman" layer (guest.LAYERS), whose
+# podman (4.3) and crun (1.8) are the ones the v1 sandbox tests run on this host.
+PODMAN_SUITE = "bookworm"
+PODMAN_STORE = "/tmp/podman"
+PODMAN_ENV = {"CONTAINERS_CONF": f"{PODMAN_STORE}/containers.conf",
+              "SDQOS_PODMAN": f"podman --root {PODMAN_STORE}/root --runroot /run/sdqos-test-podman --storage-driver vfs"}
+
+
+def _prepare_podman(guest) -> None:
+    """podman's storage in the guest's /tmp (vfs), no network, crun; a static busybox imported as
+    localhost/bb (tests/reconcile/test_podman_sandbox.py's image)."""
+    _prepare(guest)
+    guest.check(f"S={PODMAN_STORE}; mkdir -p $S/img/bin && cp /bin/busybox $S/img/bin/ && "
+                "for a in sh sleep echo cat; do ln -s busybox $S/img/bin/$a; done && "
+                "printf '[containers]\\ndefault_sysctls = []\\nnetns = \"none\"\\n[engine]\\nruntime = \"crun\"\\n"
+                "events_logger = \"none\"\\n' > $S/containers.conf && "
+                "tar -C $S/img -cf $S/img.tar . && $SDQOS_PODMAN import $S/img.tar localhost/bb:latest",
+                env=PODMAN_ENV, timeout=300)
+
+
+@pytest.fixture(scope="session")
+def v2podman_session(sdqos_wheel_dir):
+    if PODMAN_SUITE not in SUITES:
+        pytest.skip(f"the podman guest is {PODMAN_SUITE}'s, not in SDQOS_V2_SUITES")
+    _require_prerequisites()
+    guest = g.Guest.boot(PODMAN_SUITE, share=sdqos_wheel_dir, layer="podman")
+    try:
+        _prepare_podman(guest)
+        yield guest
+    finally:
+        guest.close()
+
+
+@pytest.fixture
+def v2podman(v2podman_session):
+    """The podman guest with no container, no kubepods tree and no /run/sdqos left by earlier tests
+    (a fresh guest if the last one died); run podman and sdqos there with ``env=PODMAN_ENV``."""
+    if not v2podman_session.alive():
+        v2podman_session.revive()
+        _prepare_podman(v2podman_session)
+    v2podman_session.run("$SDQOS_PODMAN rm --all --force --time 0; systemctl stop kubepods.slice; "
+                         "systemctl reset-failed; rm -rf /run/sdqos", env=PODMAN_ENV, timeout=120)
+    return v2podman_session

@@ -11,6 +11,9 @@ than TCG (/work/shared/v2-route/README.md), hence TCG.
   udev, the distribution kernel with an initramfs for virtio, python3 with sdqos's dependencies in
   /opt/venv from wheels downloaded on the host, the command agent) into ``CACHE`` and reuses it.
   Builds take a lock and land atomically (a killed build leaves no half image).
+- ``image(suite, layer)``: that image with a layer's packages installed on top (``LAYERS``; podman
+  for tests/v2/test_v2_podman.py), a cache entry of its own built from the suite's image in seconds;
+  the suite's image and its recipe key stay as they are.
 - ``Guest.boot(suite, wheels)`` starts qemu with the disk as a snapshot (every boot is pristine),
   no network device at all, this checkout's sdqos wheel shared read-only, and waits until the
   guest's systemd has finished starting; ``run`` executes a command there; ``close`` kills qemu and
@@ -23,6 +26,7 @@ import atexit
 import base64
 import fcntl
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -46,6 +50,10 @@ BOOT_TIMEOUT = 300.0
 PACKAGES = ("systemd,systemd-sysv,dbus,udev,kmod,linux-image-amd64,initramfs-tools,python3,python3-venv,"
             "util-linux,procps,mount,qemu-system-x86")  # qemu: VMs in the guest's machine.slice
 REQUIREMENTS = ("dbus-next>=0.2.3", "pyyaml>=6.0", "typer>=0.12,<0.29", "tenacity>=8.2", "dbus-fast>=2.0")
+# Packages some tests need on top of a suite's image, as a layer of their own (its own cache entry):
+# the base images, their recipe and their keys stay as they are. Real podman + crun on cgroup v2
+# (tests/v2/test_v2_podman.py); busybox-static for a local image.
+LAYERS = {"podman": ("podman", "crun", "conmon", "catatonit", "busybox-static")}
 AGENT_UNIT = """\
 [Unit]
 Description=sdqos v2 test agent
@@ -73,8 +81,6 @@ def missing_prerequisites() -> list[str]:
 
 def _recipe_key(suite: str) -> str:
     h = hashlib.sha256()
-    import inspect
-
     recipe = inspect.getsource(_build) + inspect.getsource(_mirrors)  # what goes into the image, not how it boots
     for part in (suite, PACKAGES, *REQUIREMENTS, AGENT_UNIT, (HERE / "agent.py").read_text(), recipe):
         h.update(part.encode() + b"\0")
@@ -94,9 +100,21 @@ def _mirrors() -> tuple[str, str]:
     return main, sec
 
 
-def image(suite: str) -> Path:
-    """The cached guest image dir for ``suite`` (vmlinuz, initrd.img, rootfs.ext4), built if missing."""
-    final = CACHE / f"{suite}-{_recipe_key(suite)}"
+def image(suite: str, layer: str | None = None) -> Path:
+    """The cached guest image dir for ``suite`` (vmlinuz, initrd.img, rootfs.ext4), built if missing;
+    with ``layer`` (a key of ``LAYERS``) that image with the layer's packages added on top."""
+    if layer is not None:
+        base = image(suite)
+        key = hashlib.sha256("\0".join((base.name, *LAYERS[layer], inspect.getsource(_add_layer))).encode())
+        # "<layer>-<suite>-…": not matched by the "<suite>-*" the base image's build clears
+        return _cached(CACHE / f"{layer}-{suite}-{key.hexdigest()[:12]}", f"{layer}-{suite}-*",
+                       lambda work: _add_layer(base, work, LAYERS[layer]))
+    return _cached(CACHE / f"{suite}-{_recipe_key(suite)}", f"{suite}-*", lambda work: _build(suite, work))
+
+
+def _cached(final: Path, earlier: str, build) -> Path:
+    """``final`` if it was built, else ``build(work)`` under the cache's lock, landed atomically;
+    the dirs matching ``earlier`` (earlier recipes of the same image) go."""
     if (final / "ok").exists():
         return final
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -104,18 +122,46 @@ def image(suite: str) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (final / "ok").exists():  # another build finished while we waited
             return final
-        work = Path(tempfile.mkdtemp(prefix=f".build-{suite}-", dir=CACHE))
+        work = Path(tempfile.mkdtemp(prefix=f".build-{final.name}-", dir=CACHE))
         try:
-            _build(suite, work)
+            build(work)
             (work / "ok").write_text("")
             shutil.rmtree(final, ignore_errors=True)
             os.rename(work, final)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        for old in CACHE.glob(f"{suite}-*"):  # earlier recipes of this suite
+        for old in CACHE.glob(earlier):
             if old != final:
                 shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _add_layer(base: Path, work: Path, packages: tuple[str, ...]) -> None:
+    """``base``'s image with ``packages`` installed by the image's own apt (its sources are the
+    host's mirrors), in a chroot on the copied rootfs mounted in a private mount namespace (nothing
+    of it is seen outside, and it goes with the namespace). No service starts (policy-rc.d)."""
+    for name in ("vmlinuz", "initrd.img"):
+        shutil.copyfile(base / name, work / name)
+    _run(["cp", "--sparse=always", str(base / "rootfs.ext4"), str(work / "rootfs.ext4")], "copying the base image")
+    root = work / "root"
+    root.mkdir()
+    script = f"""set -e
+mount -o loop "$1/rootfs.ext4" "$2"
+mount -t proc proc "$2/proc"
+mount --bind /dev "$2/dev"
+[ -e "$2/etc/resolv.conf" ] || [ -L "$2/etc/resolv.conf" ] && mv "$2/etc/resolv.conf" "$2/etc/resolv.conf.sdqos"
+cp /etc/resolv.conf "$2/etc/resolv.conf"
+printf '#!/bin/sh\\nexit 101\\n' > "$2/usr/sbin/policy-rc.d" && chmod 755 "$2/usr/sbin/policy-rc.d"
+chroot "$2" env DEBIAN_FRONTEND=noninteractive sh -c 'apt-get -q update && \
+  apt-get -q install -y --no-install-recommends {" ".join(packages)} && apt-get clean'
+rm -f "$2/usr/sbin/policy-rc.d" "$2/etc/resolv.conf" "$2/var/lib/apt/lists"/*_Packages
+[ ! -e "$2/etc/resolv.conf.sdqos" ] && [ ! -L "$2/etc/resolv.conf.sdqos" ] || mv "$2/etc/resolv.conf.sdqos" "$2/etc/resolv.conf"
+umount "$2/dev" "$2/proc" "$2"
+"""
+    _run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(work), str(root)],
+         f"installing {', '.join(packages)}")
+    root.rmdir()
+    _run(["e2fsck", "-f", "-p", str(work / "rootfs.ext4")], "checking the layered image")
 
 
 def _build(suite: str, work: Path) -> None:
@@ -184,8 +230,8 @@ class Result:
 class Guest:
     """One booted guest; ``run`` commands in it, ``close`` when done (also at exit)."""
 
-    def __init__(self, suite: str, rundir: Path, proc: subprocess.Popen):
-        self.suite, self.rundir, self.proc = suite, rundir, proc
+    def __init__(self, suite: str, rundir: Path, proc: subprocess.Popen, layer: str | None = None):
+        self.suite, self.rundir, self.proc, self.layer = suite, rundir, proc, layer
         self.sock_path = rundir / "agent.sock"
         self.share: Path | None = None
         atexit.register(self.close)
@@ -202,14 +248,15 @@ class Guest:
     def revive(self) -> None:
         """Boot a fresh guest of the same suite in place of one that died (what died is kept in the
         error the test that saw it got; the next test gets a pristine machine)."""
-        fresh = Guest.boot(self.suite, self.share)
+        fresh = Guest.boot(self.suite, self.share, layer=self.layer)
         self.close()
         atexit.unregister(fresh.close)
         self.rundir, self.proc, self.sock_path = fresh.rundir, fresh.proc, fresh.sock_path
 
     @classmethod
-    def boot(cls, suite: str, share: Path | None = None) -> "Guest":
-        img = image(suite)
+    def boot(cls, suite: str, share: Path | None = None, layer: str | None = None) -> "Guest":
+        """A guest of ``suite``'s image (with ``layer``'s packages when given, see ``LAYERS``)."""
+        img = image(suite, layer)
         rundir = Path(tempfile.mkdtemp(prefix=f"sdqos-v2-{suite}-"))
         # One vCPU: with two, Debian unstable's kernel (7.2) panicked twice in one CI run at
         # bpf_lsm_file_open+0x5 ("Code: … e9 <47> …": a half-patched jump) when systemd 262 attached
@@ -226,7 +273,7 @@ class Guest:
         if share is not None:
             argv += ["-virtfs", f"local,path={share},mount_tag=share,security_model=none,readonly=on"]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        g = cls(suite, rundir, proc)
+        g = cls(suite, rundir, proc, layer)
         g.share = share
         try:
             g._wait_up()
