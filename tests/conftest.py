@@ -143,6 +143,9 @@ def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     machine.slice back to its unit file, and no record of earlier tests' syncs (applied values,
     what the last sync counted) in its /run/sdqos (where its unit files also live)."""
     sbx.reset_units(sandbox)
+    # whatever an earlier test left running in machine.slice (a foreign scope of its own name) would
+    # count in every later test's node budget
+    sbx.run(sandbox, ["systemctl", "stop", "machine.slice"], timeout=60)
     sbx.run(sandbox, ["systemctl", "revert", "machine.slice"])
     sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json"])
     forget_oom_kills(sandbox)
