@@ -1,6 +1,6 @@
 """The one door to systemd: a small async client for ``org.freedesktop.systemd1`` over D-Bus.
 
-Why it looks the way it does (measured on systemd 252 / dbus-daemon 1.14, see DESIGN.md §4):
+Why it looks the way it does (measured on systemd 252 / dbus-daemon 1.14, see docs/performance.md):
 
 - Low-level ``bus.call(Message(...))`` with explicit signatures: no introspection round trips,
   and the same lines work on dbus-fast (preferred: maintained, 3-8x less client CPU) and dbus-next.
@@ -624,7 +624,7 @@ class Systemd:
 
     async def reload(self) -> None:
         """daemon-reload; systemd replies once it is done. Transient units and their properties
-        survive it (given the unit path of DESIGN.md §5)."""
+        survive it (given a unit path with /run/systemd/transient, as sdqos.sandbox.units.UNIT_PATH has)."""
         await self._retrying(self._call, MANAGER_PATH, MANAGER, "Reload")
 
     async def enable_unit_files(self, files: Sequence[str], runtime: bool = False,

@@ -1,4 +1,4 @@
-"""Kubelet's cgroup values → the systemd properties that carry them, per manager (DESIGN.md §3).
+"""Kubelet's cgroup values → the systemd properties that carry them, per manager (docs/formulas.md).
 
 cgroup v1 (systemd < 258): ``CPUShares`` (exact shares; systemd's CPUWeight conversion is lossy
 there) and ``MemoryLimit``. cgroup v2: ``CPUWeight`` (kubelet's linear rule for its own slices, the
