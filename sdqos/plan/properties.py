@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sdqos.humanize import INFINITY  # systemd's "infinity"/unset, defined once
 from sdqos.kube import qos
 
-INFINITY = 2**64 - 1
 DEFAULT_PERIOD_US = qos.QUOTA_PERIOD_US
 
 V1_OWNED = ("CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax")

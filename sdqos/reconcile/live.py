@@ -126,7 +126,7 @@ def _listed_unit(name: str, st, props: dict[str, int] | None = None) -> LiveUnit
 
 
 def _counter(value) -> int | None:
-    if value is None or int(value) >= 2**64 - 1:
+    if value is None or int(value) >= INFINITY:
         return None  # accounting off or not known
     return int(value)
 
