@@ -30,8 +30,9 @@ MAX_EXPANDED_NODES = 1_000_000
 MAX_DEPTH = 64
 MAX_DOCUMENTS = 10_000  # per file: 8 MiB of "--- {}" would otherwise be a million documents
 
+_Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
 try:  # libyaml's parser is ~10x faster when present
-    _Loader = yaml.CSafeLoader  # type: ignore[attr-defined]
+    _Loader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 

@@ -487,27 +487,28 @@ def scan_config(
         real_sub = str(real_parent) if real_parent is not None else None
         for name in names:
             rel = f"{sub}/{name}"
+            file_real: str | Path  # a str on the fast path: no Path object per plain file
             try:
-                real, st = _checked_plain(sub_str, real_sub, name, rel, insecure)
-                if st is None:  # a symlink, or something to word an error about: resolve it
-                    real, st = _checked(config_dir, real_dir, sub_dir / name, insecure)
+                file_real, file_st = _checked_plain(sub_str, real_sub, name, rel, insecure)
+                if file_st is None:  # a symlink, or something to word an error about: resolve it
+                    file_real, file_st = _checked(config_dir, real_dir, sub_dir / name, insecure)
             except InvalidInput as exc:
                 errors.append(exc)
                 failed.append(rel)
                 continue
-            if st.st_size == 0:
+            if file_st.st_size == 0:
                 # An editor or a deploy tool rewriting the file (truncate, then write): what it will
                 # hold is unknown, so it counts as unreadable — nothing is removed for it.
                 warnings.append(f"{rel} is empty (being rewritten?); nothing in the config is removed until it has content")
                 failed.append(rel)
                 continue
             key = f"{abs_sub}/{name}"  # = str(path.absolute())
-            identity = pc.file_identity(st)
+            identity = pc.file_identity(file_st)
             text = cache.lookup(key, identity)
             if text is None or not _entry_of(text, rel):
-                misses.append((sub_dir / name, Path(real), sub, rel, key, identity))
+                misses.append((sub_dir / name, Path(file_real), sub, rel, key, identity))
                 text = ""
-            files.append(ScannedFile(rel, key, text, str(real), identity))
+            files.append(ScannedFile(rel, key, text, str(file_real), identity))
     if misses:
         fresh: dict[str, str] = {}
         for (_, _, _, rel, key, identity), text in zip(misses, _parse_files(config_dir, misses, apply_defaults, workers)):
