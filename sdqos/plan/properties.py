@@ -11,6 +11,7 @@ stores it as a percentage and would silently truncate anything finer at the next
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sdqos.humanize import INFINITY  # systemd's "infinity"/unset, defined once
@@ -126,7 +127,7 @@ def planned_value(props: dict[str, int], name: str) -> int:
     return props[name]
 
 
-def memory_limit(props: dict[str, int]) -> int:
+def memory_limit(props: Mapping[str, int]) -> int:
     for name in MEMORY_PROPERTIES:
         if name in props:
             return props[name]

@@ -156,10 +156,11 @@ async def _register_machine(sd: Systemd, target: Target, leader: int, props: dic
     knows the VM. False when machined does not run or cannot take the name (then systemd alone)."""
     from sdqos.host import machined
 
-    if not _MACHINE_NAME.match(target.machine or ""):
+    name = target.machine
+    if name is None or not _MACHINE_NAME.match(name):
         return False
     try:
-        await machined.create_machine(sd, target.machine, leader, props)
+        await machined.create_machine(sd, name, leader, props)
         return True
     except SystemdError as exc:
         if machined.not_running(exc):
