@@ -87,7 +87,7 @@ class _Collection:
 
     __slots__ = ("value", "anchor", "start_total", "key", "merges", "event")
 
-    def __init__(self, value, anchor, start_total, event):
+    def __init__(self, value, anchor, start_total, event) -> None:
         self.value = value
         self.anchor = anchor
         self.start_total = start_total
