@@ -24,6 +24,7 @@ import datetime
 
 import yaml
 
+from sdqos.errors import YamlError
 from sdqos.kube.goyaml import go_float_text, go_scalar
 
 MAX_EXPANDED_NODES = 1_000_000
@@ -71,10 +72,6 @@ def _remember(memo: dict, key: tuple, value: object) -> None:
     if len(memo) >= _MEMO_MAX:
         memo.clear()
     memo[key] = value
-
-
-class YamlError(ValueError):
-    """Not loadable YAML; the message says where (line:column) and why."""
 
 
 def _where(event) -> str:

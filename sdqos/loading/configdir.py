@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, NamedTuple, Sequence
 
-from sdqos.errors import ConfigDirError, InvalidInput
+from sdqos.errors import ConfigDirError, ConfigInvalid, InvalidInput
 from sdqos.host import facts
 from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
 from sdqos.kube.model import NodeConfig, Pod, VirtualMachine
@@ -29,16 +29,6 @@ DEFAULT_DIR = Path("/etc/sdqos")
 MAX_FILE_BYTES = 8 * 2**20
 MAX_ERRORS_PER_FILE = 20  # kept and printed; the rest are counted
 SUFFIXES = (".yaml", ".yml", ".json")  # kubectl reads both: JSON is one document (a Pod or a List)
-
-
-class ConfigInvalid(InvalidInput):
-    """Fatal config errors (node.yaml): nothing can be computed. ``errors`` holds every line."""
-
-    def __init__(self, errors: list[InvalidInput]):
-        self.errors = errors
-        first = errors[0]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        super().__init__(first.message + more, where=first.where, field=first.field)
 
 
 @dataclass

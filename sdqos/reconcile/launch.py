@@ -17,16 +17,12 @@ import re
 
 from dataclasses import dataclass
 
-from sdqos.errors import InvalidInput, SdqosError, SystemdError, UnitExists
+from sdqos.errors import InvalidInput, ScopeBusy, SdqosError, SystemdError, UnitExists
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE, machine_scope
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
 from sdqos.reconcile.apply import create_properties
-
-
-class ScopeBusy(SdqosError):
-    """The container already runs in its scope (use --replace)."""
 
 
 @dataclass
