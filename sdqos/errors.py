@@ -97,6 +97,10 @@ class HostError(SdqosError):
     """Reading or writing the host (procfs, cgroupfs, namespaces) failed."""
 
 
+class SignalReadError(SdqosError):
+    """A file behind an eviction signal could not be read (no memory controller, /proc not mounted)."""
+
+
 class SandboxError(SdqosError):
     """The private test systemd could not be brought up, entered or torn down."""
 
