@@ -69,6 +69,21 @@ class ConfigDirError(InvalidInput):
     """The config directory itself is unusable (missing, empty, unsafe permissions)."""
 
 
+class ConfigInvalid(InvalidInput):
+    """Fatal config errors (node.yaml): nothing can be computed. ``errors`` holds every line."""
+
+    def __init__(self, errors: list[InvalidInput]):
+        self.errors = errors
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(first.message + more, where=first.where, field=first.field)
+
+
+class YamlError(ValueError):
+    """Not loadable YAML; the message says where (line:column) and why. Raised by
+    `sdqos.kube.yamlsafe`; the config loader wraps it into InvalidInput with the file."""
+
+
 # --- runtime ---------------------------------------------------------------------------------
 
 
@@ -80,6 +95,10 @@ class LockTimeout(SdqosError):
 
 class HostError(SdqosError):
     """Reading or writing the host (procfs, cgroupfs, namespaces) failed."""
+
+
+class SignalReadError(SdqosError):
+    """A file behind an eviction signal could not be read (no memory controller, /proc not mounted)."""
 
 
 class SandboxError(SdqosError):
@@ -139,3 +158,11 @@ class JobFailed(SystemdError):
 
 class CallTimeout(SystemdError):
     """A D-Bus call or a job did not finish in time."""
+
+
+class ScopeBusy(SdqosError):
+    """The container already runs in its scope (use --replace)."""
+
+
+class PodRunning(SdqosError):
+    """The pod's containers already run (use --replace)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-INFINITY = 2**64 - 1
+INFINITY = 2**64 - 1  # systemd's "infinity" (and "unset" for CPUShares/CPUWeight): UINT64_MAX
 
 _BINARY = (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
@@ -61,7 +61,7 @@ def usec(n: int | None) -> str:
 
 def prop(name: str, value: int) -> str:
     """One property value in human units, by property name."""
-    if name in ("CPUShares", "CPUWeight") and value == 2**64 - 1:
+    if name in ("CPUShares", "CPUWeight") and value == INFINITY:
         return "unset"  # systemd's "not set" for these, not a number of shares
     if name in _SIZES:
         return size(value)

@@ -225,7 +225,7 @@ RESTART_DBUS = ["systemctl", "restart", "dbus.service"]
 ], ids=["dbus-killed", "dbus-restarted", "dbus-killed-dbus-next", "dbus-restarted-dbus-next", "daemon-reload",
         "daemon-reexec"])
 def test_sync_survives_systemd_going_away_mid_sync(fsb, load, action, backend, seed, rounds):
-    """DESIGN §4: a client must survive a disconnect — wait for systemd1 to come back and carry on
+    """A client must survive a disconnect (docs/promises.md) — wait for systemd1 to come back and carry on
     idempotently. Each fault lands while a sync that creates, updates and removes is under way."""
     rnd = random.Random(seed)
     try:

@@ -6,12 +6,13 @@ engine → (D-Bus) → render. Errors become one readable line on stderr and a d
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 
 import typer
 import typer.main
@@ -20,6 +21,10 @@ from typer.core import TyperGroup
 from sdqos import __version__
 from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING, InvalidInput, SdqosError
 
+if TYPE_CHECKING:  # imported where used: each command loads only what it needs
+    from sdqos.plan.engine import Plan
+    from sdqos.reconcile.launch import Target
+
 SANDBOX_HELP = "A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in."
 
 
@@ -27,10 +32,11 @@ class _Commands(TyperGroup):
     """sdqos's command group, with `sandbox` loaded only when it is named or listed: importing
     sdqos.sandbox costs every other command ~19 M instructions (2 % of a warm sync)."""
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    # ctx: click's Context, which typer 0.28 vendors (typer._click) and older typer imports from click
+    def list_commands(self, ctx: Any) -> list[str]:
         return [*super().list_commands(ctx), "sandbox"]
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name != "sandbox":
             return super().get_command(ctx, cmd_name)
         from sdqos import sandbox
@@ -379,17 +385,17 @@ def sync(
     sync held the lock; with --dry-run, 4 when changes are pending (0: none)."""
     from sdqos.host import inputs
 
-    args = dict(config=config, dry_run=dry_run, output=output, bus_address=bus_address, allow_empty=allow_empty,
-                lock_timeout=lock_timeout, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=quiet,
-                metrics_textfile=metrics_textfile, max_removals=max_removals, recreate=recreate,
-                adopt_existing=adopt_existing)
+    sync_pass = functools.partial(
+        _sync_pass, config=config, dry_run=dry_run, output=output, bus_address=bus_address, allow_empty=allow_empty,
+        lock_timeout=lock_timeout, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=quiet,
+        metrics_textfile=metrics_textfile, max_removals=max_removals, recreate=recreate, adopt_existing=adopt_existing)
     settle = settle and not dry_run
     documents: list[dict] | None = [] if settle and output == Output.json else None
     code = 0
     for _ in range(inputs.MAX_PASSES if settle else 1):
         before = inputs.fingerprint(config) if settle else None
         try:
-            _sync_pass(**args, documents=documents)
+            sync_pass(documents=documents)
             code = 0
         except typer.Exit as done:
             code = done.exit_code
@@ -510,6 +516,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         refused = list(report.invalid)  # edits the diff refused, as Kubernetes refuses them
         report.invalid[:] = [str(e) for e in cfg.errors] + refused
         standing = sorted(set(report.warnings))
+        changed: list[str]
         shown, changed, cleared = report.warnings, [], []
         if not dry_run:
             from sdqos.cli import metrics as m
@@ -782,14 +789,14 @@ def run(
         # a sync that planned without this pod or VM never removes what this run just made.
         with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
             _, p = load_planned(config, insecure, cgroup, writes=True)
-            target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
+            target = _launch_target(p, vm, pod, container)
             if vm is not None and not force:
                 from sdqos.kube.qos import value
 
                 vp = next(v for v in p.vms if v.vm.name == vm)
                 launch.check_guest_size(target, value(vp.vm.limits.get("memory")), command)
 
-            async def prepare() -> None:
+            async def prepare() -> list[str]:
                 async with Systemd(bus_address) as sd:
                     if vm is not None and not force:
                         owned = await launch.vm_owned_elsewhere(sd, target, vm)
@@ -848,12 +855,12 @@ def adopt(
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
         _, p = load_planned(config, insecure, cgroup, writes=True)
-        target = launch.vm_target(p, vm) if vm is not None else launch.container_target(p, pod, container)
+        target = _launch_target(p, vm, pod, container)
         launch.check_adoptable(list(pids), target, force)  # a refused PID: its children are not listed too
         all_pids = procfs.descendants(pids) if children else list(pids)
         launch.check_adoptable(all_pids, target, force)
 
-        async def move() -> str:
+        async def move() -> tuple[str, list[str]]:
             async with Systemd(bus_address) as sd:
                 if vm is not None and not force:
                     owned = await launch.vm_owned_elsewhere(sd, target, vm)
@@ -868,6 +875,17 @@ def adopt(
         for w in warnings + launch.set_oom(all_pids, target):
             warn(f"{w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
+
+
+def _launch_target(p: Plan, vm: str | None, pod: str | None, container: str | None) -> Target:
+    """`run`'s and `adopt`'s target: the VM's scope, or the pod container's."""
+    from sdqos.reconcile import launch
+
+    if vm is not None:
+        return launch.vm_target(p, vm)
+    if pod is None or container is None:
+        raise InvalidInput("give POD and CONTAINER (or --vm NAME)")
+    return launch.container_target(p, pod, container)
 
 
 podman_app = typer.Typer(
@@ -889,7 +907,9 @@ def _run_spec(config: Path, insecure: bool, pp):
     raw = docs[src.index] if src.index < len(docs) else None
     candidates = raw.get("items", []) if isinstance(raw, dict) and raw.get("kind") in ("List", "PodList") else [raw]
     for doc in candidates:
-        meta = (doc or {}).get("metadata") or {}
+        if not isinstance(doc, dict):
+            continue
+        meta = doc.get("metadata") or {}
         if meta.get("name") == name and (meta.get("namespace") or "default") == ns:
             return run_spec(doc, str(src), lsm.host_security())
     raise InvalidInput(f"pod {pp.key} is no longer in {src.file}; run sync", where=str(src))
@@ -1096,6 +1116,7 @@ def main() -> None:
     import os
 
     gc.set_threshold(*GC_THRESHOLD)
+    code: int | str | None  # SystemExit's: None, a number, or a message (exit 1)
     try:
         app(prog_name="sdqos")  # also as `python -m sdqos`: help, completion and man say sdqos
         code = 0

@@ -74,25 +74,25 @@ def unit_metrics(status: Status, out: _Out) -> None:
                    _labels(unit=r.unit, kind=r.kind, parent=r.parent, qos=r.qos, pod=pod, container=container, vm=vm), 1)
         out.metric("sdqos_unit_running", "gauge", "1 if the unit is active.", lab, int(r.running))
         e = r.entitled
-        if e.get("cpuShares") is not None:
-            out.metric("sdqos_unit_cpu_shares", "gauge", "Entitled CPU shares (cgroup v1).", lab, e["cpuShares"])
-        if e.get("cpuWeight") is not None:
-            out.metric("sdqos_unit_cpu_weight", "gauge", "Entitled CPU weight (cgroup v2).", lab, e["cpuWeight"])
-        if e.get("cpuQuotaPerSecUSec") is not None:
+        if (v := e.get("cpuShares")) is not None:
+            out.metric("sdqos_unit_cpu_shares", "gauge", "Entitled CPU shares (cgroup v1).", lab, v)
+        if (v := e.get("cpuWeight")) is not None:
+            out.metric("sdqos_unit_cpu_weight", "gauge", "Entitled CPU weight (cgroup v2).", lab, v)
+        if (v := e.get("cpuQuotaPerSecUSec")) is not None:
             out.metric("sdqos_unit_cpu_quota_cores", "gauge", "CPU quota in cores (absent: no quota).", lab,
-                       e["cpuQuotaPerSecUSec"] / 1e6)
-        if e.get("memoryLimit") is not None:
-            out.metric("sdqos_unit_memory_limit_bytes", "gauge", "Memory limit (absent: unlimited).", lab, e["memoryLimit"])
-        if e.get("tasksMax") is not None:
-            out.metric("sdqos_unit_tasks_max", "gauge", "Tasks limit (absent: unlimited).", lab, e["tasksMax"])
+                       v / 1e6)
+        if (v := e.get("memoryLimit")) is not None:
+            out.metric("sdqos_unit_memory_limit_bytes", "gauge", "Memory limit (absent: unlimited).", lab, v)
+        if (v := e.get("tasksMax")) is not None:
+            out.metric("sdqos_unit_tasks_max", "gauge", "Tasks limit (absent: unlimited).", lab, v)
         u = r.usage
-        if u.get("memoryBytes") is not None:
-            out.metric("sdqos_unit_memory_usage_bytes", "gauge", "Memory in use (MemoryCurrent).", lab, u["memoryBytes"])
-        if u.get("cpuCores") is not None:
+        if (used := u.get("memoryBytes")) is not None:
+            out.metric("sdqos_unit_memory_usage_bytes", "gauge", "Memory in use (MemoryCurrent).", lab, used)
+        if (used := u.get("cpuCores")) is not None:
             out.metric("sdqos_unit_cpu_usage_cores", "gauge", "CPU used over the sampling interval, in cores.", lab,
-                       float(u["cpuCores"]))
-        if u.get("tasks") is not None:
-            out.metric("sdqos_unit_tasks", "gauge", "Tasks in the unit (TasksCurrent).", lab, u["tasks"])
+                       float(used))
+        if (used := u.get("tasks")) is not None:
+            out.metric("sdqos_unit_tasks", "gauge", "Tasks in the unit (TasksCurrent).", lab, used)
         if r.oom_score_adj:
             out.metric("sdqos_unit_oom_score_adj", "gauge", "oom_score_adj of the unit's processes (lowest).", lab,
                        r.oom_score_adj[0])

@@ -142,6 +142,7 @@ def tree_lines(plan: Plan, units: list[UnitPlan] | None = None, color: bool = Fa
             roots.append(u)
     lines: list[str] = []
     ooms = _oom_by_scope(plan)
+    width = width or 0  # 0 or None: no terminal, every unit on one line
 
     def emit(u: UnitPlan, prefix: str, last: bool) -> None:
         # Guaranteed pods first, then the tiers, as systemd-cgls lists them.
@@ -192,7 +193,7 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
         elif v.vm.pid_file:
             where = f"the scope holding the PID in {v.vm.pid_file}"
         else:
-            where = v.scope
+            where = str(v.scope)  # always known without a domain or a pidFile (engine._vm_plan)
         branch = "└─" if i == len(plan.vms) - 1 else "├─"
         out.append(f"  {branch}{where}  vm {v.vm.name} ({v.qos}) · oom_score_adj {v.oom_score_adj}"
                    f"  [{props_text(v.properties)}]")

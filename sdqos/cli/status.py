@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import asdict, dataclass, field
+from typing import TypedDict
 
 from sdqos.cli.render import described
 from sdqos.host import facts, procfs
@@ -80,7 +81,7 @@ def _tree_order(rows: list[Row]) -> list[Row]:
     """Parents before children, depth first; Guaranteed pods before the tiers, as in the plan."""
     names = {r.unit for r in rows}
     kids: dict[str, list[Row]] = {}
-    roots = []
+    roots: list[Row] = []
     for r in rows:
         (kids.setdefault(r.parent, []) if r.parent in names else roots).append(r)
     out: list[Row] = []
@@ -112,7 +113,16 @@ def _label(u: UnitPlan) -> str:
     return u.description.removeprefix("sdqos ")
 
 
-def _names(u: UnitPlan, plan: Plan) -> dict[str, str | None]:
+class _Names(TypedDict, total=False):
+    """Row's naming fields, as _names finds them (passed on as keywords)."""
+
+    namespace: str | None
+    pod: str | None
+    container: str | None
+    vm: str | None
+
+
+def _names(u: UnitPlan, plan: Plan) -> _Names:
     """namespace/pod/container/vm of a unit, from the plan."""
     if u.owner and u.owner.startswith("pod:"):
         ns, _, pod = u.owner[4:].partition("/")
@@ -162,7 +172,7 @@ def not_found(status: "Status", namespace: str | None, pod: str | None) -> str:
         hint = closest(namespace or "", spaces)
         return f"no pod in namespace {namespace}" + (f"; did you mean {hint!r}?" if hint else "")
     ns, _, name = pod.rpartition("/")
-    ns = ns or namespace
+    ns = ns or namespace or ""
     wanted = f"{ns}/{name}" if ns else name
     hint = closest(wanted, keys if ns else [k.split("/", 1)[1] for k in keys])
     return f"no pod {wanted}" + (f"; did you mean {hint!r}?" if hint else "")
@@ -238,6 +248,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         again = await sd.read_units(via_dbus, {SLICE: ["CPUUsageNSec"], SCOPE: ["CPUUsageNSec"]}) if via_dbus else {}
         dt = time.monotonic() - t0
         for n, v0 in before.items():
+            v: int | None
             if n in from_kernel:
                 v = facts.cpu_usage_ns(obs.live[n].control_group)
             else:
@@ -259,8 +270,8 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
                 row.drift = {f: [h, w] for f, (h, w) in lu.kernel_drift.items()}
             if row.drift:
                 row.flags.append("drift")
-            limit = row.entitled.get("memoryLimit")
-            if limit and lu.memory_current is not None and lu.memory_current >= NEAR_LIMIT * limit:
+            mem_limit = row.entitled.get("memoryLimit")
+            if mem_limit and lu.memory_current is not None and lu.memory_current >= NEAR_LIMIT * mem_limit:
                 row.flags.append("near-memory-limit")
             quota = row.entitled.get("cpuQuotaPerSecUSec")
             rate = rates.get(u.name)
@@ -318,15 +329,15 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
             if r.kind == "node":
                 r.flags.append("over-committed")
     bound_vms = {u.owner for u in plan.units if u.kind == "vm"}  # bind_scopes added these to the plan
-    for v in plan.vms:
-        if f"vm:{v.vm.name}" not in bound_vms:
-            rows.append(Row(v.scope or f"(vm {v.vm.name})", "vm", "machine.slice", f"vm {v.vm.name} ({v.qos})", v.qos,
-                            False, _entitled(v.properties), flags=["not-running"], vm=v.vm.name))
+    for vp in plan.vms:
+        if f"vm:{vp.vm.name}" not in bound_vms:
+            rows.append(Row(vp.scope or f"(vm {vp.vm.name})", "vm", "machine.slice", f"vm {vp.vm.name} ({vp.qos})",
+                            vp.qos, False, _entitled(vp.properties), flags=["not-running"], vm=vp.vm.name))
     # A container that runs in a scope its runtime made (podman's libpod-<id>.scope) is shown there,
     # not also as the empty scope sdqos would have made for it.
-    running = {(r.namespace, r.pod, r.container) for r in rows if r.kind == "container" and r.running}
+    in_runtime = {(r.namespace, r.pod, r.container) for r in rows if r.kind == "container" and r.running}
     rows = [r for r in rows if not (r.kind == "container" and not r.running and r.unit.startswith("sdqos-pod")
-                                    and (r.namespace, r.pod, r.container) in running)]
+                                    and (r.namespace, r.pod, r.container) in in_runtime)]
     _mark_evicted(plan, rows)
     _mark_oom_kills(plan, rows, {n: sc.cgroup for n, sc in obs.scopes.items()})
     rows = _tree_order(rows)
@@ -424,13 +435,13 @@ def _usage_text(r: Row, compact: bool = False) -> str:
         if r.kind == "container" and not compact:
             return "evicted" if "evicted" in r.flags else "no process"
         return "-"
-    u = r.usage
+    used, cores = r.usage.get("memoryBytes"), r.usage.get("cpuCores")
     if compact:
-        mem = _short_size(u["memoryBytes"]) if u.get("memoryBytes") is not None else "?"
-        cpu = f"{u['cpuCores']:.2f}" if u.get("cpuCores") is not None else "?"
+        mem = _short_size(int(used)) if used is not None else "?"
+        cpu = f"{cores:.2f}" if cores is not None else "?"
         return f"{mem} {cpu}"
-    mem = H.size(u.get("memoryBytes")) if u.get("memoryBytes") is not None else "?"
-    cpu = f"{u['cpuCores']:.2f} cpu" if u.get("cpuCores") is not None else "? cpu"
+    mem = H.size(int(used)) if used is not None else "?"
+    cpu = f"{cores:.2f} cpu" if cores is not None else "? cpu"
     return f"{mem} · {cpu}"
 
 

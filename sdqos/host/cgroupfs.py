@@ -168,8 +168,10 @@ def read(cgroup: str, files, root: Path = ROOT) -> dict[str, object] | None:
             return None
         finally:
             os.close(fd)
-        if isinstance(files, dict) and isinstance(files[file], tuple) and files[file][1] is ANY_PERIOD:
-            out[file] = (out[file][0], ANY_PERIOD)
+        value = out[file]
+        if isinstance(value, tuple) and isinstance(files, dict) and isinstance(files[file], tuple) \
+                and files[file][1] is ANY_PERIOD:
+            out[file] = (value[0], ANY_PERIOD)
     return out
 
 

@@ -18,7 +18,7 @@ QUIET_S = 0.25  # how long the inputs must stay still after a sync before it end
 def _dir(path: str) -> tuple:
     try:
         with os.scandir(path) as it:
-            out = []
+            out: list[tuple[str, int, int, int] | tuple[str, None]] = []
             for e in it:
                 try:
                     st = e.stat()  # through a symlink: the file it names is what is read

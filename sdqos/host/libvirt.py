@@ -40,9 +40,10 @@ class Domain:
 
 
 def _bytes(el: ET.Element | None) -> int:
-    if el is None or not (el.text or "").strip():
+    text = (el.text or "").strip() if el is not None else ""
+    if el is None or not text:
         return 0
-    return int(el.text.strip()) * UNITS.get(el.get("unit", "KiB").lower(), 1024)
+    return int(text) * UNITS.get(el.get("unit", "KiB").lower(), 1024)
 
 
 def parse_status(text: str) -> Domain | None:
@@ -61,11 +62,11 @@ def parse_status(text: str) -> Domain | None:
     try:
         return Domain(
             name=name,
-            pid=int(root.get("pid")),
+            pid=int(root.get("pid", "")),
             memory=_bytes(dom.find("memory")),
             vcpus=int((vcpu.text or "1").strip()) if vcpu is not None else 1,
             partition=(dom.findtext("resource/partition") or "").strip() or None,
-            id=int(dom.get("id")) if (dom.get("id") or "").lstrip("-").isdigit() else None,
+            id=int(dom.get("id", "")) if (dom.get("id") or "").lstrip("-").isdigit() else None,
         )
     except ValueError:
         return None

@@ -72,11 +72,11 @@ def read_counter(cgroup: str, mode: str, root: Path = ROOT) -> Counter | None:
         except OSError:
             return None
         total, found = 0, False
-        for d, _subdirs, files in os.walk(top):  # v1 counts in the victim's memcg only
+        for dirpath, _subdirs, files in os.walk(top):  # v1 counts in the victim's memcg only
             if "memory.oom_control" not in files:
                 continue
             try:
-                n = _int_field(Path(d, "memory.oom_control").read_text(), "oom_kill")
+                n = _int_field(Path(dirpath, "memory.oom_control").read_text(), "oom_kill")
             except OSError:
                 continue
             if n is not None:

@@ -13,17 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sdqos.errors import SdqosError
+from sdqos.errors import SignalReadError
 from sdqos.kube import eviction
 from sdqos.kube.model import MEMORY, PID, NodeConfig
 from sdqos.kube.naming import MACHINE_SLICE, slice_name
 
 ROOT = Path("/sys/fs/cgroup")
 PROC = Path("/proc")
-
-
-class SignalReadError(SdqosError):
-    """A file behind a signal could not be read (no memory controller, /proc not mounted)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The one door to systemd: a small async client for ``org.freedesktop.systemd1`` over D-Bus.
 
-Why it looks the way it does (measured on systemd 252 / dbus-daemon 1.14, see DESIGN.md §4):
+Why it looks the way it does (measured on systemd 252 / dbus-daemon 1.14, see docs/performance.md):
 
 - Low-level ``bus.call(Message(...))`` with explicit signatures: no introspection round trips,
   and the same lines work on dbus-fast (preferred: maintained, 3-8x less client CPU) and dbus-next.
@@ -19,6 +19,7 @@ Why it looks the way it does (measured on systemd 252 / dbus-daemon 1.14, see DE
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 import os
@@ -273,7 +274,7 @@ class Systemd:
         self._epoch += 1
         bus.add_message_handler(self._on_message)
         self._watch = asyncio.ensure_future(bus.wait_for_disconnect())
-        self._watch.add_done_callback(lambda f, b=bus: self._on_bus_lost(b, f))
+        self._watch.add_done_callback(functools.partial(self._on_bus_lost, bus))
         self._bus, self._addref, self._need_subscribe = bus, 0, True  # AddRef refs die with a connection
         try:
             for rule in (JOB_REMOVED_RULE, OWNER_RULE):
@@ -324,8 +325,8 @@ class Systemd:
         if msg.member == "JobRemoved" and msg.interface == MANAGER:
             _id, job, _unit, result = msg.body
             fut = self._jobs.pop(job, None)
-            if fut is not None:
-                fut.done() or fut.set_result(result)
+            if fut is not None and not fut.done():
+                fut.set_result(result)
             elif self._expecting:
                 self._early[job] = result
         elif msg.member == "NameOwnerChanged" and msg.body[0] == SYSTEMD:
@@ -351,7 +352,8 @@ class Systemd:
     def _fail_jobs(self, why: str) -> None:
         """Wake every job waiter: its JobRemoved can no longer arrive."""
         for job, fut in self._jobs.items():
-            fut.done() or fut.set_exception(BusDisconnected(f"{why} while waiting for {job}"))
+            if not fut.done():
+                fut.set_exception(BusDisconnected(f"{why} while waiting for {job}"))
         self._jobs.clear()
 
     # calls ----------------------------------------------------------------------------------------
@@ -440,15 +442,18 @@ class Systemd:
                 self._early.clear()  # nobody can claim these any more: other clients' jobs
         if fut is not None:  # a timer rather than wait_for: no extra task per unit
             wait = timeout or self.job_timeout
-            timer = asyncio.get_running_loop().call_later(wait, lambda: fut.done() or fut.set_exception(
-                CallTimeout(f"job {job} did not finish within {wait:g}s", unit=unit)))
+
+            def expire() -> None:
+                if not fut.done():
+                    fut.set_exception(CallTimeout(f"job {job} did not finish within {wait:g}s", unit=unit))
+            timer = asyncio.get_running_loop().call_later(wait, expire)
             try:
                 result = await fut
             finally:
                 timer.cancel()
                 self._jobs.pop(job, None)
         if result != "done":
-            raise JobFailed(unit, result, job)
+            raise JobFailed(unit, str(result), job)
 
     def _props(self, properties: Mapping[str, Any], unit: str) -> list[list[Any]]:
         """Plain values -> a(sv), checked before anything is sent."""
@@ -524,8 +529,9 @@ class Systemd:
 
         def finished(t: asyncio.Future) -> None:
             pending.discard(t)
-            if not t.cancelled() and t.exception() is not None:
-                crashed.append(t.exception())
+            exc = None if t.cancelled() else t.exception()
+            if exc is not None:
+                crashed.append(exc)
 
         for i in range(len(items)):
             await sem.acquire()  # here, not in the task, so that sends keep the list order
@@ -624,7 +630,7 @@ class Systemd:
 
     async def reload(self) -> None:
         """daemon-reload; systemd replies once it is done. Transient units and their properties
-        survive it (given the unit path of DESIGN.md §5)."""
+        survive it (given a unit path with /run/systemd/transient, as sdqos.sandbox.units.UNIT_PATH has)."""
         await self._retrying(self._call, MANAGER_PATH, MANAGER, "Reload")
 
     async def enable_unit_files(self, files: Sequence[str], runtime: bool = False,
@@ -687,7 +693,8 @@ class Systemd:
     async def _read(self, reqs: Sequence[tuple[str, str, Sequence[str] | None]], unit: str | None = None) -> list[dict]:
         """(path, interface, names) requests through read_window pipelined calls, bounded as a whole
         by call_timeout: below GETALL_FROM names one Get each, else one GetAll, filtered."""
-        calls, plan = [], []
+        calls: list[tuple[str, str, str, str, list[str]]] = []
+        plan: list[tuple[int, list[str] | None]] = []
         for path, iface, names in reqs:
             plan.append((len(calls), None if names is None else list(names)))
             if names is None or len(names) >= GETALL_FROM:
@@ -695,7 +702,8 @@ class Systemd:
             else:
                 calls.extend((path, PROPERTIES, "Get", "ss", [iface, n]) for n in names)
         out: list[Any] = [None] * len(calls)
-        todo, failed = iter(range(len(calls))), []
+        todo = iter(range(len(calls)))
+        failed: list[Exception] = []
 
         async def worker() -> None:  # a few workers, not a task per call: half the client CPU
             for i in todo:

@@ -82,6 +82,7 @@ def prepare(spec: PodRunSpec, uid: str, root: str) -> PodRunSpec:
                     continue
                 base = volumes.volume_base(m.volume, root, uid)
                 target = volumes.source(m, root, uid)
+                assert target is not None  # None only for a tmpfs (Memory emptyDir), passed on above
                 real, real_base = os.path.realpath(target), os.path.realpath(base)
                 if m.sub_path and not (real == real_base or real.startswith(real_base.rstrip("/") + "/")):
                     raise InvalidInput(f"subPath {m.sub_path!r} leads out of volume {m.volume.name!r} (to {real})",

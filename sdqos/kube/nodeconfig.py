@@ -385,7 +385,7 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         _check_reservation(capacity, kube, system, eviction, errors)
 
     cfg = NodeConfig(
-        capacity=capacity,
+        capacity={r: q for r, q in capacity.items() if q is not None},  # a missing one is an error above
         capacity_source=source,
         kube_reserved=kube,
         system_reserved=system,

@@ -27,7 +27,7 @@ import functools
 import json
 import math
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from sdqos.errors import QuantityError
 
@@ -295,7 +295,7 @@ def _new(u: int, e: int, fmt: Format, s: str | None = None) -> Quantity:
     return q
 
 
-def _is_int(x: object) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     """An int that is not a bool."""
     return isinstance(x, int) and not isinstance(x, bool)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from sdqos.errors import InvalidInput
 
@@ -85,7 +86,7 @@ class _Reader:
     def __init__(self, where: str, path: str):
         self.where, self.path = where, path
 
-    def fail(self, field: str, message: str):
+    def fail(self, field: str, message: str) -> NoReturn:
         raise InvalidInput(message, where=self.where, field=f"{self.path}.{field}")
 
     def mapping(self, value, field: str) -> dict:
@@ -107,6 +108,13 @@ class _Reader:
             self.fail(field, f"must be an integer between 0 and {MAX_ID}")
         return value
 
+    def required_ident(self, value, field: str) -> int:
+        """An id that must be there (a list item): null is refused, not passed on as None."""
+        n = self.ident(value, field)
+        if n is None:
+            self.fail(field, f"must be an integer between 0 and {MAX_ID}")
+        return n
+
     def text(self, value, field: str) -> str:
         if not isinstance(value, str):
             self.fail(field, f"must be a string, not {type(value).__name__}")
@@ -124,7 +132,7 @@ class _Reader:
 class _WholeField(_Reader):
     """Errors name the field itself, never a part of it (an annotation is one string)."""
 
-    def fail(self, field: str, message: str):
+    def fail(self, field: str, message: str) -> NoReturn:
         raise InvalidInput(message, where=self.where, field=self.path)
 
 
@@ -200,14 +208,14 @@ def effective(pod_sc: dict, container: dict, where: str, path: str, host: HostSe
     if non_root and user == 0:
         reader("runAsUser").fail("runAsUser", "container's runAsUser breaks non-root policy (runAsNonRoot: true, "
                                               "runAsUser: 0)")
-    groups = []
+    groups: list[int] = []
     fs_group = rp.ident(pod_sc.get("fsGroup"), "fsGroup")
     if fs_group is not None:
         groups.append(fs_group)
     sup = pod_sc.get("supplementalGroups")
     if sup is not None and not isinstance(sup, list):
         rp.fail("supplementalGroups", "must be a list of integers")
-    groups += [rp.ident(g, f"supplementalGroups[{i}]") for i, g in enumerate(sup or [])]
+    groups += [rp.required_ident(g, f"supplementalGroups[{i}]") for i, g in enumerate(sup or [])]
     privileged = bool(r.boolean(csc.get("privileged"), "privileged"))
     read_only = bool(r.boolean(csc.get("readOnlyRootFilesystem"), "readOnlyRootFilesystem"))
     escalation = r.boolean(csc.get("allowPrivilegeEscalation"), "allowPrivilegeEscalation")
@@ -248,7 +256,8 @@ def _capabilities(r: _Reader, value, field: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _profile(r: _Reader, value, field: str) -> tuple[str | None, str | None]:
+def _profile(r: _Reader, value, field: str) -> tuple[str, str]:
+    """(type, localhostProfile); the profile is "" unless the type is Localhost."""
     p = r.mapping(value, field)
     r.unknown(p, frozenset({"type", "localhostProfile"}), field)
     kind = p.get("type")
@@ -258,10 +267,10 @@ def _profile(r: _Reader, value, field: str) -> tuple[str | None, str | None]:
     if kind == "Localhost":
         if local is None or local == "":
             r.fail(f"{field}.localhostProfile", "Required value: must be set when type is Localhost")
-        r.text(local, f"{field}.localhostProfile")
-    elif local is not None:
+        return kind, r.text(local, f"{field}.localhostProfile")
+    if local is not None:
         r.fail(f"{field}.localhostProfile", "can only be set when type is Localhost")
-    return kind, local
+    return kind, ""
 
 
 def _seccomp(r: _Reader, value, host: HostSecurity) -> str | None:

@@ -24,14 +24,16 @@ import datetime
 
 import yaml
 
+from sdqos.errors import YamlError
 from sdqos.kube.goyaml import go_float_text, go_scalar
 
 MAX_EXPANDED_NODES = 1_000_000
 MAX_DEPTH = 64
 MAX_DOCUMENTS = 10_000  # per file: 8 MiB of "--- {}" would otherwise be a million documents
 
+_Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
 try:  # libyaml's parser is ~10x faster when present
-    _Loader = yaml.CSafeLoader  # type: ignore[attr-defined]
+    _Loader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
@@ -72,10 +74,6 @@ def _remember(memo: dict, key: tuple, value: object) -> None:
     memo[key] = value
 
 
-class YamlError(ValueError):
-    """Not loadable YAML; the message says where (line:column) and why."""
-
-
 def _where(event) -> str:
     mark = getattr(event, "start_mark", None)
     return f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
@@ -86,7 +84,7 @@ class _Collection:
 
     __slots__ = ("value", "anchor", "start_total", "key", "merges", "event")
 
-    def __init__(self, value, anchor, start_total, event):
+    def __init__(self, value, anchor, start_total, event) -> None:
         self.value = value
         self.anchor = anchor
         self.start_total = start_total

@@ -237,10 +237,10 @@ class ParseCache:
         self.used: set[str] = set()
         self.dirty = False
         if self.path is not None:
-            self._load()
+            self._load(self.path)
 
-    def _load(self) -> None:
-        raw = rundir.read_private(self.path, ours=True)  # not ours, or writable by others: not trusted
+    def _load(self, path: Path) -> None:
+        raw = rundir.read_private(path, ours=True)  # not ours, or writable by others: not trusted
         if raw is None:
             return
         try:

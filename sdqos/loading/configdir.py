@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, NamedTuple, Sequence
 
-from sdqos.errors import ConfigDirError, InvalidInput
+from sdqos.errors import ConfigDirError, ConfigInvalid, InvalidInput
 from sdqos.host import facts
 from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
 from sdqos.kube.model import NodeConfig, Pod, VirtualMachine
@@ -29,16 +29,6 @@ DEFAULT_DIR = Path("/etc/sdqos")
 MAX_FILE_BYTES = 8 * 2**20
 MAX_ERRORS_PER_FILE = 20  # kept and printed; the rest are counted
 SUFFIXES = (".yaml", ".yml", ".json")  # kubectl reads both: JSON is one document (a Pod or a List)
-
-
-class ConfigInvalid(InvalidInput):
-    """Fatal config errors (node.yaml): nothing can be computed. ``errors`` holds every line."""
-
-    def __init__(self, errors: list[InvalidInput]):
-        self.errors = errors
-        first = errors[0]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        super().__init__(first.message + more, where=first.where, field=first.field)
 
 
 @dataclass
@@ -487,27 +477,28 @@ def scan_config(
         real_sub = str(real_parent) if real_parent is not None else None
         for name in names:
             rel = f"{sub}/{name}"
+            file_real: str | Path  # a str on the fast path: no Path object per plain file
             try:
-                real, st = _checked_plain(sub_str, real_sub, name, rel, insecure)
-                if st is None:  # a symlink, or something to word an error about: resolve it
-                    real, st = _checked(config_dir, real_dir, sub_dir / name, insecure)
+                file_real, file_st = _checked_plain(sub_str, real_sub, name, rel, insecure)
+                if file_st is None:  # a symlink, or something to word an error about: resolve it
+                    file_real, file_st = _checked(config_dir, real_dir, sub_dir / name, insecure)
             except InvalidInput as exc:
                 errors.append(exc)
                 failed.append(rel)
                 continue
-            if st.st_size == 0:
+            if file_st.st_size == 0:
                 # An editor or a deploy tool rewriting the file (truncate, then write): what it will
                 # hold is unknown, so it counts as unreadable — nothing is removed for it.
                 warnings.append(f"{rel} is empty (being rewritten?); nothing in the config is removed until it has content")
                 failed.append(rel)
                 continue
             key = f"{abs_sub}/{name}"  # = str(path.absolute())
-            identity = pc.file_identity(st)
+            identity = pc.file_identity(file_st)
             text = cache.lookup(key, identity)
             if text is None or not _entry_of(text, rel):
-                misses.append((sub_dir / name, Path(real), sub, rel, key, identity))
+                misses.append((sub_dir / name, Path(file_real), sub, rel, key, identity))
                 text = ""
-            files.append(ScannedFile(rel, key, text, str(real), identity))
+            files.append(ScannedFile(rel, key, text, str(file_real), identity))
     if misses:
         fresh: dict[str, str] = {}
         for (_, _, _, rel, key, identity), text in zip(misses, _parse_files(config_dir, misses, apply_defaults, workers)):

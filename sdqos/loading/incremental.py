@@ -107,7 +107,8 @@ def load_plan(
     cache = scan.cache
     # VMs first: they take their share of the node before any pod is planned. Their files' errors
     # and their duplicates are reported after the pods' files', as load_config orders them.
-    vm_files, vm_failed = ParseResult(), []
+    vm_files = ParseResult()
+    vm_failed: list[str] = []
     for f in scan.files:
         if f.rel.startswith("vms/"):
             add_entry(vm_files, vm_failed, f.rel, scan.objects(f))

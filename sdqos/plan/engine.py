@@ -243,7 +243,7 @@ def pod_resource_config(pod: Pod, qos_class: str, node: NodeConfig, cgroup: str,
     quota = qos.milli_cpu_to_quota(cpu_lim, period) if node.cpu_cfs_quota else -1
     pids = node.pod_pids_limit if node.pod_pids_limit > 0 else None
 
-    rc = dict(cpu_shares=shares, pids=pids)
+    rc: dict = dict(cpu_shares=shares, pids=pids)
     if qos_class == GUARANTEED:
         rc.update(cpu_quota=quota, cpu_period=period, memory=mem_lim)
     elif qos_class == BURSTABLE:
@@ -352,7 +352,7 @@ def container_resource_config(
     quota = qos.milli_cpu_to_quota(cpu_lim, period) if node.cpu_cfs_quota else 0
     mem_lim = _bytes(c.limits.get(MEMORY)) or (_bytes(pod_limits.get(MEMORY)) if pod_level else 0)
     mem_req = _bytes(c.requests.get(MEMORY))
-    rc = dict(cpu_shares=shares, cpu_quota=quota or None, cpu_period=period if quota else None, memory=mem_lim or None)
+    rc: dict = dict(cpu_shares=shares, cpu_quota=quota or None, cpu_period=period if quota else None, memory=mem_lim or None)
     if cgroup == "v2":
         _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits)
         rc["swap"], swap_why = container_swap(pod, c, qos_class, node)

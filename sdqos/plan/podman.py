@@ -17,6 +17,7 @@ flags, the way kubelet hands them to its runtime over CRI. Pure.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from sdqos.kube import volumes
 from sdqos.kube.runspec import RunSpec
@@ -63,7 +64,7 @@ def owned_by(labels_: dict[str, str], uid: str | None = None) -> bool:
 UNLIMITED_MEMORY = 0x7FFFFFFFFFFFF000
 
 
-def _cpu_memory_flags(c: ContainerPlan, cgroup: str, *, no_quota: list[str], no_memory: list[str] = ()) -> list[str]:
+def _cpu_memory_flags(c: ContainerPlan, cgroup: str, *, no_quota: list[str], no_memory: Sequence[str] = ()) -> list[str]:
     """Shares, quota and period (``no_quota`` when there is no CPU limit), memory limit, and swap
     as kubelet sets it (configureContainerSwapResources): on v1 memory+swap equal to the memory
     limit (NoSwap: v1 has no other), on v2 the limit plus the container's swap (0 with NoSwap).

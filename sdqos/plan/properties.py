@@ -1,4 +1,4 @@
-"""Kubelet's cgroup values → the systemd properties that carry them, per manager (DESIGN.md §3).
+"""Kubelet's cgroup values → the systemd properties that carry them, per manager (docs/formulas.md).
 
 cgroup v1 (systemd < 258): ``CPUShares`` (exact shares; systemd's CPUWeight conversion is lossy
 there) and ``MemoryLimit``. cgroup v2: ``CPUWeight`` (kubelet's linear rule for its own slices, the
@@ -11,11 +11,12 @@ stores it as a percentage and would silently truncate anything finer at the next
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sdqos.humanize import INFINITY  # systemd's "infinity"/unset, defined once
 from sdqos.kube import qos
 
-INFINITY = 2**64 - 1
 DEFAULT_PERIOD_US = qos.QUOTA_PERIOD_US
 
 V1_OWNED = ("CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax")
@@ -126,7 +127,7 @@ def planned_value(props: dict[str, int], name: str) -> int:
     return props[name]
 
 
-def memory_limit(props: dict[str, int]) -> int:
+def memory_limit(props: Mapping[str, int]) -> int:
     for name in MEMORY_PROPERTIES:
         if name in props:
             return props[name]

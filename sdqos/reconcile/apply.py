@@ -6,7 +6,7 @@ unit that failed to be created is skipped."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from sdqos.errors import CallTimeout, SystemdError, UnitExists
 from sdqos.host.systemd import UNIT, Systemd
@@ -20,10 +20,10 @@ CREATE_EXTRAS = {"DefaultDependencies": False, "CPUAccounting": True, "MemoryAcc
 Progress = Callable[[int, int], None]
 
 
-def create_properties(u: UnitPlan) -> dict:
+def create_properties(u: UnitPlan) -> dict[str, Any]:
     """Everything a new unit is created with: its owned properties, a Description that says what
     it is (so `systemctl status` reads well), and what runc's systemd driver adds."""
-    props = dict(u.properties)
+    props: dict[str, Any] = dict(u.properties)
     props["Description"] = u.description
     props.update(CREATE_EXTRAS)
     if u.name.endswith(".scope"):
@@ -73,14 +73,18 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
             tick()
         creates = [a for a in actions if a.kind == "create"]
         if creates:
-            todo, skipped = [], []
+            todo: list[tuple[Action, UnitPlan]] = []
+            skipped: list[Action] = []
             for a in creates:
-                (todo if a.plan is not None and a.plan.slice not in failed_creates else skipped).append(a)
+                if a.plan is not None and a.plan.slice not in failed_creates:
+                    todo.append((a, a.plan))
+                else:
+                    skipped.append(a)
             for a in skipped:
                 failed_creates.add(a.unit)
                 report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
-            results = await sd.start_transient_units((a.unit, create_properties(a.plan)) for a in todo)
-            for a, err in zip(todo, results):
+            results = await sd.start_transient_units((a.unit, create_properties(u)) for a, u in todo)
+            for (a, u), err in zip(todo, results):
                 if err is None:
                     report.created.append(a.unit)
                     done.add(a.unit)
@@ -88,7 +92,7 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
                     # A unit file or an implicit slice has the name (or a create raced us): set
                     # the properties on it instead.
                     try:
-                        await sd.set_unit_properties(a.unit, a.plan.properties)
+                        await sd.set_unit_properties(a.unit, u.properties)
                         await _start_if_inactive(sd, a.unit)
                         updated.setdefault(a.unit, {})
                         done.add(a.unit)

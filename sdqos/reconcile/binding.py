@@ -139,14 +139,14 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             plan.units.append(UnitPlan(name, scope.slice, "container", base.description, props, base.resources,
                                        owner=base.owner, create=False, why=base.why))
         bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj, pp.key, c.name)
-    for (pod, container, glob), names in sorted(by_glob.items()):
-        if len(names) > 1:
-            warnings.append(f"pod {pod}: sdqos.io/scopes {container}={glob} matches {len(names)} scopes "
-                            f"({', '.join(names)}); each gets {container}'s values: make the glob specific")
-    for key, names in sorted(seen_glob.items()):
+    for (pod, container, glob), scope_names in sorted(by_glob.items()):
+        if len(scope_names) > 1:
+            warnings.append(f"pod {pod}: sdqos.io/scopes {container}={glob} matches {len(scope_names)} scopes "
+                            f"({', '.join(scope_names)}); each gets {container}'s values: make the glob specific")
+    for key, scope_names in sorted(seen_glob.items()):
         if key not in by_glob:
             warnings.append(f"pod {key[0]}: sdqos.io/scopes {key[1]}={key[2]} is shadowed by a more specific entry "
-                            f"for every scope it matches ({', '.join(names)})")
+                            f"for every scope it matches ({', '.join(scope_names)})")
     machine = machine_scopes(scopes)
     claimed, left_alone = set(), set()
     domains = domains or {}

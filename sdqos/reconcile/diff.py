@@ -92,7 +92,7 @@ class Action:
     kind: str  # create | update | stop | reset
     unit: str
     phase: int
-    props: dict[str, int] = field(default_factory=dict)
+    props: dict[str, int | str] = field(default_factory=dict)  # str: Description
     changes: dict[str, tuple[int, int]] = field(default_factory=dict)
     drift: bool = False
     plan: UnitPlan | None = None
@@ -472,10 +472,10 @@ def compute_diff(
         changes = {p: (lu.props.get(p, INFINITY), v) for p, v in reset.items() if lu.props.get(p, INFINITY) != v}
         d.released.append(name)
         if changes:
-            why = "nothing declared or running there" if machine else "no longer matches a container"
+            reason = "nothing declared or running there" if machine else "no longer matches a container"
             d.actions.append(Action("update", name, PHASE_GROW, props={p: v for p, (_, v) in changes.items()},
-                                    changes=changes, reason=why))
-            d.warnings.append(f"{name}: {why} any more: the values sdqos set on it were released to systemd's "
+                                    changes=changes, reason=reason))
+            d.warnings.append(f"{name}: {reason} any more: the values sdqos set on it were released to systemd's "
                               f"defaults ({', '.join(sorted(changes))})" if machine else
                               f"{name} no longer matches a container: the values sdqos set on it were reset "
                               f"({', '.join(sorted(changes))})")

@@ -418,7 +418,7 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
     from sdqos.host import pressure as hp
 
     root = root or hp.ROOT
-    state = ev.ManagerState()
+    state: ev.ManagerState | None = ev.ManagerState()
     notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
     conditions: list[str] | None = None  # the first pass says what it finds
     plan = None
@@ -434,8 +434,8 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                 say(f"config not reloaded, keeping the last good one: {exc}")
             a, state = collect(plan, root, proc, state, time.monotonic_ns())
             if evict_on:
-                for key in forget_running(run_dir, a):
-                    say(f"{key.replace(':', ' ', 1)} runs again: no longer evicted")
+                for evicted in forget_running(run_dir, a):
+                    say(f"{evicted.replace(':', ' ', 1)} runs again: no longer evicted")
             if a.conditions != conditions:
                 detail = ""
                 if a.met:

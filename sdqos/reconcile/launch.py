@@ -17,16 +17,12 @@ import re
 
 from dataclasses import dataclass
 
-from sdqos.errors import InvalidInput, SdqosError, SystemdError, UnitExists
+from sdqos.errors import InvalidInput, ScopeBusy, SdqosError, SystemdError, UnitExists
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE, machine_scope
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
 from sdqos.reconcile.apply import create_properties
-
-
-class ScopeBusy(SdqosError):
-    """The container already runs in its scope (use --replace)."""
 
 
 @dataclass
@@ -156,10 +152,11 @@ async def _register_machine(sd: Systemd, target: Target, leader: int, props: dic
     knows the VM. False when machined does not run or cannot take the name (then systemd alone)."""
     from sdqos.host import machined
 
-    if not _MACHINE_NAME.match(target.machine or ""):
+    name = target.machine
+    if name is None or not _MACHINE_NAME.match(name):
         return False
     try:
-        await machined.create_machine(sd, target.machine, leader, props)
+        await machined.create_machine(sd, name, leader, props)
         return True
     except SystemdError as exc:
         if machined.not_running(exc):

@@ -126,7 +126,7 @@ def _listed_unit(name: str, st, props: dict[str, int] | None = None) -> LiveUnit
 
 
 def _counter(value) -> int | None:
-    if value is None or int(value) >= 2**64 - 1:
+    if value is None or int(value) >= INFINITY:
         return None  # accounting off or not known
     return int(value)
 
@@ -198,11 +198,11 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
         slice_usage = known.memory_current if known is not None and known.memory_current is not None \
             else await _usage_of(sd, MACHINE_SLICE)
         claimed = {n for n in machine if n in bindings}
-        guests = {}
+        guests: dict[str, tuple[int, int]] = {}  # scope -> the libvirt guest's (memory, vcpus)
         for d in domains.values():
-            scope = next((n for n, sc in machine.items() if d.pid in sc.pids), None)
-            if scope is not None:
-                guests[scope] = (d.memory, d.vcpus)
+            guest_scope = next((n for n, sc in machine.items() if d.pid in sc.pids), None)
+            if guest_scope is not None:
+                guests[guest_scope] = (d.memory, d.vcpus)
         charges = machine_charges(plan, machine, claimed, live, names, guests, slice_usage)
     return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure, charges,
                        errors)
@@ -224,7 +224,7 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
             check.setdefault(PERIOD_PROPERTY, lu.props.get(PERIOD_PROPERTY, INFINITY))
         want = cgroupfs.expected(check, plan.cgroup, page)
         have = cgroupfs.read(sc.cgroup, want) if want else None
-        if have is not None and have != want:
+        if want is not None and have is not None and have != want:
             lu.kernel_drift = cgroupfs.differing(want, have)
 
 

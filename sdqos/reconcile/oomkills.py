@@ -13,7 +13,7 @@ cgroup made again under the same name is a new inode, its counter counted from 0
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 
 class Watched(NamedTuple):
@@ -37,6 +37,20 @@ class Kill:
     kind: str
     qos: str | None
     detail: dict  # time, pid, comm, constraint, limit, limitUnit, source
+
+
+class _UnitRecord(TypedDict):
+    """What the record keeps per unit between syncs."""
+
+    ino: int | None  # the cgroup's inode its counter was read from
+    count: int  # the counter's value then
+    undetailed: int  # kills reported from the counter alone, waiting for their log record
+    pending: list[dict[str, Any]]  # log records the counter has not caught up with yet
+    total: int
+    last: dict[str, Any] | None
+    name: str
+    kind: str
+    qos: str | None
 
 
 @dataclass
@@ -74,8 +88,9 @@ def account(record: dict, units: list[Watched], counters: dict, log: list | None
     """``counters``: unit → Counter (ino, count) for the units whose counter was read (None: its
     cgroup is gone); ``log``: the kernel log's kill records after ``record['seq']`` (None: the log
     was unreadable), ``log_seq`` the last sequence number read."""
-    old_units = record.get("units") if isinstance(record.get("units"), dict) else {}
-    new_units: dict[str, dict] = {}
+    kept = record.get("units")
+    old_units: dict[str, Any] = kept if isinstance(kept, dict) else {}
+    new_units: dict[str, Any] = {}
     out = Result({"seq": log_seq if log is not None else record.get("seq"), "units": new_units})
     by_unit = {w.unit: w for w in units}
     fresh: dict[str, list] = {}
@@ -85,11 +100,12 @@ def account(record: dict, units: list[Watched], counters: dict, log: list | None
             fresh.setdefault(w.unit, []).append(rec)
     for unit in sorted(set(counters) | set(fresh) | set(old_units)):
         w = by_unit.get(unit)
-        old = old_units.get(unit) if isinstance(old_units.get(unit), dict) else {}
+        was = old_units.get(unit)
+        old: dict[str, Any] = was if isinstance(was, dict) else {}
         if w is None:  # not planned now, or not asked about: kept as it is
             new_units[unit] = old
             continue
-        st = {"ino": old.get("ino"), "count": int(old.get("count") or 0), "undetailed": int(old.get("undetailed") or 0),
+        st: _UnitRecord = {"ino": old.get("ino"), "count": int(old.get("count") or 0), "undetailed": int(old.get("undetailed") or 0),
               "pending": [dict(p, carried=True) for p in old.get("pending") or []],
               "total": int(old.get("total") or 0), "last": old.get("last"),
               "name": w.name, "kind": w.kind, "qos": w.qos}

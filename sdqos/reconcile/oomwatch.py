@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from sdqos import humanize as H
@@ -69,6 +70,7 @@ def observe_kills(plan: Plan, record: dict, running: dict[str, str] | None = Non
         return None
     seq = record.get("seq") if isinstance(record.get("seq"), int) else None
     everywhere = oomevents.kills_since_boot(vmstat)
+    log: list[oomevents.LogKill] | None
     if seq is not None and everywhere is not None and everywhere == record.get("kernelTotal"):
         log, last = [], seq  # no OOM kill anywhere since the last read
     else:  # the log first: a kill between the two reads waits for the counter
@@ -80,7 +82,8 @@ def observe_kills(plan: Plan, record: dict, running: dict[str, str] | None = Non
     else:
         counters = {w.unit: oomevents.read_counter(running[w.unit], plan.cgroup, root) for w in counted
                     if w.unit in running}
-    old = record.get("units") if isinstance(record.get("units"), dict) else {}
+    kept = record.get("units")
+    old: dict = kept if isinstance(kept, dict) else {}
     waiting = any(isinstance(v, dict) and v.get("pending") for v in old.values())
     units = watched(plan, PLACED) if log or waiting else counted  # every workload only to place log records
     result = account(record, units, counters, log, last, time.time())
@@ -118,7 +121,7 @@ def lines(kills: list[Kill]) -> list[str]:
     return out
 
 
-def line(k: Kill, also: list[Kill] = ()) -> str:
+def line(k: Kill, also: Sequence[Kill] = ()) -> str:
     d = k.detail
     who = f"{k.name} ({k.unit})" if k.name else k.unit
     proc = f"process {d['pid']} ({d['comm']})" if d.get("pid") is not None else "a process"

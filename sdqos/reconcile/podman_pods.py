@@ -12,7 +12,7 @@ that alone never makes a container sdqos's to remove).
 
 from __future__ import annotations
 
-from sdqos.errors import InvalidInput, SdqosError
+from sdqos.errors import InvalidInput, PodRunning, SdqosError
 from sdqos.host import podman
 from sdqos.host import volumes as host_volumes
 from sdqos.host.systemd import Systemd
@@ -21,10 +21,6 @@ from sdqos.kube.security import non_root_error
 from sdqos.plan import podman as flags
 from sdqos.plan.engine import Plan, PodPlan
 from sdqos.reconcile import launch
-
-
-class PodRunning(SdqosError):
-    """The pod's containers already run (use --replace)."""
 
 
 # podman's states in which a container's processes may run (podman ps's State)

@@ -122,9 +122,9 @@ def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str
     if hits:
         return hits[0][0]
     for text in (systemd_unescape(scope.name[: -len(".scope")]), scope.description):
-        hits = [n for n in names if _has_word(text, n)]
-        if len(hits) == 1:
-            return hits[0]
+        named = [n for n in names if _has_word(text, n)]
+        if len(named) == 1:
+            return named[0]
     return None
 
 

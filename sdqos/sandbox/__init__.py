@@ -3,7 +3,7 @@
 sdqos drives systemd over D-Bus. Trying it on a real host means creating slices and scopes in the
 host's own systemd; a test suite that did that would leak units into the machine it runs on, and
 on a host whose PID 1 is not systemd there is nothing to talk to at all. A *sandbox* is a systemd
-booted as PID 1 of its own pid, mount, cgroup and uts namespaces (DESIGN.md §5), with its own
+booted as PID 1 of its own pid, mount, cgroup and uts namespaces (docs/testing.md), with its own
 system bus and only the handful of units it needs, so that:
 
 - everything sdqos does lands in cgroups named for the sandbox, readable from the host
@@ -15,7 +15,7 @@ system bus and only the handful of units it needs, so that:
   ``/proc/sys`` is read-only inside (systemd would otherwise raise the host's ``fs.nr_open`` at
   boot), and its console is a pty whose output lands in a log file.
 
-Cgroups: on a cgroup v1/hybrid host (the layout DESIGN §5 was measured on) the instance gets
+Cgroups: on a cgroup v1/hybrid host (the layout the sandbox was first measured on) the instance gets
 ``sdqos-sandbox-<name>`` in every hierarchy mounted under /sys/fs/cgroup, memory below the
 caller's own memory cgroup; inside, a read-only tmpfs on /sys/fs/cgroup with each hierarchy
 remounted. On a cgroup2-only host it gets /sys/fs/cgroup/sdqos-sandbox-<name> and cgroup2 is

@@ -99,8 +99,8 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: boo
     sdir = state_dir(name)
     if sdir.exists() or _find_cgroup_dirs(name, None):
         if _alive(_read_state(name)):
-            st = _read_state(name) or {}
-            raise SandboxError(f"sandbox {name} is already running (pid {st.get('pid')}); `down` it first")
+            running = _read_state(name) or {}
+            raise SandboxError(f"sandbox {name} is already running (pid {running.get('pid')}); `down` it first")
         down(name)  # a crashed or half-made one
     sock = f"{sdir}/run/dbus/system_bus_socket"
     if len(sock.encode()) > 107:

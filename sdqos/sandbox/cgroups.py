@@ -137,7 +137,7 @@ def _enable_controllers(parent: Path) -> None:
 
 def _instance_dirs(name: str, hierarchies: list[dict[str, Any]]) -> None:
     """Fill in each hierarchy's instance dir: <mount>/sdqos-sandbox-NAME, except v1 memory, which
-    goes below our own memory cgroup (DESIGN §5). On a cgroup2-only host the instance sits at the
+    goes below our own memory cgroup. On a cgroup2-only host the instance sits at the
     top: below our own cgroup, which holds processes, no controller could be delegated to it."""
     leaf = CGROUP_PREFIX + name
     for h in hierarchies:

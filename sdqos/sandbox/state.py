@@ -211,7 +211,9 @@ def _verified_pid(pid: Any, starttime: Any) -> int | None:
 
 
 def _alive(st: Mapping[str, Any] | None) -> bool:
-    return bool(st) and _verified_pid(st.get("pid"), st.get("pid_starttime")) is not None and _pid_exists(int(st["pid"]))
+    if not st:
+        return False
+    return _verified_pid(st.get("pid"), st.get("pid_starttime")) is not None and _pid_exists(int(st["pid"]))
 
 
 def _kill(pid: int) -> None:

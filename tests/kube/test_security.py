@@ -77,6 +77,7 @@ def test_privileged_unconfined_and_apparmor_where_the_host_has_it():
     (None, {"runAsUser": "1000"}, {}, "spec.containers[0].securityContext.runAsUser: must be an integer"),
     ({"fsGroup": 2**31}, None, {}, "spec.securityContext.fsGroup: must be an integer"),
     ({"supplementalGroups": [1, True]}, None, {}, "spec.securityContext.supplementalGroups[1]: must be an integer"),
+    ({"supplementalGroups": [1, None]}, None, {}, "spec.securityContext.supplementalGroups[1]: must be an integer"),
     (None, {"privileged": "yes"}, {}, "spec.containers[0].securityContext.privileged: must be true or false"),
     (None, {"privileged": True, "allowPrivilegeEscalation": False}, {},
      "spec.containers[0].securityContext.allowPrivilegeEscalation: cannot set `allowPrivilegeEscalation` to false and `privileged` to true"),

@@ -102,3 +102,16 @@ def test_podman_containers_in_machine_slice_are_named_as_containers():
     bind_scopes(plan, scopes, warnings, containers, names=machine_names(scopes, containers, {}))
     assert warnings == [f"{name} in machine.slice is podman container web1, not a VM: left running, untouched, counted in the node budget "
                         "(run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]
+
+
+def test_a_glob_match_and_a_scope_in_machine_slice_in_one_pass():
+    """The scopes a glob matched once shadowed the names of machine.slice's scopes (a crash)."""
+    plan = plan_with("nginx=libpod-*.scope")
+    other = f"libpod-{B}.scope"
+    scopes = dict([scope(plan, f"libpod-{A}.scope")])
+    scopes[other] = LiveScope(other, "machine.slice", f"/machine.slice/{other}", [100])
+    warnings: list[str] = []
+    bindings, _ = bind_scopes(plan, scopes, warnings, {}, names={other: "podman container web1"})
+    assert bindings[f"libpod-{A}.scope"].owner == "pod shop/web container nginx"
+    assert warnings == [f"{other} in machine.slice is podman container web1, not a VM: left running, untouched, counted "
+                        "in the node budget (run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]
