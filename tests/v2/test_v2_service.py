@@ -30,7 +30,7 @@ def test_the_installed_units_on_a_real_systemd(v2guest):
     cfg = write_config(g, pods=PODS)
     out = g.check(f"sdqos install-units --config {cfg} --now")
     try:
-        assert "started sdqos-sync.timer and sdqos-sync.path" in out
+        assert "started sdqos-sync.timer, sdqos-sync.path and sdqos-pressure.service" in out
         for unit in (*UNITS, "timers.target", "paths.target"):
             assert g.check(f"systemctl show -P NeedDaemonReload {unit}").strip() == "no", unit
         st = g.run("systemctl status --no-pager " + " ".join(UNITS))
