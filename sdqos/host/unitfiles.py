@@ -8,6 +8,9 @@ its machine file), so a libvirt VM is limited from its first second, without a d
 The service reads podman's settings from ``CONFIG/environment`` (systemd's EnvironmentFile format)
 and is hardened only as far as every feature keeps working: docs/service.md says what it may do
 and why (podman's rm must act in the host's mount and network namespaces).
+
+``sdqos-pressure.service`` is the one daemon: ``sdqos pressure --evict`` must watch all the time to
+act within a second of memory pressure (docs/eviction.md); it shares the sync service's sandbox.
 """
 
 from __future__ import annotations
