@@ -141,9 +141,11 @@ def wait_for(cond, what: str = "condition", timeout: float = 20.0):
 
 def remove_sync_units(sb: sbx.Sandbox, directory: str = "/run/systemd/system") -> None:
     """Undo `sdqos install-units --dir DIRECTORY --now` inside the sandbox: stop and remove the
-    service, timer and path unit and their enablement links."""
-    sbx.run(sb, ["systemctl", "disable", "--now", "sdqos-sync.timer", "sdqos-sync.path"])
-    sbx.run(sb, ["systemctl", "stop", "sdqos-sync.service"])
+    service, timer and path unit, the pressure service (it would evict other tests' pods) and their
+    enablement links."""
+    sbx.run(sb, ["systemctl", "disable", "--now", "sdqos-sync.timer", "sdqos-sync.path", "sdqos-pressure.service"])
+    sbx.run(sb, ["systemctl", "stop", "sdqos-sync.service", "sdqos-pressure.service"])
     sbx.run(sb, ["rm", "-rf", *(f"{directory}/{name}" for name in (
-        "sdqos-sync.timer", "sdqos-sync.service", "sdqos-sync.path", "timers.target.wants", "paths.target.wants"))])
+        "sdqos-sync.timer", "sdqos-sync.service", "sdqos-sync.path", "sdqos-pressure.service", "timers.target.wants",
+        "paths.target.wants", "multi-user.target.wants"))])
     sbx.run(sb, ["systemctl", "daemon-reload"])

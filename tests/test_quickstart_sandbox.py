@@ -66,8 +66,8 @@ def test_the_quickstart_runs_as_written(clean_sandbox, tmp_path):
         assert "demo/hello/app" in status and "no process" not in status
         info = sbx.run(sb, ["sh", "-c", '$SDQOS_PODMAN ps --format "{{.Names}} {{.Image}}"'], env=env).stdout
         assert info.split() == ["demo_hello_app", "localhost/sdqos-hello:latest"]
-        timer = sbx.run(sb, ["systemctl", "is-active", "sdqos-sync.timer", "sdqos-sync.path"]).stdout.split()
-        assert timer == ["active", "active"]
+        units = ("sdqos-sync.timer", "sdqos-sync.path", "sdqos-pressure.service")
+        assert sbx.run(sb, ["systemctl", "is-active", *units]).stdout.split() == ["active"] * 3
     finally:
         sbx.run(sb, ["sh", "-c", "$SDQOS_PODMAN rm --all --force --time 0"], env=env, timeout=120)
         remove_sync_units(sb, "/etc/systemd/system")

@@ -1018,15 +1018,17 @@ def install_units(
     directory: Path = typer.Option(Path("/etc/systemd/system"), "--dir", help="Where to write the unit files."),
     config: Path = typer.Option(Path("/etc/sdqos"), "--config", "-c", help="Config directory the timer syncs."),
     binary: Optional[Path] = typer.Option(None, "--sdqos", help="Absolute path of sdqos (default: this one)."),
-    now: bool = typer.Option(False, "--now", help="Also enable and start the timer and the path unit and "
-                                                  "daemon-reload (over D-Bus), as systemctl enable --now."),
+    now: bool = typer.Option(False, "--now", help="Also enable and start the timer, the path unit and the "
+                                                  "pressure service and daemon-reload (over D-Bus), as "
+                                                  "systemctl enable --now."),
     metrics_textfile: Optional[Path] = typer.Option(None, "--metrics-textfile", metavar="FILE",
                                                     help="Each sync of the service writes its metrics to FILE "
                                                          "(node_exporter's textfile collector)."),
     bus_address: Optional[str] = BusOpt,
 ) -> None:
     """Install sdqos-sync.service, sdqos-sync.timer (sync at boot and every 30 s) and sdqos-sync.path
-    (sync within a second when the config changes or a VM starts). The service reads podman's
+    (sync within a second when the config changes or a VM starts), and sdqos-pressure.service (sdqos
+    pressure --evict: kubelet's node-pressure eviction, always running). The services read podman's
     settings (SDQOS_PODMAN, CONTAINERS_CONF, CONTAINERS_STORAGE_CONF) from CONFIG/environment."""
     import asyncio
     import os
@@ -1058,7 +1060,8 @@ def install_units(
             warn(f"{', '.join(shell)} set here but not for the service: put {'it' if len(shell) == 1 else 'them'} "
                  f"in {envfile} (VAR=value lines)")
         if not now:
-            typer.echo("next: systemctl daemon-reload && systemctl enable --now sdqos-sync.timer sdqos-sync.path")
+            typer.echo("next: systemctl daemon-reload && systemctl enable --now sdqos-sync.timer sdqos-sync.path "
+                       "sdqos-pressure.service")
             return
 
         async def activate() -> None:
@@ -1070,17 +1073,17 @@ def install_units(
                     raise HostError(f"{directory} is not on systemd's unit search path, so systemd cannot start "
                                     f"{unitfiles.TIMER} from there; use --dir with one of: {', '.join(paths)}")
                 await sd.reload()
-                for unit in (unitfiles.TIMER, unitfiles.PATH):
+                for unit in (unitfiles.TIMER, unitfiles.PATH, unitfiles.PRESSURE):
                     try:
                         await sd.enable_unit_files([unit])
                     except SdqosError as exc:  # e.g. no timers.target in a minimal system
                         warn(f"could not enable {unit}: {exc}")
                 await sd.reload()  # as systemctl enable: no unit left "changed on disk" (NeedDaemonReload)
-                for unit in (unitfiles.TIMER, unitfiles.PATH):
+                for unit in (unitfiles.TIMER, unitfiles.PATH, unitfiles.PRESSURE):
                     await sd.start_unit(unit)
 
         asyncio.run(activate())
-        typer.echo(f"started {unitfiles.TIMER} and {unitfiles.PATH}")
+        typer.echo(f"started {unitfiles.TIMER}, {unitfiles.PATH} and {unitfiles.PRESSURE}")
 
 
 def _progress_bar():

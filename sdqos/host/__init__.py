@@ -5,7 +5,7 @@ read goes through it); ``cgroupfs`` reads what the kernel holds for a unit's cgr
 sdqos never writes cgroupfs); ``procfs`` reads processes and writes the one file systemd cannot
 set, ``/proc/PID/oom_score_adj``; ``facts`` detects capacity, the cgroup layout and the page size;
 ``rundir`` keeps /run/sdqos (sync lock, what the last sync applied); ``unitfiles`` renders the
-timer, service and path unit that ``install-units`` writes; ``libvirt`` reads libvirt's record of
+timer, service and path unit and the pressure service that ``install-units`` writes; ``libvirt`` reads libvirt's record of
 its running domains, ``machined`` talks to systemd-machined, ``podman`` runs the podman command.
 New adapters go here, one module each.
 

@@ -8,6 +8,9 @@ its machine file), so a libvirt VM is limited from its first second, without a d
 The service reads podman's settings from ``CONFIG/environment`` (systemd's EnvironmentFile format)
 and is hardened only as far as every feature keeps working: docs/service.md says what it may do
 and why (podman's rm must act in the host's mount and network namespaces).
+
+``sdqos-pressure.service`` is the one daemon: ``sdqos pressure --evict`` must watch all the time to
+act within a second of memory pressure (docs/eviction.md); it shares the sync service's sandbox.
 """
 
 from __future__ import annotations
@@ -17,10 +20,30 @@ from sdqos.host.inputs import LIBVIRT_STATE, MACHINED_STATE  # what the path uni
 SERVICE = "sdqos-sync.service"
 TIMER = "sdqos-sync.timer"
 PATH = "sdqos-sync.path"
+PRESSURE = "sdqos-pressure.service"
 DEFAULT_BINARY = "/usr/local/bin/sdqos"
 DEFAULT_CONFIG = "/etc/sdqos"
 ENVIRONMENT = "environment"  # in the config dir: the service's EnvironmentFile=
 PODMAN_SETTINGS = ("SDQOS_PODMAN", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF")
+
+# The sandbox both services share (the reasons are in _SERVICE's comment and docs/service.md).
+_HARDENING = """\
+CapabilityBoundingSet=CAP_SYS_ADMIN CAP_SYS_RESOURCE CAP_KILL CAP_DAC_OVERRIDE CAP_FOWNER CAP_NET_ADMIN CAP_NET_RAW
+NoNewPrivileges=yes
+SystemCallFilter=@system-service @mount seccomp
+SystemCallErrorNumber=EPERM
+SystemCallArchitectures=native
+RestrictNamespaces=~user pid uts mnt cgroup ipc
+RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6
+IPAddressDeny=any
+DevicePolicy=closed
+ProtectClock=yes
+ProtectHostname=yes
+LockPersonality=yes
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+MemoryDenyWriteExecute=yes
+"""
 
 _SERVICE = """\
 [Unit]
@@ -53,21 +76,40 @@ RuntimeDirectoryPreserve=yes
 # PrivateTmp=, ...): podman rm in one races conmon's cleanup and fails or leaves the container's
 # mounts behind in the host's. No IP traffic.
 # The service never starts a container: it would inherit all of this. See docs/service.md.
-CapabilityBoundingSet=CAP_SYS_ADMIN CAP_SYS_RESOURCE CAP_KILL CAP_DAC_OVERRIDE CAP_FOWNER CAP_NET_ADMIN CAP_NET_RAW
-NoNewPrivileges=yes
-SystemCallFilter=@system-service @mount seccomp
-SystemCallErrorNumber=EPERM
-SystemCallArchitectures=native
-RestrictNamespaces=~user pid uts mnt cgroup ipc
-RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6
-IPAddressDeny=any
-DevicePolicy=closed
-ProtectClock=yes
-ProtectHostname=yes
-LockPersonality=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
-MemoryDenyWriteExecute=yes
+{hardening}"""
+
+# kubelet's eviction manager as a daemon: it must outlive the pressure it acts on, so the kernel's
+# OOM killer never picks it first (-999, as kubelet's own score) and its own memory is bounded (it
+# and the podman rm it runs; measured in tests/reconcile/test_pressure_service_sandbox.py).
+_PRESSURE = """\
+[Unit]
+Description=sdqos: evict pods and VMs under node pressure as kubelet's eviction manager ({config})
+Documentation=https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/
+ConditionPathIsDirectory={config}
+After=dbus.service
+
+[Service]
+Type=simple
+Slice=system.slice
+EnvironmentFile=-{config}/{environment}
+ExecStart={binary} pressure --evict --config {config}
+# Always back (5 s apart: never the default limit of 5 starts in 10 s).
+Restart=always
+RestartSec=5s
+OOMScoreAdjust=-999
+MemoryHigh=96M
+MemoryMax=160M
+StandardOutput=journal
+StandardError=journal
+SyslogIdentifier=sdqos-pressure
+RuntimeDirectory=sdqos
+RuntimeDirectoryMode=0755
+RuntimeDirectoryPreserve=yes
+# The sync service's sandbox: it stops systemd units over D-Bus and removes podman containers with
+# podman rm, which needs the same capabilities and the host's mount and network namespaces.
+{hardening}
+[Install]
+WantedBy=multi-user.target
 """
 
 _TIMER = """\
@@ -115,8 +157,11 @@ def render(command: list[str] | None = None, config: str = DEFAULT_CONFIG,
         if not value or any(c.isspace() or c in "\"'\\;$`%" for c in value):
             raise ValueError(f"{value!r} must not contain spaces or special characters")
     extra = f" --metrics-textfile {metrics_textfile}" if metrics_textfile is not None else ""
-    return {SERVICE: _SERVICE.format(binary=" ".join(command), config=config, extra=extra, environment=ENVIRONMENT), TIMER: _TIMER,
-            PATH: _PATH.format(config=config, libvirt=LIBVIRT_STATE, machined=MACHINED_STATE, service=SERVICE)}
+    binary = " ".join(command)
+    return {SERVICE: _SERVICE.format(binary=binary, config=config, extra=extra, environment=ENVIRONMENT,
+                                     hardening=_HARDENING), TIMER: _TIMER,
+            PATH: _PATH.format(config=config, libvirt=LIBVIRT_STATE, machined=MACHINED_STATE, service=SERVICE),
+            PRESSURE: _PRESSURE.format(binary=binary, config=config, environment=ENVIRONMENT, hardening=_HARDENING)}
 
 
 def default_command() -> list[str]:

@@ -24,7 +24,7 @@ from ..sbhelpers import active_state, remove_sync_units, sdqos_in, show, wait_fo
 from .test_podman_sandbox import cgroup_file, inspect, podman, podman_env  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-UNITS = ("sdqos-sync.service", "sdqos-sync.timer", "sdqos-sync.path")
+UNITS = ("sdqos-sync.service", "sdqos-sync.timer", "sdqos-sync.path", "sdqos-pressure.service")
 # Measured on units/sdqos-sync.service with systemd 252: 4.6 (7.1 before the capability bounding set
 # and syscall filter). docs/service.md gives the figure and what the rest would cost.
 EXPOSURE_LIMIT = 4.6
@@ -62,7 +62,7 @@ def test_install_units_now_leaves_no_unit_changed_on_disk(clean_sandbox, tmp_pat
     try:
         for unit in UNITS:
             assert show(sb, unit, "NeedDaemonReload")["NeedDaemonReload"] == "no", unit
-        for unit in ("sdqos-sync.timer", "sdqos-sync.path"):
+        for unit in ("sdqos-sync.timer", "sdqos-sync.path", "sdqos-pressure.service"):
             assert show(sb, unit, "ActiveState", "UnitFileState") == {"ActiveState": "active", "UnitFileState": "enabled"}
         st = sbx.run(sb, ["systemctl", "status", "--no-pager", *UNITS])
         assert "changed on disk" not in st.stdout + st.stderr

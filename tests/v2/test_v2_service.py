@@ -2,7 +2,8 @@
 install-units --now` leaves no unit changed on disk, as `systemctl enable --now`; the installed
 service's exposure (`systemd-analyze security`, the host's own systemd) is what docs/service.md
 says; and the hardened service lowers an OOM score (CAP_SYS_RESOURCE kept), triggered by the path
-unit alone."""
+unit alone. The pressure service runs, at OOM score -999 and with its memory bounds in its own
+cgroup v2 files (the sandbox's VMs cannot lower a score: test_pressure_service_sandbox.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import time
 
 from .test_v2_guest import PODS, planned, write_config
 
-UNITS = ("sdqos-sync.service", "sdqos-sync.timer", "sdqos-sync.path")
+UNITS = ("sdqos-sync.service", "sdqos-sync.timer", "sdqos-sync.path", "sdqos-pressure.service")
+PRESSURE = "sdqos-pressure.service"
 EXPOSURE_LIMIT = 4.6  # as tests/reconcile/test_service_sandbox.py
 
 
@@ -30,7 +32,7 @@ def test_the_installed_units_on_a_real_systemd(v2guest):
     cfg = write_config(g, pods=PODS)
     out = g.check(f"sdqos install-units --config {cfg} --now")
     try:
-        assert "started sdqos-sync.timer and sdqos-sync.path" in out
+        assert "started sdqos-sync.timer, sdqos-sync.path and sdqos-pressure.service" in out
         for unit in (*UNITS, "timers.target", "paths.target"):
             assert g.check(f"systemctl show -P NeedDaemonReload {unit}").strip() == "no", unit
         st = g.run("systemctl status --no-pager " + " ".join(UNITS))
@@ -38,6 +40,21 @@ def test_the_installed_units_on_a_real_systemd(v2guest):
         score = g.check("systemd-analyze security --no-pager sdqos-sync.service")
         m = re.search(r"Overall exposure level for sdqos-sync.service: (\d+\.\d+)", score)
         assert m and float(m.group(1)) <= EXPOSURE_LIMIT, score
+        score = g.check(f"systemd-analyze security --no-pager {PRESSURE}")
+        m = re.search(rf"Overall exposure level for {PRESSURE}: (\d+\.\d+)", score)
+        assert m and float(m.group(1)) <= EXPOSURE_LIMIT, score
+        print(f"{PRESSURE} on the guest: exposure {m.group(1)}")
+        assert g.check(f"systemctl show -P ActiveState {PRESSURE}").strip() == "active"
+        assert g.check(f"systemctl show -P UnitFileState {PRESSURE}").strip() == "enabled"
+        main = g.check(f"systemctl show -P MainPID {PRESSURE}").strip()
+        assert g.check(f"cat /proc/{main}/oom_score_adj").strip() == "-999"
+        d = f"/sys/fs/cgroup/system.slice/{PRESSURE}"
+        assert g.check(f"cat {d}/memory.max {d}/memory.high").split() == [str(160 * 2**20), str(96 * 2**20)]
+        _wait("the pressure service's first pass",
+              lambda: "node conditions: none" in g.run(f"journalctl -b --no-pager -o cat -u {PRESSURE}").stdout, 60, g)
+        current = int(g.check(f"systemctl show -P MemoryCurrent {PRESSURE}"))
+        print(f"{PRESSURE} on the guest: MemoryCurrent {current / 2**20:.1f} MiB")
+        assert 0 < current < 160 * 2**20
 
         _wait("the timer's first sync", lambda: g.run("systemctl is-active kubepods.slice").stdout.strip() == "active"
               and g.check("systemctl show -P Result sdqos-sync.service").strip() == "success"
@@ -58,5 +75,6 @@ def test_the_installed_units_on_a_real_systemd(v2guest):
               == "inactive")
         assert g.check("systemctl show -P Result sdqos-sync.service").strip() == "success"
     finally:
-        g.run("systemctl disable --now sdqos-sync.timer sdqos-sync.path; systemctl stop sdqos-sync.service; "
-              "rm -f /etc/systemd/system/sdqos-sync.*; systemctl daemon-reload; pkill -f '^sleep 100000'")
+        g.run(f"systemctl disable --now sdqos-sync.timer sdqos-sync.path {PRESSURE}; systemctl stop sdqos-sync.service; "
+              f"rm -f /etc/systemd/system/sdqos-sync.* /etc/systemd/system/{PRESSURE}; systemctl daemon-reload; "
+              "pkill -f '^sleep 100000'")
