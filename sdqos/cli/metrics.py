@@ -104,11 +104,19 @@ def unit_metrics(status: Status, out: _Out) -> None:
         out.metric("sdqos_unit_flagged", "gauge", "1 if status flags the unit (see sdqos status).", lab, int(bool(r.flags)))
 
 
+def budget_record(report) -> dict:
+    """What a sync applied beyond the plan, for status and metrics (kept in the last-sync record):
+    the pod slices it kept and counted, why it kept each unit, the limits it clamped to usage.
+    Here, not in status: a sync records it without importing the status machinery."""
+    plan = report.plan
+    return {"kept": [dataclasses.asdict(k) for k in getattr(plan, "kept", ())],
+            "keptWhy": dict(report.kept_why),
+            "clamped": dict(getattr(plan, "clamped", {}))}
+
+
 def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[str] | None = None) -> dict:
     """Remember the last sync (for `sdqos metrics`), keeping the last success time across runs, and
     its standing warnings (what `sync --quiet` compares with, to say each once)."""
-    from sdqos.cli.status import budget_record
-
     previous = load_sync_record(run_dir)
     now = time.time()
     ok = not report.errors and not report.aborted

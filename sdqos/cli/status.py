@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 
+from sdqos.cli.metrics import budget_record  # noqa: F401 - status's name for it
 from sdqos.cli.render import described
 from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, Systemd
@@ -187,15 +188,6 @@ def _entitled(props: dict[str, int]) -> dict[str, int | None]:
     mem = memory_limit(props)
     out["memoryLimit"] = None if mem == INFINITY else mem
     return out
-
-
-def budget_record(report) -> dict:
-    """What a sync applied beyond the plan, for status and metrics (kept in the last-sync record):
-    the pod slices it kept and counted, why it kept each unit, the limits it clamped to usage."""
-    plan = report.plan
-    return {"kept": [asdict(k) for k in getattr(plan, "kept", ())],
-            "keptWhy": dict(report.kept_why),
-            "clamped": dict(getattr(plan, "clamped", {}))}
 
 
 def applied_budget(plan: Plan, last: dict) -> tuple[Plan, dict[str, str]]:

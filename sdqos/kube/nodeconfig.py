@@ -416,10 +416,22 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
 SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap")
 
 
+_EVICTION_FIELDS = ("evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
+                    "evictionPressureTransitionPeriod")
+
+
+def _none_given(raw: Mapping) -> bool:
+    return all(raw.get(k) is None for k in _EVICTION_FIELDS)
+
+
 def _eviction_fields(raw: Mapping, enforce: set[str], errors: list) -> dict:
     """evictionSoft, evictionSoftGracePeriod, evictionMinimumReclaim, evictionMaxPodGracePeriod and
     evictionPressureTransitionPeriod checked as kubelet's ParseThresholdConfig checks them
-    (sdqos/kube/eviction.py); evictionHard's errors are _eviction_hard's, not repeated here."""
+    (sdqos/kube/eviction.py); evictionHard's errors are _eviction_hard's, not repeated here.
+    None of them given (or all null): NodeConfig's defaults, which are kubelet's, without importing
+    the eviction module (~28 M instructions, on every sync that reads node.yaml)."""
+    if _none_given(raw):
+        return {}  # nothing of these to check, and evictionHard's errors are not reported here
     from sdqos.kube import eviction
 
     cfg, errs = eviction.parse_eviction_config(raw, enforce)

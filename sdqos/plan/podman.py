@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from sdqos.kube import volumes
-from sdqos.kube.runspec import RunSpec
-from sdqos.kube.security import Security
 from sdqos.plan.engine import ContainerPlan, PodPlan
+
+if TYPE_CHECKING:  # a sync reads the labels below on every run; the run spec only when it runs podman
+    from sdqos.kube.runspec import RunSpec
+    from sdqos.kube.security import Security
 
 MANAGED_LABEL = "sdqos.io/managed"
 NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
@@ -137,6 +139,8 @@ def mount_flags(spec: RunSpec, pp: PodPlan, volume_root: str) -> list[str]:
             opts = ["type=tmpfs", f"destination={m.destination}", "tmpfs-mode=1777"]
             opts += [f"tmpfs-size={size}"] if size else []
         else:
+            from sdqos.kube import volumes
+
             opts = ["type=bind", f"source={volumes.source(m, volume_root, pp.uid)}", f"destination={m.destination}"]
             opts += [f"bind-propagation={m.propagation}"] if m.propagation else []
         if m.read_only:
@@ -146,14 +150,19 @@ def mount_flags(spec: RunSpec, pp: PodPlan, volume_root: str) -> list[str]:
 
 
 def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, cgroup: str, *,
-             volume_root: str = volumes.DEFAULT_VOLUME_ROOT) -> list[str]:
+             volume_root: str | None = None) -> list[str]:
     """``podman run`` arguments (after ``podman [global flags]``) for one container.
 
     The shape is fixed whatever the manifest holds: every option is one ``--flag=value`` token
     (a value is never a token of its own, so it can never be read as an option), then ``--``, then
     the image, then the manifest's args. podman (cobra/pflag) reads no option after ``--``, so the
-    image is always the argument after it and everything behind it goes to the container."""
+    image is always the argument after it and everything behind it goes to the container.
+    ``volume_root``: where emptyDirs live (None: :data:`sdqos.kube.volumes.DEFAULT_VOLUME_ROOT`)."""
     assert spec.image, "a container without an image is not podman's to run"
+    if volume_root is None:
+        from sdqos.kube import volumes
+
+        volume_root = volumes.DEFAULT_VOLUME_ROOT
     args = ["run", f"--name={container_name(pp, c.name)}", f"--cgroup-parent={pp.slice}"]
     if spec.kind != "init":
         args.append("--detach")

@@ -9,14 +9,17 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sdqos.errors import NoSuchUnit, SdqosError
-from sdqos.host import cgroupfs, libvirt, podman, procfs
+from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import MACHINE_SLICE, systemd_unescape
 from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.plan.podman import MANAGED_LABEL
 from sdqos.reconcile.diff import LiveUnit
+if TYPE_CHECKING:  # asked only when something runs: a sync of empty slices never imports them
+    from sdqos.host import libvirt, podman
 from sdqos.reconcile.scopes import (
     PODMAN_CONMON_ID,
     PODMAN_SCOPE,
@@ -70,6 +73,8 @@ def podman_containers(scopes: dict[str, LiveScope], errors: list[str]) -> dict[s
     if not any(PODMAN_SCOPE.match(n) for n in scopes):
         return {}
     try:
+        from sdqos.host import podman
+
         return {c.id: c for c in podman.containers()}
     except SdqosError as exc:  # podman missing or broken: the other matching rules still apply
         errors.append(f"cannot ask podman which containers run in pod slices: {exc}; their containers are "

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from sdqos import humanize as H
 from sdqos.errors import SdqosError
-from sdqos.host import cgroupfs, facts, libvirt
+from sdqos.host import cgroupfs, facts
 from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import MachineCharge, Plan
@@ -188,6 +188,8 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
         domains = memo.domains(warnings)
         names = machine_names(machine, containers, domains, await memo.machines(lambda: _machines(sd, warnings)))
     else:
+        from sdqos.host import libvirt
+
         domains = libvirt.running_domains(warnings=warnings)
         names = machine_names(machine, containers, domains, await _machines(sd, warnings))
     bindings, unmatched = bind_scopes(plan, scopes, warnings, containers, domains, names)

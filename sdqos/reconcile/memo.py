@@ -24,13 +24,16 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from sdqos.errors import HostError
-from sdqos.host import cgroupfs, libvirt, rundir
+from sdqos.host import cgroupfs, rundir
 from sdqos.host.inputs import MACHINED_STATE
-from sdqos.host.podman import PodmanContainer
 from sdqos.reconcile.scopes import PODMAN_CONMON_ID, PODMAN_SCOPE, LiveScope
+
+if TYPE_CHECKING:  # imported when something runs in machine.slice or a libpod scope, not on every sync
+    from sdqos.host import libvirt
+    from sdqos.host.podman import PodmanContainer
 
 NAME = "observed.json"
 PODMAN_ENV = ("SDQOS_PODMAN", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF")
@@ -56,8 +59,9 @@ def identity(path: str | Path) -> list:
 class Memo:
     """The run dir's ``observed.json``, read once per sync; :meth:`save` writes what changed."""
 
-    def __init__(self, run_dir: Path | None, libvirt_dir: Path = libvirt.RUN_DIR,
+    def __init__(self, run_dir: Path | None, libvirt_dir: Path | None = None,
                  machined_dir: str = MACHINED_STATE, proc: Path = Path("/proc")):
+        """``libvirt_dir``: libvirt's state dir (None: :data:`sdqos.host.libvirt.RUN_DIR`)."""
         self.path = run_dir / NAME if run_dir is not None else None
         self.libvirt_dir, self.machined_dir, self.proc = libvirt_dir, machined_dir, proc
         self.data = self._load()
@@ -91,6 +95,8 @@ class Memo:
         names = sorted(n for n in scopes if PODMAN_SCOPE.match(n) or PODMAN_CONMON_ID.match(n))
         if not any(PODMAN_SCOPE.match(n) for n in names):
             return ask()  # no container scope: podman is not asked at all
+        from sdqos.host.podman import PodmanContainer
+
         key = [[os.environ.get(v) for v in PODMAN_ENV], names]
         got = self.data.get("podman")
         if isinstance(got, dict) and got.get("key") == key:
@@ -106,7 +112,10 @@ class Memo:
 
     def domains(self, warnings: list[str]) -> dict[str, libvirt.Domain]:
         """libvirt's running domains (:func:`sdqos.host.libvirt.running_domains`)."""
-        key = identity(self.libvirt_dir)
+        from sdqos.host import libvirt
+
+        libvirt_dir = self.libvirt_dir or libvirt.RUN_DIR
+        key = identity(libvirt_dir)
         got = self.data.get("libvirt")
         if isinstance(got, dict) and got.get("key") == key:
             try:
@@ -119,7 +128,7 @@ class Memo:
             except (KeyError, TypeError, ValueError):
                 pass
         seen: list[str] = []
-        out = libvirt.running_domains(self.libvirt_dir, warnings=seen, proc=self.proc)
+        out = libvirt.running_domains(libvirt_dir, warnings=seen, proc=self.proc)
         warnings.extend(seen)
         self._put("libvirt", {"key": key, "domains": [dataclasses.asdict(d) for d in out.values()], "warnings": seen})
         return out

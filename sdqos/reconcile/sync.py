@@ -190,10 +190,13 @@ def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
     every pod's side by side with its own grace period, so podman's own record is right and a pod
     that comes back starts afresh. If podman cannot, the slices holding its containers stay and the
     error says why."""
+    from sdqos.reconcile.diff import pod_slice_pattern
+
+    if not any(a.kind == "stop" for a in diff.actions):
+        return  # nothing stops (every warm sync): podman's modules are not even imported
     from sdqos.host import podman
     from sdqos.host import volumes as host_volumes
     from sdqos.reconcile import podman_pods
-    from sdqos.reconcile.diff import pod_slice_pattern
     from sdqos.reconcile.scopes import PODMAN_CONMON_ID, PODMAN_SCOPE, owning_slice
 
     pattern = pod_slice_pattern(plan)
@@ -237,10 +240,12 @@ def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report, 
     """A container ``sdqos podman start`` ran whose values just changed on its scope (or whose own
     cgroup, ``inside``, no longer holds them): the same values through ``podman update``, so they
     reach the cgroup the runtime keeps below the scope."""
+    changed = {a.unit for a in diff.actions if a.kind == "update"} | inside
+    if not changed & set(obs.podman_managed):
+        return
     from sdqos.host import podman
     from sdqos.plan.podman import update_args
 
-    changed = {a.unit for a in diff.actions if a.kind == "update"} | inside
     for scope in sorted(changed & set(obs.podman_managed)):
         b = bindings.get(scope)
         pp = plan.pod(b.pod) if b is not None and b.pod else None

@@ -199,3 +199,24 @@ def test_eviction_default_applies_only_when_the_field_is_absent(text, reserved):
     errors: list = []
     ev = _eviction_hard((raw or {}).get("evictionHard") if raw is not None else None, errors)
     assert errors == [] and _eviction_memory(ev, 8 * 2**30) == reserved
+
+
+@pytest.mark.parametrize("raw", [
+    {},
+    {"evictionHard": {"memory.available": "100Mi"}},
+    {"evictionHard": {"memory.available": "5%", "nodefs.available": "10%"}, "enforceNodeAllocatable": ["pods"]},
+    {"evictionHard": {"memory.available": "-1Gi"}},
+    {"evictionHard": "100Mi"},
+    {"evictionHard": None, "evictionSoft": None, "evictionMaxPodGracePeriod": None},
+])
+def test_no_eviction_fields_give_what_the_eviction_parser_gives(raw, monkeypatch):
+    """Without evictionSoft & co. node.yaml is read without importing sdqos.kube.eviction; the
+    config and the errors are exactly what the full check gives (forced here)."""
+    import sdqos.kube.nodeconfig as nc
+
+    assert nc._none_given(raw)
+    quick = parse_node_config(raw, DETECTED)
+    monkeypatch.setattr(nc, "_none_given", lambda raw: False)
+    full = parse_node_config(raw, DETECTED)
+    assert quick[0] == full[0]
+    assert [str(e) for e in quick[1]] == [str(e) for e in full[1]]
