@@ -147,6 +147,7 @@ def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     # count in every later test's node budget
     sbx.run(sandbox, ["systemctl", "stop", "machine.slice"], timeout=60)
     sbx.run(sandbox, ["systemctl", "revert", "machine.slice"])
+    sbx.run(sandbox, ["systemctl", "start", "machine.slice"])  # as the instance boots it
     sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json"])
     forget_oom_kills(sandbox)
     return sandbox
