@@ -459,15 +459,8 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
     from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import sync as reconcile
-
-    from sdqos.reconcile.diff import RemovalLimit
 
     with cli_errors():
-        try:
-            limit = RemovalLimit.parse(max_removals)
-        except ValueError as exc:
-            raise InvalidInput(str(exc), where="--max-removals") from None
         mode = resolve_cgroup(cgroup)
         if not os.path.lexists(DEFAULT_RUN_DIR):
             # A first sync on this host: no bus (no systemd as PID 1) must fail before the parse
@@ -483,6 +476,13 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                     "insecure": insecure, "allowEmpty": allow_empty, "maxRemovals": max_removals,
                     "adoptExisting": adopt_existing, "bus": bus_address},
                 fast=not recreate and not verbose and metrics_textfile is None)  # returns only to take the full path
+            from sdqos.reconcile import sync as reconcile  # (the plan's and the diff's modules: after the proof)
+            from sdqos.reconcile.diff import RemovalLimit
+
+            try:  # (a stamp is only ever made with a valid one)
+                limit = RemovalLimit.parse(max_removals)
+            except ValueError as exc:
+                raise InvalidInput(str(exc), where="--max-removals") from None
             cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
             unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
 
