@@ -20,9 +20,10 @@ anything else takes the full path, which removes the stamp first. It holds:
   rewritten by every sync and is checked by content (no machine.slice charge, no standing warning);
 - the listing: every row of the one ``ListUnitsByPatterns`` over the plan's patterns (name, load,
   active and sub state, Description);
-- the kernel: for each unit the full path checks in the kernel (pods and containers), the values
-  its planned properties produce — checked against the plan when the stamp is written, so a
-  value that drifted in between is never stamped;
+- the kernel: the files the full path checks for each unit it trusts the kernel for (pods), as
+  bytes (a digest of all of them, read in order as the recheck floor reads them). When the stamp
+  is written they are read, parsed and compared with what the planned properties produce, and
+  read again: a value that drifted in between is never stamped;
 - the units the full path always reads over D-Bus (node, tiers, reserved, machine.slice, a unit
   whose values cannot be predicted): their planned properties, compared as the diff compares
   them, and their memory limits, which usage must not exceed (the qosReserved clamp);
@@ -185,8 +186,28 @@ def _rows(units: Mapping[str, Any]) -> dict[str, list]:
             for n, st in units.items()}
 
 
-def _kernel(want: Mapping[str, Any]) -> dict[str, object]:
-    return {f: tuple(v) if isinstance(v, list) else v for f, v in want.items()}
+def _raw(units: list, shapes: list, root: str = str(cgroupfs.ROOT)) -> str | None:
+    """A digest of the bytes of every kernel file of ``units`` ([cgroup, shape]; a shape is a list
+    of :func:`cgroupfs.expected`'s file names), read in order as the recheck floor reads them: one
+    open and read each, nothing parsed; None when one cannot be read."""
+    h = hashlib.blake2b(digest_size=20)
+    split = [[f.split("/", 1) if "/" in f else ["", f] for f in files] for files in shapes]
+    flags = os.O_RDONLY | os.O_CLOEXEC
+    for rel, k in units:
+        for controller, name in split[k]:
+            path = f"{root}/{controller}/{rel}/{name}" if controller else f"{root}/{rel}/{name}"
+            try:
+                fd = os.open(path, flags)
+            except OSError:
+                return None
+            try:
+                h.update(os.read(fd, 128))
+            except OSError:
+                return None
+            finally:
+                os.close(fd)
+            h.update(b"\0")
+    return h.hexdigest()
 
 
 def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str]) -> bool:
@@ -251,11 +272,9 @@ async def check(sd: Systemd, run_dir: Path, digest: str, data: dict) -> Report |
         listed = await sd.read_units(data["patterns"], {"org.freedesktop.systemd1.Unit": ["Description"]})
         if _rows(listed) != data["units"]:
             return None
-        read = cgroupfs.read
-        for cg, want in data["kernel"]:
-            want = _kernel(want)
-            if read(cg, want) != want:
-                return None
+        kernel = data["kernel"]
+        if _raw(kernel["units"], kernel["shapes"]) != kernel["digest"]:
+            return None  # a value drifted (or a cgroup went): the full path says which, and restores it
         need = data["need"]
         if need:
             owned = data["owned"]
@@ -316,7 +335,9 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
     if any(u.create and u.name not in rows for u in plan.units):
         return False  # a unit to create (a container's scope is made when it starts: not listed, no process)
     page = os.sysconf("SC_PAGE_SIZE")
-    kernel: list = []
+    units: list = []
+    shapes: dict[tuple, int] = {}
+    checked: list[tuple[str, dict]] = []
     need: dict[str, list] = {}
     for name in rows:
         u = planned.get(name)
@@ -331,17 +352,22 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
             need[u.name] = [u.kind, dict(u.properties)]
             continue
         cg = cgroupfs.cgroup_of(u.name, u.slice)
-        if cgroupfs.read(cg, want) != want:
-            return False
-        kernel.append([cg, want])
+        checked.append((cg, want))
+        units.append([cg.strip("/"), shapes.setdefault(tuple(want), len(shapes))])
     props = list(owned(plan.cgroup))
     if need:
-        units = await sd.read_units(list(need), _ifaces(props))
-        if set(units) != set(need):
+        got = await sd.read_units(list(need), _ifaces(props))
+        if set(got) != set(need):
             return False
         for name, (kind, want_props) in need.items():
-            if not _props_in_place(kind, want_props, units[name], props):
+            if not _props_in_place(kind, want_props, got[name], props):
                 return False
+    shape_list = [list(files) for files in shapes]
+    raw = _raw(units, shape_list)
+    if raw is None or any(cgroupfs.read(cg, want) != want for cg, want in checked) \
+            or _raw(units, shape_list) != raw:
+        return False  # a value changed while it was read: whatever it is now, it is not stamped
+    kernel = {"shapes": shape_list, "units": units, "digest": raw}
     data = {"version": VERSION, "taken": time.time(), "inputs": digest, "root": cgroupfs.cgroup_of(plan.root_slice, ""),
             "systemd": version, "patterns": patterns, "units": rows, "kernel": kernel, "need": need,
             "owned": props, "unchanged": list(report.unchanged), "rundir": run_dir_identity(run_dir)}
