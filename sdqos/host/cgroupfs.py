@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sdqos.plan.properties import INFINITY
+from sdqos.humanize import INFINITY  # (not via plan.properties: it imports the model, which a no-op proof never needs)
 
 ROOT = Path("/sys/fs/cgroup")
 V1_UNLIMITED_MEMORY = 0x7FFFFFFFFFFFF000  # PAGE_COUNTER_MAX × 4 KiB: memory.limit_in_bytes with no limit

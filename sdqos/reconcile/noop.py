@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from sdqos.errors import HostError
+from sdqos.humanize import INFINITY
 from sdqos.host import cgroupfs, rundir
 from sdqos.reconcile.report import Report
 
@@ -212,9 +213,9 @@ def _raw(units: list, shapes: list, root: str = str(cgroupfs.ROOT)) -> str | Non
 
 def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str]) -> bool:
     """As the diff compares a unit read over D-Bus (diff.unit_changes), and its memory usage
-    under its planned limits (diff.clamp_to_usage)."""
-    from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY
-
+    under its planned limits (diff.clamp_to_usage). ``owned``: plan.properties.owned(), the
+    period property last."""
+    PERIOD_PROPERTY = owned[-1]
     have = {k: int(v) for k, v in st.props.items() if k in owned}
     want = dict(planned)
     if PERIOD_PROPERTY in have and PERIOD_PROPERTY not in want and kind != "reserved":
@@ -316,7 +317,7 @@ def stampable(report: Report, plan: Plan, applied: Mapping[str, Any], run_dir: P
 async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: str) -> bool:
     """Observe the live state the way :func:`check` will, check it against ``plan``, and write
     the stamp; False (and none written) when anything does not match the plan."""
-    from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
+    from sdqos.plan.properties import PERIOD_PROPERTY, owned
     from sdqos.reconcile.live import KUBELET, live_patterns
 
     if not cgroupfs.available() or not (_empty(cgroupfs.cgroup_of(plan.root_slice, "")) and _empty(MACHINE_SLICE)):

@@ -207,3 +207,10 @@ def test_a_proof_is_not_even_tried_with_other_inputs(tmp_path):
 
     assert asyncio.run(noop.check(NoBus(), tmp_path, "now", {"version": noop.VERSION, "inputs": "then"})) is None
 
+
+
+def test_the_period_property_is_the_last_owned_one():
+    """The proof reads the period's name from the stamp's owned list (it does not import the plan)."""
+    from sdqos.plan.properties import owned
+
+    assert owned("v1")[-1] == owned("v2")[-1] == PERIOD_PROPERTY
