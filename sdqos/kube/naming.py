@@ -28,7 +28,7 @@ MACHINE_SLICE = "machine.slice"
 UNIT_NAME_MAX = 255
 KUBEPODS = "kubepods"
 TIERS = {BURSTABLE: "burstable", BESTEFFORT: "besteffort"}  # QoS class → its tier's slice component
-QOS_OF_TIER = {None: GUARANTEED, **{t: c for c, t in TIERS.items()}}  # ... and back (None: no tier)
+QOS_OF_TIER: dict[str | None, str] = {None: GUARANTEED, **{t: c for c, t in TIERS.items()}}  # ... and back (None: no tier)
 MARK = "sdqos "  # every Description sdqos writes starts with it: the unit is sdqos's own
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_.")
