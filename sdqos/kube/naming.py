@@ -277,6 +277,30 @@ def parse_podman_pod_slice(unit: str) -> tuple[str, str] | None:
     return head + ".slice", pod_id
 
 
+# Scopes of runtimes sdqos never makes nor tunes, known only to say whose a process is (crun/runc
+# with the systemd cgroup driver: ``<prefix><64 hex>.scope``).
+_FOREIGN_PREFIXES = (("docker-", "docker"), ("cri-containerd-", "containerd"), ("crio-conmon-", "CRI-O's conmon"),
+                     ("crio-", "CRI-O"))
+
+
+def scope_maker(unit: str) -> str | None:
+    """Who makes a scope of this name: ``sdqos`` (a container's), ``libvirt``, ``podman's conmon``,
+    ``podman``, ``systemd-machined``, docker, containerd, CRI-O; None when the name does not say."""
+    if parse_container_scope(unit) is not None:
+        return "sdqos"
+    if parse_libvirt_scope(unit) is not None:
+        return "libvirt"
+    if parse_podman_conmon_scope(unit) is not None:
+        return "podman's conmon"
+    if parse_podman_scope(unit) is not None:
+        return "podman"
+    if parse_machine_scope(unit) is not None:
+        return "systemd-machined"
+    if unit.endswith(".scope"):
+        return next((who for prefix, who in _FOREIGN_PREFIXES if unit.startswith(prefix)), None)
+    return None
+
+
 def owning_slice(slice_unit: str) -> str:
     """The slice a scope counts under: a podman pod's sub-slice counts as its parent."""
     parsed = parse_podman_pod_slice(slice_unit)
