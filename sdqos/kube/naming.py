@@ -277,15 +277,19 @@ def parse_podman_pod_slice(unit: str) -> tuple[str, str] | None:
     return head + ".slice", pod_id
 
 
-# Scopes of runtimes sdqos never makes nor tunes, known only to say whose a process is (crun/runc
-# with the systemd cgroup driver: ``<prefix><64 hex>.scope``).
-_FOREIGN_PREFIXES = (("docker-", "docker"), ("cri-containerd-", "containerd"), ("crio-conmon-", "CRI-O's conmon"),
-                     ("crio-", "CRI-O"))
+# Whose a scope is by its name's prefix alone, for names the exact parsers above do not take (a
+# runtime's id in another form, a runtime sdqos never tunes: crun/runc with the systemd cgroup driver
+# name scopes ``<prefix><id>.scope``). Used only to refuse taking a process, never to tune.
+_MAKER_PREFIXES = (("machine-qemu", "libvirt"), ("libpod-conmon-", "podman's conmon"), ("libpod-", "podman"),
+                   ("docker-", "docker"), ("cri-containerd-", "containerd"), ("crio-conmon-", "CRI-O's conmon"),
+                   ("crio-", "CRI-O"), ("machine-", "systemd-machined"))
 
 
 def scope_maker(unit: str) -> str | None:
     """Who makes a scope of this name: ``sdqos`` (a container's), ``libvirt``, ``podman's conmon``,
     ``podman``, ``systemd-machined``, docker, containerd, CRI-O; None when the name does not say."""
+    if not unit.endswith(".scope"):
+        return None
     if parse_container_scope(unit) is not None:
         return "sdqos"
     if parse_libvirt_scope(unit) is not None:
@@ -294,11 +298,7 @@ def scope_maker(unit: str) -> str | None:
         return "podman's conmon"
     if parse_podman_scope(unit) is not None:
         return "podman"
-    if parse_machine_scope(unit) is not None:
-        return "systemd-machined"
-    if unit.endswith(".scope"):
-        return next((who for prefix, who in _FOREIGN_PREFIXES if unit.startswith(prefix)), None)
-    return None
+    return next((who for prefix, who in _MAKER_PREFIXES if unit.startswith(prefix)), None)
 
 
 def owning_slice(slice_unit: str) -> str:

@@ -112,3 +112,14 @@ def test_owner_description(kind, name, c):
     text = N.description("container" if owner.container else kind, owner, "Burstable")
     assert N.marked(text)
     assert name in text and (owner.container is None or owner.container in text)
+
+
+def test_scope_maker():
+    assert N.scope_maker(N.container_scope("1-2", "app")) == "sdqos"
+    assert N.scope_maker(N.libvirt_scope(3, "db")) == "libvirt"
+    assert N.scope_maker(N.podman_scope("a" * 64)) == "podman"
+    assert N.scope_maker(N.podman_conmon_scope("a" * 64)) == "podman's conmon"
+    assert N.scope_maker("libpod-x.scope") == "podman"  # by its prefix: never taken, even if not a 64-hex id
+    assert N.scope_maker(N.machine_scope("vm1")) == "systemd-machined"
+    assert N.scope_maker("cri-containerd-abc.scope") == "containerd"
+    assert N.scope_maker("session-1.scope") is None and N.scope_maker("libpod-x.slice") is None
