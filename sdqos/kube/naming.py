@@ -140,6 +140,17 @@ def parse_tier_slice(unit: str) -> tuple[tuple[str, ...], str] | None:
     return None
 
 
+def in_tree(unit: str, top: str) -> bool:
+    """``unit`` is the slice ``top`` or a slice below it, by their names."""
+    comps, root = slice_components(unit), slice_components(top)
+    return comps is not None and root is not None and comps[:len(root)] == root
+
+
+def tree_globs(top: str) -> list[str]:
+    """Globs (ListUnitsByPatterns) for the slice ``top`` and every slice below it."""
+    return [top] if top == ROOT_SLICE else [top, f"{top[: -len('.slice')]}-*.slice"]
+
+
 @dataclass(frozen=True, slots=True)
 class PodSlice:
     """What a pod slice's name says: its tree's root components, its tier (None: Guaranteed), its uid."""
@@ -187,6 +198,9 @@ def container_scope(uid: str, container: str) -> str:
     Scope names have no hierarchy, but the container name is still escaped by systemd's rules,
     so nothing from a manifest can produce ``/`` or ``..``."""
     return f"{_CONTAINER_SCOPE}{uid.replace('-', '_')}-{systemd_escape(container)}.scope"
+
+
+CONTAINER_SCOPE_GLOB = f"{_CONTAINER_SCOPE}*.scope"  # every container scope sdqos makes
 
 
 def parse_container_scope(unit: str) -> tuple[str, str] | None:

@@ -43,6 +43,7 @@ from sdqos.kube.naming import (
     node_slice,
     parent_slice,
     UNIT_NAME_MAX,
+    in_tree,
     parse_container_scope,
     parse_pod_slice,
     slice_components,
@@ -316,7 +317,6 @@ def compute_diff(
     def is_pod(name: str) -> bool:
         return pod_slice_in(plan, name) is not None
 
-    root = slice_components(plan.root_slice) or ()
     keys = recorded_keys(applied)
     stale: list[LiveUnit] = []
     for name, lu in live.items():
@@ -325,8 +325,7 @@ def compute_diff(
         is_pod_slice = is_pod(name)
         is_container = parse_container_scope(name) is not None
         if not (is_pod_slice or is_container):
-            comps = slice_components(name)
-            if comps is not None and len(comps) > len(root) and comps[:len(root)] == root:
+            if name != plan.root_slice and in_tree(name, plan.root_slice):
                 d.foreign.append(name)  # a slice in sdqos's tree it did not make
             continue
         if not lu.ours:

@@ -14,7 +14,7 @@ from pathlib import Path
 from sdqos import humanize as H
 from sdqos.errors import HostError
 from sdqos.host import cgroupfs, oomevents, rundir
-from sdqos.kube.naming import MACHINE_SLICE, POD, VM
+from sdqos.kube.naming import MACHINE_SLICE, POD, ROOT_SLICE, VM, parent_slice
 from sdqos.plan.engine import Plan
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.oomkills import Kill, Result, Watched, account
@@ -53,10 +53,7 @@ def _slice_path(name: str, memo: dict[str, str]) -> str:
     for thousands of scopes in a few hundred slices."""
     path = memo.get(name)
     if path is None:
-        stem = name[: -len(".slice")]
-        cut = stem.rfind("-")
-        path = "" if stem in ("", "-") else (
-            (_slice_path(stem[:cut] + ".slice", memo) if cut > 0 else "") + "/" + name)
+        path = "" if name == ROOT_SLICE else _slice_path(parent_slice(name), memo) + "/" + name
         memo[name] = path
     return path
 

@@ -123,3 +123,11 @@ def test_scope_maker():
     assert N.scope_maker(N.machine_scope("vm1")) == "systemd-machined"
     assert N.scope_maker("cri-containerd-abc.scope") == "containerd"
     assert N.scope_maker("session-1.scope") is None and N.scope_maker("libpod-x.slice") is None
+
+
+@given(root, tier, uid)
+def test_pod_slices_lie_in_their_tree(r, t, u):
+    top = N.node_slice(r)
+    assert N.in_tree(N.pod_slice(r, t, u), top) and N.in_tree(top, top)
+    assert not N.in_tree(N.pod_slice(("other",), t, u), N.node_slice(("x",)))
+    assert N.tree_globs(top)[0] == top
