@@ -317,6 +317,7 @@ def stampable(report: Report, plan: Plan, applied: Mapping[str, Any], run_dir: P
 async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: str) -> bool:
     """Observe the live state the way :func:`check` will, check it against ``plan``, and write
     the stamp; False (and none written) when anything does not match the plan."""
+    from sdqos.kube.naming import marked
     from sdqos.plan.properties import PERIOD_PROPERTY, owned
     from sdqos.reconcile.live import KUBELET, live_patterns
 
@@ -329,7 +330,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
     rows = _rows(listed)
     for name, (load_state, active, _sub, description) in rows.items():
         if name in planned:
-            if active != "active" or not description.startswith("sdqos "):
+            if active != "active" or not marked(description):
                 return False
         elif name != KUBELET or active == "active":
             return False
