@@ -614,6 +614,8 @@ def _noop_stamp(report, plan, digest: str, bus_address: Optional[str]) -> None:
     from sdqos.reconcile import noop
 
     run_dir = rundir.DEFAULT_RUN_DIR
+    if not noop.nothing_done(report):  # (a sync that changed something: not even applied.json is read again)
+        return
 
     async def write() -> None:
         async with Systemd(bus_address) as sd:

@@ -294,13 +294,20 @@ async def check(sd: Systemd, run_dir: Path, digest: str, data: dict) -> Report |
     return report
 
 
+def nothing_done(report: Report) -> bool:
+    """The report of a sync that found nothing to do and had nothing to say (its final report:
+    config warnings and invalid input merged in); the first thing :func:`stampable` asks."""
+    return not (report.changed or report.drift or report.warnings or report.errors or report.invalid
+                or report.kept or report.foreign or report.aborted or report.oom_kills or report.oom_adjusted
+                or report.dry_run)
+
+
 def stampable(report: Report, plan: Plan, applied: Mapping[str, Any], run_dir: Path) -> bool:
     """Whether a full sync's outcome may be stamped (the caller passes its final report: config
     warnings and invalid input merged in)."""
     from sdqos.host import oomevents
 
-    if (report.changed or report.drift or report.warnings or report.errors or report.invalid or report.kept
-            or report.foreign or report.aborted or report.oom_kills or report.oom_adjusted or report.dry_run):
+    if not nothing_done(report):
         return False
     if plan.machines or plan.clamped or plan.kept:
         return False
