@@ -20,7 +20,7 @@ from sdqos import humanize as H
 from sdqos.humanize import ellipsize
 from sdqos.kube.naming import parent_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
-from sdqos.plan.properties import INFINITY, memory_limit
+from sdqos.plan.properties import INFINITY, STATUS_KEYS, memory_limit
 from sdqos.reconcile.diff import LiveUnit, unit_changes
 from sdqos.reconcile.live import Observation, observe
 from sdqos.reconcile.scopes import owning_slice
@@ -181,8 +181,7 @@ def not_found(status: "Status", namespace: str | None, pod: str | None) -> str:
 
 def _entitled(props: dict[str, int]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
-    for name, key in (("CPUShares", "cpuShares"), ("CPUWeight", "cpuWeight"), ("CPUQuotaPerSecUSec", "cpuQuotaPerSecUSec"),
-                      ("TasksMax", "tasksMax")):
+    for name, key in STATUS_KEYS.items():
         if name in props:
             out[key] = None if props[name] == INFINITY else props[name]
     mem = memory_limit(props)

@@ -36,10 +36,19 @@ from sdqos.kube.naming import parent_slice
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, GUARANTEED
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import KeptPod, Plan, PodPlan, UnitPlan
-from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
+from sdqos.plan.properties import (
+    INFINITY,
+    LIMITS,
+    MEMORY_PROPERTIES,
+    PERIOD_PROPERTY,
+    RESERVATIONS,
+    RESETS,
+    memory_limit,
+    planned_value,
+)
 from sdqos.reconcile.scopes import LiveScope
 
-LIMIT_PROPERTIES = frozenset({"MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuotaPerSecUSec", "TasksMax"})
+LIMIT_PROPERTIES = LIMITS  # raised top-down, lowered bottom-up (each row of plan/properties.py says)
 DEPENDS_ON_ALL_INPUTS = frozenset({"node", "tier", "machine"})
 # Planned units sdqos creates or takes over by name; scopes (containers, VMs) it claims by binding.
 OWNED_BY_NAME = frozenset({"node", "tier", "pod", "machine"})
@@ -50,10 +59,8 @@ REQUEST_CPU, REQUEST_MEMORY = "sdqos.cpuRequest", "sdqos.memoryRequest"
 
 PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK = range(4)
 # systemd's defaults for what sdqos sets on a scope it tunes: CPUShares/CPUWeight "unset", no quota,
-# no limits, no protection.
-RESET_VALUES = {"CPUShares": INFINITY, "CPUWeight": INFINITY, "CPUQuotaPerSecUSec": INFINITY,
-                "MemoryLimit": INFINITY, "MemoryMax": INFINITY, "MemoryHigh": INFINITY, "MemorySwapMax": INFINITY,
-                "MemoryMin": 0, "MemoryLow": 0}
+# no limits, no protection (each row of plan/properties.py says).
+RESET_VALUES = RESETS
 
 
 @dataclass(slots=True)
@@ -539,7 +546,7 @@ def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -
         if u.kind not in ("node", "tier", "vm", "machine"):
             continue
         lu = live.get(u.name)
-        for prop in ("MemoryLimit", "MemoryMax"):
+        for prop in MEMORY_PROPERTIES:
             want = u.properties.get(prop)
             if want is None or want == INFINITY or lu is None or lu.memory_current is None:
                 continue
@@ -594,10 +601,10 @@ def _memory_back(props: Mapping[str, int], cls: str) -> int:
     """A pod's memory request from its slice's values: a Guaranteed pod's limit is its request;
     MemoryQoS's reservation where it was set; else nothing known (0)."""
     if cls == GUARANTEED:
-        v = props.get("MemoryLimit", props.get("MemoryMax", INFINITY))
+        v = memory_limit(props)
         if v not in (INFINITY, 0):
             return v
-    for p in ("MemoryMin", "MemoryLow"):
+    for p in RESERVATIONS:
         if props.get(p):
             return props[p]
     return 0

@@ -17,7 +17,7 @@ from sdqos.host import cgroupfs, facts
 from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import MachineCharge, Plan
-from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
+from sdqos.plan.properties import BY_NAME, INFINITY, MEMORY_PROPERTIES, PERIOD_PROPERTY, QUOTA_PROPERTY, owned
 from sdqos.reconcile.binding import (
     Binding,
     bind_scopes,
@@ -222,7 +222,7 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
         if u.create or u.name.startswith("sdqos-pod") or lu is None or sc is None or lu.kernel_drift:
             continue  # (sdqos's own container scopes were checked by read_live)
         check = {k: v for k, v in u.properties.items() if k in lu.props}
-        if PERIOD_PROPERTY in check or "CPUQuotaPerSecUSec" in check:
+        if PERIOD_PROPERTY in check or QUOTA_PROPERTY in check:
             check.setdefault(PERIOD_PROPERTY, lu.props.get(PERIOD_PROPERTY, INFINITY))
         want = cgroupfs.expected(check, plan.cgroup, page)
         have = cgroupfs.read(sc.cgroup, want) if want else None
@@ -258,7 +258,8 @@ async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool 
 
 
 CONTAINER_CGROUP = "container"  # crun's own cgroup below a podman container's scope (systemd cgroup manager)
-CONTAINER_FILES = ("memory/memory.limit_in_bytes", "memory.max")
+# The memory limit's file on each cgroup version (its rows in plan/properties.py).
+CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
 
 
 def container_kernel_off(plan: Plan, runtime, scopes: dict[str, LiveScope]) -> dict[str, dict]:
@@ -275,7 +276,7 @@ def container_kernel_off(plan: Plan, runtime, scopes: dict[str, LiveScope]) -> d
         u, sc = planned.get(name), scopes.get(name)
         if u is None or sc is None:
             continue
-        mem = {k: v for k, v in u.properties.items() if k in ("MemoryLimit", "MemoryMax")}
+        mem = {k: v for k, v in u.properties.items() if k in MEMORY_PROPERTIES}
         want = {f: v for f, v in (cgroupfs.expected(mem, plan.cgroup, page) or {}).items() if f in CONTAINER_FILES}
         have = cgroupfs.read(f"{sc.cgroup}/{CONTAINER_CGROUP}", want) if want else None
         if have is not None and have != want:
