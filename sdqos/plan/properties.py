@@ -115,7 +115,9 @@ def quota_files(per_sec: int, period_prop: int, mode: str) -> dict[str, object]:
         period = min(max(period, QUOTA_RESOLUTION_US, QUOTA_RESOLUTION_US * USEC_PER_SEC // per_sec), MAX_PERIOD_US)
         quota = per_sec * period // USEC_PER_SEC
     if mode == "v1":
-        return {"cpu/cpu.cfs_quota_us": quota, "cpu/cpu.cfs_period_us": period}
+        # no quota: systemd 252 writes the kernel's default period, not CPUQuotaPeriodUSec (measured:
+        # tests/reconcile/test_property_table_sandbox.py; it was reported as "refused" on every sync)
+        return {"cpu/cpu.cfs_quota_us": quota, "cpu/cpu.cfs_period_us": period if quota >= 0 else DEFAULT_PERIOD_US}
     # cgroup v2 with no quota: systemd (252 and 257, measured in tests/v2) does not write the period
     # into cpu.max, so the kernel keeps whatever period it had; only "max" is systemd's to keep.
     return {"cpu.max": ("max", ANY_PERIOD) if quota < 0 else (quota, period)}

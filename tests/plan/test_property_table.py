@@ -209,8 +209,11 @@ def test_the_diff_sets_are_those_it_had():
     ("v1", {"CPUShares": 512, "CPUQuotaPerSecUSec": 250_000, "MemoryLimit": 2**30 + 5, "TasksMax": INFINITY},
      {"cpu/cpu.shares": 512, "cpu/cpu.cfs_quota_us": 25_000, "cpu/cpu.cfs_period_us": 100_000,
       "memory/memory.limit_in_bytes": 2**30, "pids/pids.max": "max"}),
+    # no quota on v1: systemd writes the kernel's default period (measured in the sandbox)
     ("v1", {"MemoryLimit": INFINITY, "CPUQuotaPerSecUSec": INFINITY, "CPUQuotaPeriodUSec": 50_000},
-     {"memory/memory.limit_in_bytes": 0x7FFFFFFFFFFFF000, "cpu/cpu.cfs_quota_us": -1, "cpu/cpu.cfs_period_us": 50_000}),
+     {"memory/memory.limit_in_bytes": 0x7FFFFFFFFFFFF000, "cpu/cpu.cfs_quota_us": -1, "cpu/cpu.cfs_period_us": 100_000}),
+    ("v1", {"CPUQuotaPerSecUSec": 500_000, "CPUQuotaPeriodUSec": 50_000},
+     {"cpu/cpu.cfs_quota_us": 25_000, "cpu/cpu.cfs_period_us": 50_000}),
     ("v2", {"CPUWeight": 39, "CPUQuotaPerSecUSec": 10_000, "CPUQuotaPeriodUSec": 1000, "MemoryMax": INFINITY,
             "MemoryMin": 4097, "MemoryLow": 0, "MemoryHigh": 2**30, "MemorySwapMax": 0, "TasksMax": 10},
      {"cpu.weight": 39, "cpu.max": (1000, 100_000), "memory.max": "max", "memory.min": 4096, "memory.low": 0,
