@@ -36,17 +36,9 @@ from sdqos.kube.naming import parent_slice
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, GUARANTEED
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import KeptPod, Plan, PodPlan, UnitPlan
-from sdqos.plan.properties import (
-    INFINITY,
-    LIMITS,
-    MEMORY_PROPERTIES,
-    PERIOD_PROPERTY,
-    RESERVATIONS,
-    RESETS,
-    memory_limit,
-    planned_value,
-)
+from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
 from sdqos.reconcile.scopes import LiveScope
+from sdqos.plan.properties import LIMITS, RESERVATIONS, RESETS, memory_limit  # (the property table)
 
 LIMIT_PROPERTIES = LIMITS  # raised top-down, lowered bottom-up (each row of plan/properties.py says)
 DEPENDS_ON_ALL_INPUTS = frozenset({"node", "tier", "machine"})
@@ -546,7 +538,7 @@ def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -
         if u.kind not in ("node", "tier", "vm", "machine"):
             continue
         lu = live.get(u.name)
-        for prop in MEMORY_PROPERTIES:
+        for prop in ("MemoryLimit", "MemoryMax"):
             want = u.properties.get(prop)
             if want is None or want == INFINITY or lu is None or lu.memory_current is None:
                 continue

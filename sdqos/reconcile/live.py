@@ -17,7 +17,7 @@ from sdqos.host import cgroupfs, facts
 from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import MachineCharge, Plan
-from sdqos.plan.properties import BY_NAME, INFINITY, MEMORY_PROPERTIES, PERIOD_PROPERTY, QUOTA_PROPERTY, owned
+from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
 from sdqos.reconcile.binding import (
     Binding,
     bind_scopes,
@@ -30,6 +30,7 @@ from sdqos.reconcile.binding import (
 from sdqos.reconcile.budget import machine_charges
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.scopes import LiveScope
+from sdqos.plan.properties import BY_NAME, MEMORY_PROPERTIES, QUOTA_PROPERTY  # (the property table)
 
 if TYPE_CHECKING:
     from sdqos.reconcile.memo import Memo
