@@ -12,8 +12,8 @@ import re
 
 from sdqos import humanize as H
 from sdqos.kube.model import CPU, MEMORY, PID
-from sdqos.plan import properties as P
 from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.plan import properties as P
 
 _SHOWN = P.SUMMARY
 

@@ -17,6 +17,7 @@ from sdqos.cli.render import described
 from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, Systemd
 from sdqos import humanize as H
+from sdqos.plan.properties import STATUS_KEYS  # (the property table)
 from sdqos.humanize import ellipsize
 from sdqos.kube.naming import parent_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
@@ -24,7 +25,6 @@ from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.diff import LiveUnit, unit_changes
 from sdqos.reconcile.live import Observation, observe
 from sdqos.reconcile.scopes import owning_slice
-from sdqos.plan.properties import STATUS_KEYS  # (the property table)
 
 NEAR_LIMIT = 0.9  # usage at or above 90 % of a limit is flagged
 
