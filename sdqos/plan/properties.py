@@ -222,7 +222,7 @@ class Property:
     kernel: Mapping[str, Kernel | None]  # cgroup version → the file(s) showing it; None: in another row's
     show: Callable[[Any], str]  # the value for people
     why: str | None  # the engine's reason key (UnitPlan.why) that explains the value
-    summary: bool = True  # shown in the plan tree's one-line summary of a unit
+    summary: int | None  # its place in the plan tree's one-line summary of a unit (None: not shown)
     status: str | None = None  # its key in status's "what the unit is entitled to" (the memory limit: memoryLimit)
     owned: bool = True  # diffed, restored, recorded; False: sent once, when a scope is created
 
@@ -230,37 +230,41 @@ class Property:
 PERIOD_PROPERTY = "CPUQuotaPeriodUSec"
 
 PROPERTIES: tuple[Property, ...] = (
-    Property("CPUShares", V1, WEIGHT, "t", lambda rc, p, c: _cpu_shares(rc), INFINITY, False,
-             {"v1": _as_is("cpu/cpu.shares")}, _shares, "cpu_shares", status="cpuShares"),
+    Property("CPUShares", V1, WEIGHT, "t", value=lambda rc, p, c: _cpu_shares(rc), reset=INFINITY, limit=False,
+             kernel={"v1": _as_is("cpu/cpu.shares")}, show=_shares, why="cpu_shares", summary=1, status="cpuShares"),
     Property("CPUWeight", V2, WEIGHT, "t",
-             lambda rc, p, c: (qos.shares_to_weight_runc if c else qos.shares_to_weight_kubelet)(_cpu_shares(rc)),
-             INFINITY, False, {"v2": _as_is("cpu.weight")}, _weight, "cpu_shares", status="cpuWeight"),
+             value=lambda rc, p, c: (qos.shares_to_weight_runc if c else qos.shares_to_weight_kubelet)(_cpu_shares(rc)),
+             reset=INFINITY, limit=False, kernel={"v2": _as_is("cpu.weight")}, show=_weight, why="cpu_shares",
+             summary=2, status="cpuWeight"),
     Property("CPUQuotaPerSecUSec", BOTH, QUOTA, "t",
-             lambda rc, p, c: quota_per_sec_usec(rc.cpu_quota, rc.cpu_period or p), INFINITY, True,
-             {"v1": _quota("v1"), "v2": _quota("v2")}, H.quota, "cpu_quota", status="cpuQuotaPerSecUSec"),
+             value=lambda rc, p, c: quota_per_sec_usec(rc.cpu_quota, rc.cpu_period or p), reset=INFINITY, limit=True,
+             kernel={"v1": _quota("v1"), "v2": _quota("v2")}, show=H.quota, why="cpu_quota", summary=3,
+             status="cpuQuotaPerSecUSec"),
     # Owned everywhere but only set when it differs from systemd's default (the kernel's 100 ms); the
     # kernel shows it in the quota's files (cfs_period_us, cpu.max), converted with the quota.
-    Property(PERIOD_PROPERTY, BOTH, PERIOD, "t", lambda rc, p, c: p if p != DEFAULT_PERIOD_US else None,
-             None, False, {"v1": None, "v2": None}, H.usec, None),
-    Property("MemoryLimit", V1, MEMORY_LIMIT, "t", _memory, INFINITY, True,
-             {"v1": _v1_bytes("memory/memory.limit_in_bytes")}, H.size, "memory"),
-    Property("MemoryMax", V2, MEMORY_LIMIT, "t", _memory, INFINITY, True, {"v2": _bytes("memory.max")}, H.size,
-             "memory"),
-    Property("MemoryMin", V2, RESERVATION, "t", lambda rc, p, c: rc.memory_min or 0, 0, False,
-             {"v2": _bytes("memory.min")}, H.size, None),
-    Property("MemoryLow", V2, RESERVATION, "t", lambda rc, p, c: rc.memory_low or 0, 0, False,
-             {"v2": _bytes("memory.low")}, H.size, None),
+    Property(PERIOD_PROPERTY, BOTH, PERIOD, "t", value=lambda rc, p, c: p if p != DEFAULT_PERIOD_US else None,
+             reset=None, limit=False, kernel={"v1": None, "v2": None}, show=H.usec, why=None, summary=4),
+    Property("MemoryLimit", V1, MEMORY_LIMIT, "t", value=_memory, reset=INFINITY, limit=True,
+             kernel={"v1": _v1_bytes("memory/memory.limit_in_bytes")}, show=H.size, why="memory", summary=5),
+    Property("MemoryMax", V2, MEMORY_LIMIT, "t", value=_memory, reset=INFINITY, limit=True,
+             kernel={"v2": _bytes("memory.max")}, show=H.size, why="memory", summary=6),
+    Property("MemoryMin", V2, RESERVATION, "t", value=lambda rc, p, c: rc.memory_min or 0, reset=0, limit=False,
+             kernel={"v2": _bytes("memory.min")}, show=H.size, why=None, summary=9),
+    Property("MemoryLow", V2, RESERVATION, "t", value=lambda rc, p, c: rc.memory_low or 0, reset=0, limit=False,
+             kernel={"v2": _bytes("memory.low")}, show=H.size, why=None, summary=8),
     Property("MemoryHigh", V2, MEMORY_HIGH, "t",
-             lambda rc, p, c: INFINITY if rc.memory_high is None or rc.memory_high < 0 else rc.memory_high,
-             INFINITY, True, {"v2": _bytes("memory.high")}, H.size, None),
-    Property("MemorySwapMax", V2, SWAP, "t", lambda rc, p, c: rc.swap, INFINITY, False,
-             {"v2": _bytes("memory.swap.max")}, H.size, "swap", summary=False),
+             value=lambda rc, p, c: INFINITY if rc.memory_high is None or rc.memory_high < 0 else rc.memory_high,
+             reset=INFINITY, limit=True, kernel={"v2": _bytes("memory.high")}, show=H.size, why=None, summary=7),
+    Property("MemorySwapMax", V2, SWAP, "t", value=lambda rc, p, c: rc.swap, reset=INFINITY, limit=False,
+             kernel={"v2": _bytes("memory.swap.max")}, show=H.size, why="swap", summary=None),
     # Never reset: sdqos leaves a runtime's pids limit on the scopes it tunes (reconcile/binding.py).
-    Property("TasksMax", BOTH, PIDS, "t", lambda rc, p, c: rc.pids if rc.pids is not None and rc.pids > 0 else INFINITY,
-             None, True, {"v1": _count("pids/pids.max"), "v2": _count("pids.max")}, _tasks, "pids", status="tasksMax"),
+    Property("TasksMax", BOTH, PIDS, "t",
+             value=lambda rc, p, c: rc.pids if rc.pids is not None and rc.pids > 0 else INFINITY, reset=None,
+             limit=True, kernel={"v1": _count("pids/pids.max"), "v2": _count("pids.max")}, show=_tasks, why="pids",
+             summary=10, status="tasksMax"),
     # Taken only when a scope is created (see oom_policy); not in to_properties, never diffed.
-    Property("OOMPolicy", BOTH, OOM, "s", lambda rc, p, c: oom_policy(rc), None, False,
-             {"v2": _oom_group("memory.oom.group")}, str, "oom_group", summary=False, owned=False),
+    Property("OOMPolicy", BOTH, OOM, "s", value=lambda rc, p, c: oom_policy(rc), reset=None, limit=False,
+             kernel={"v2": _oom_group("memory.oom.group")}, show=str, why="oom_group", summary=None, owned=False),
 )
 BY_NAME: dict[str, Property] = {p.name: p for p in PROPERTIES}
 
@@ -286,7 +290,7 @@ WHY_KEYS: dict[str, str] = {p.name: p.why for p in PROPERTIES if p.why}
 #: status's keys for what a unit is entitled to (and memoryLimit: :func:`memory_limit`).
 STATUS_KEYS: dict[str, str] = {p.name: p.status for p in PROPERTIES if p.status}
 #: What the plan tree shows of a unit, in this order.
-SUMMARY = tuple(p.name for p in PROPERTIES if p.summary)
+SUMMARY = tuple(p.name for p in sorted((p for p in PROPERTIES if p.summary is not None), key=lambda p: p.summary or 0))
 MEMORY_PROPERTIES = tuple(p.name for p in PROPERTIES if p.kind == MEMORY_LIMIT)
 RESERVATIONS = tuple(p.name for p in PROPERTIES if p.kind == RESERVATION)
 QUOTA_PROPERTY = next(p.name for p in PROPERTIES if p.kind == QUOTA)

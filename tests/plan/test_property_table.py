@@ -37,6 +37,7 @@ def test_every_owned_property_has_a_complete_row():
             assert isinstance(row.show(INFINITY), str) and isinstance(row.show(0), str), name
             assert callable(row.value), name
             assert row.reset is None or isinstance(row.reset, int), name
+            assert row.summary is None or isinstance(row.summary, int), name
     for row in P.PROPERTIES:  # (not owned: OOMPolicy, taken when a scope is created)
         assert PROPERTY_SIGNATURES[row.name] == row.signature, row.name
         assert row.versions and row.kind in KINDS, row.name
@@ -195,12 +196,16 @@ def test_to_properties_gives_what_the_hand_written_mapping_gave_in_its_order(rc,
     assert list(got.items()) == list(want.items())
 
 
-def test_the_diff_sets_are_those_it_had():
+def test_the_derived_sets_are_those_it_had():
     assert P.LIMITS == {"MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuotaPerSecUSec", "TasksMax"}
     assert P.RESETS == {"CPUShares": INFINITY, "CPUWeight": INFINITY, "CPUQuotaPerSecUSec": INFINITY,
                         "MemoryLimit": INFINITY, "MemoryMax": INFINITY, "MemoryHigh": INFINITY,
                         "MemorySwapMax": INFINITY, "MemoryMin": 0, "MemoryLow": 0}
     assert P.owned("v1") == ("CPUShares", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "TasksMax")
+    assert P.SUMMARY == ("CPUShares", "CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "MemoryMax",
+                         "MemoryHigh", "MemoryLow", "MemoryMin", "TasksMax")  # the plan tree's order
+    assert P.STATUS_KEYS == {"CPUShares": "cpuShares", "CPUWeight": "cpuWeight",
+                             "CPUQuotaPerSecUSec": "cpuQuotaPerSecUSec", "TasksMax": "tasksMax"}
     assert set(P.owned("v2")) == {"CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryMax", "MemoryMin",
                                   "MemoryLow", "MemoryHigh", "TasksMax", "MemorySwapMax"}
 
