@@ -124,8 +124,8 @@ def quota_files(per_sec: int, period_prop: int, mode: str) -> dict[str, object]:
 
 
 def _per_sec(quota: object, period: object) -> int:
-    if quota == "max" or (isinstance(quota, int) and quota < 0) or not isinstance(quota, int) \
-            or not isinstance(period, int) or period <= 0:
+    """A kernel quota per period as systemd's µs per second (-1 or ``max``: none)."""
+    if not isinstance(quota, int) or quota < 0 or not isinstance(period, int) or period <= 0:
         return INFINITY
     return quota * USEC_PER_SEC // period
 
