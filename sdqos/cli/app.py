@@ -262,9 +262,10 @@ def explain(
         live = {} if what_if else _live_containers(p, wanted)
         ranks = _eviction_ranks(p, wanted, measure=not what_if)
         if output == Output.json:
-            from sdqos.plan.explain import explain_json, machines_json
+            from sdqos.plan.explain import explain_json, machines_json, tiers_json
 
-            typer.echo(json.dumps({"pods": [{**explain_json(pp, live.get(pp.key)), "eviction": ranks.get(pp.key)}
+            typer.echo(json.dumps({"pods": [{**explain_json(pp, live.get(pp.key)), "tiers": tiers_json(p, pp),
+                                             "eviction": ranks.get(pp.key)}
                                             for pp in p.pods if pp.key in wanted],
                                    "machines": machines_json(p), "warnings": list(p.warnings)}, indent=2))
             return

@@ -145,14 +145,24 @@ def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None
             lines.append(f"    {'OOMPolicy':<20} {policy:>20}  (when sdqos creates the scope)\n      = {c.why.get('oom_group', '')}")
     lines.append("")
     lines.append("  Tiers this pod counts toward")
-    tier_names = [plan.root_slice]
-    if pp.qos in (BURSTABLE, BESTEFFORT):
-        tier_names.insert(0, _parent(plan, pp.slice))
-    lines += _unit_lines(plan, tier_names, period)
+    lines += _unit_lines(plan, tier_names(plan, pp), period)
     lines += machines_lines(plan)
     if rank is not None:
         lines += eviction_lines(rank)
     return "\n".join(lines)
+
+
+def tier_names(plan: Plan, pp: PodPlan) -> list[str]:
+    """The tiers a pod counts toward: its class's tier (Burstable, BestEffort) and kubepods."""
+    names = [plan.root_slice]
+    if pp.qos in (BURSTABLE, BESTEFFORT):
+        names.insert(0, _parent(plan, pp.slice))
+    return names
+
+
+def tiers_json(plan: Plan, pp: PodPlan) -> dict:
+    """The tiers a pod counts toward, with their values and reasons (as ``explain`` prints them)."""
+    return {u.name: _values(u.properties, u.why) for u in (plan.unit(n) for n in tier_names(plan, pp)) if u is not None}
 
 
 def _unit_lines(plan: Plan, names: list[str], period: int) -> list[str]:
