@@ -73,9 +73,9 @@ def eviction_json(plan: Plan) -> dict:
 
 
 def eviction_text(plan: Plan) -> list[str]:
-    """``eviction_json`` in words: one line per threshold."""
+    """``eviction_json`` in words: one line per threshold, short enough for an 80-column terminal."""
     doc = eviction_json(plan)
-    out = ["eviction thresholds (node-pressure eviction: sdqos pressure, docs/eviction.md)"]
+    out = ["eviction thresholds (sdqos pressure; docs/eviction.md)"]
 
     def amount(signal: str, v: dict | None) -> str:
         if v is None:
@@ -84,9 +84,15 @@ def eviction_text(plan: Plan) -> list[str]:
             return v["percentage"]
         return str(v["quantity"]) if signal == "pid.available" else bytes_quantity(v["quantity"])
     for t in doc["thresholds"]:
-        kind = "hard" if t["hard"] else f"soft after {t['gracePeriodSeconds']:g}s"
-        reclaim = f", minimum reclaim {amount(t['signal'], t['minimumReclaim'])}" if t["minimumReclaim"] else ""
-        out.append(f"  {t['signal']} < {amount(t['signal'], t['value'])}  ({kind}{reclaim}; {t['from']})")
+        if not t["hard"]:
+            kind = f"soft, after {t['gracePeriodSeconds']:g}s"
+        elif t["from"].startswith("copied"):
+            kind = "hard (copy of memory.available)"
+        else:
+            kind = "hard (kubelet's default)" if "default" in t["from"] else "hard"
+        out.append(f"  {t['signal']} < {amount(t['signal'], t['value'])}  {kind}")
+        if t["minimumReclaim"]:
+            out.append(f"    minimum reclaim {amount(t['signal'], t['minimumReclaim'])}")
     if not doc["thresholds"]:
         out.append("  none (evictionHard is empty)")
     out.append(f"  evictionMaxPodGracePeriod {doc['maxPodGracePeriodSeconds']}s, "
