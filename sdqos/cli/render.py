@@ -264,6 +264,10 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
             f"VMs reserve      {H.cpu(plan.vm_reserved[CPU])} CPU, {H.size(plan.vm_reserved[MEMORY])};"
             f" pods get {H.cpu(budget[CPU])} CPU, {H.size(budget[MEMORY])}"
         )
+    if plan.machines:  # the budget sync applied: what it found running in machine.slice besides VMs
+        m = plan.machines
+        head.append(f"machine.slice    + {len(m)} unit(s) counted by the last sync: "
+                    f"{H.cpu(sum(x.cpu for x in m))} CPU, {H.size(sum(x.memory for x in m))}")
     out = head + [""] + tree_lines(plan, color=color, width=width)
     for i, v in enumerate(plan.vms):
         if v.vm.libvirt_domain:

@@ -1,7 +1,8 @@
 """``sdqos explain``: every value of one pod with the formula and the inputs that produced it.
 
-The numbers come from the engine itself (``build_plan(explain=True)`` records its reasoning as it
-computes), so an explanation can never disagree with what ``plan`` and ``sync`` apply.
+The numbers come from the engine itself (planning with ``explain=True`` records its reasoning as it
+computes), through the loading path every command uses (``sdqos.loading.load``, with what the last
+sync counted in machine.slice), so an explanation never disagrees with what ``plan`` and ``sync`` apply.
 """
 
 from __future__ import annotations
