@@ -75,7 +75,7 @@ def eviction_json(plan: Plan) -> dict:
 def eviction_text(plan: Plan) -> list[str]:
     """``eviction_json`` in words: one line per threshold, short enough for an 80-column terminal."""
     doc = eviction_json(plan)
-    out = ["eviction thresholds (sdqos pressure; docs/eviction.md)"]
+    out = ["eviction thresholds in force (docs/eviction.md)"]
 
     def amount(signal: str, v: dict | None) -> str:
         if v is None:
