@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from sdqos.errors import SystemdError
+from sdqos.errors import ServiceNotRunning, SystemdError
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import machine_scope
 
 MACHINED = "org.freedesktop.machine1"
 PATH = "/org/freedesktop/machine1"
 MANAGER = MACHINED + ".Manager"
-NOT_RUNNING = ("org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner")
 # What machined puts on every scope it creates itself: the caller must not send these twice.
 MACHINED_SETS = frozenset({"Slice", "PIDs", "Delegate", "CollectMode", "AddRef"})
 
@@ -37,7 +36,8 @@ class Machine:
 
 
 def not_running(exc: SystemdError) -> bool:
-    return getattr(exc, "name", None) in NOT_RUNNING
+    """machined is not on the bus (never started: sdqos does not start it)."""
+    return isinstance(exc, ServiceNotRunning)
 
 
 async def list_machines(sd: Systemd) -> list[Machine] | None:

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from sdqos.errors import (
     AccessDenied,
+    AlreadySubscribed,
     BusDisconnected,
     BusUnavailable,
     CallTimeout,
@@ -38,6 +39,7 @@ from sdqos.errors import (
     InvalidProperty,
     JobFailed,
     NoSuchUnit,
+    ServiceNotRunning,
     SystemdError,
     UnitExists,
 )
@@ -78,13 +80,14 @@ PROPERTY_SIGNATURES: dict[str, str] = {
 _E = "org.freedesktop.DBus.Error."
 _ERRORS: dict[str, type[SystemdError]] = {
     f"{SYSTEMD}.UnitExists": UnitExists, f"{SYSTEMD}.NoSuchUnit": NoSuchUnit,
+    f"{SYSTEMD}.AlreadySubscribed": AlreadySubscribed,
     **dict.fromkeys((_E + "PropertyReadOnly", _E + "InvalidArgs", _E + "UnknownProperty"), InvalidProperty),
     **dict.fromkeys((_E + "AccessDenied", _E + "InteractiveAuthorizationRequired"), AccessDenied),
-    # LimitsExceeded: a full queue or too many pending replies; ServiceUnknown/NameHasNoOwner: systemd1 gone
-    **dict.fromkeys((_E + "NoReply", _E + "Disconnected", _E + "LimitsExceeded", _E + "ServiceUnknown",
-                     _E + "NameHasNoOwner"), BusDisconnected),
+    # LimitsExceeded: a full queue or too many pending replies
+    **dict.fromkeys((_E + "NoReply", _E + "Disconnected", _E + "LimitsExceeded"), BusDisconnected),
+    # the service called is not on the bus: systemd1 gone (a disconnect), machined not running
+    **dict.fromkeys((_E + "ServiceUnknown", _E + "NameHasNoOwner"), ServiceNotRunning),
 }
-_GONE = (_E + "ServiceUnknown", _E + "NameHasNoOwner")
 _STU = "ssa(sv)a(sa(sv))"
 _CGROUP_KINDS = (".Slice", ".Scope", ".Service", ".Socket", ".Mount", ".Swap")
 _LISTED = ("Id", "Description", "LoadState", "ActiveState", "SubState", "Following")  # in ListUnits rows
@@ -314,9 +317,8 @@ class Systemd:
             if self._need_subscribe:
                 try:
                     await self._call(MANAGER_PATH, MANAGER, "Subscribe")
-                except SystemdError as e:
-                    if e.name != f"{SYSTEMD}.AlreadySubscribed":
-                        raise
+                except AlreadySubscribed:
+                    pass
                 self._need_subscribe = False
 
     def _on_message(self, msg: Any) -> None:
@@ -379,10 +381,11 @@ class Systemd:
             raise SystemdError(f"{member}: {type(e).__name__}: {e}", unit=unit) from e
         if reply.message_type is d.MessageType.ERROR:
             text = reply.body[0] if reply.body and isinstance(reply.body[0], str) else "(no message)"
-            if reply.error_name in _GONE and dest == SYSTEMD:
+            cls = _ERRORS.get(reply.error_name, SystemdError)
+            if cls is ServiceNotRunning and dest == SYSTEMD:
                 self._up.clear()
                 self._need_subscribe = True
-            raise _ERRORS.get(reply.error_name, SystemdError)(f"{member}: {text}", reply.error_name, unit)
+            raise cls(f"{member}: {text}", reply.error_name, unit)
         return reply.body
 
     def _timed_out(self, epoch: int, what: str, unit: str | None) -> SystemdError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from sdqos.errors import CallTimeout, SystemdError, UnitExists
+from sdqos.errors import CallTimeout, NoSuchUnit, SystemdError, UnitExists
 from sdqos.host.systemd import UNIT, Systemd
 from sdqos.plan.engine import UnitPlan
 from sdqos.plan.properties import oom_policy
@@ -133,7 +133,7 @@ async def stop_all(sd: Systemd, units: list[str], report: Report) -> None:
     results = await sd.stop_units(units)
     took = time.monotonic() - t0
     for unit, err in zip(units, results):
-        if err is None or err.name == "org.freedesktop.systemd1.NoSuchUnit":
+        if err is None or isinstance(err, NoSuchUnit):  # already gone
             report.removed.append(unit)
         elif isinstance(err, CallTimeout):
             report.removed.append(unit)

@@ -280,7 +280,7 @@ async def _kill(sd, scopes: list[str], grace: int) -> None:
     import asyncio
     import time
 
-    from sdqos.host.systemd import NoSuchUnit
+    from sdqos.errors import NoSuchUnit
 
     async def alive(s: str) -> bool:
         try:
