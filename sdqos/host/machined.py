@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from sdqos.errors import ServiceNotRunning, SystemdError
-from sdqos.host.systemd import Systemd
+from sdqos.host.systemd import SystemdAPI
 from sdqos.kube.naming import machine_scope
 
 MACHINED = "org.freedesktop.machine1"
@@ -40,7 +40,7 @@ def not_running(exc: SystemdError) -> bool:
     return isinstance(exc, ServiceNotRunning)
 
 
-async def list_machines(sd: Systemd) -> list[Machine] | None:
+async def list_machines(sd: SystemdAPI) -> list[Machine] | None:
     """Every machine machined knows; None when machined does not run."""
     try:
         (rows,) = await sd.call_service(MACHINED, PATH, MANAGER, "ListMachines")
@@ -51,7 +51,7 @@ async def list_machines(sd: Systemd) -> list[Machine] | None:
     return [Machine(name, cls, service) for name, cls, service, _path in rows]
 
 
-async def create_machine(sd: Systemd, name: str, leader: int, scope_properties: Mapping[str, Any],
+async def create_machine(sd: SystemdAPI, name: str, leader: int, scope_properties: Mapping[str, Any],
                          service: str = "sdqos") -> None:
     """Register ``leader`` as VM ``name``; machined creates ``machine-<name>.scope`` in machine.slice
     around it with ``scope_properties`` (limits, Description) added to its own."""

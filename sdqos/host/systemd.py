@@ -27,7 +27,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sdqos.errors import (
     AccessDenied,
@@ -157,6 +157,51 @@ class Stats:
     retries: int = 0
     disconnects: int = 0  # our connection closed, or systemd left the bus
     reconnects: int = 0
+
+
+class SystemdAPI(Protocol):
+    """What reconcile, the CLI's status and the host adapters (machined) use of a systemd manager:
+    the members they call, and nothing else. :class:`Systemd` is the real one (over D-Bus); the
+    tests' in-memory fake (tests/fakesystemd.py) is another, so the reconciler is tested without
+    root too. Code that only uses a connection takes this type; code that opens one makes a Systemd."""
+
+    stats: Stats
+
+    async def start_transient_unit(self, name: str, properties: Mapping[str, Any], mode: str = "fail",
+                                   aux: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> None: ...
+
+    async def start_transient_units(self, items: Iterable[tuple[str, Mapping[str, Any]]], mode: str = "fail",
+                                    window: int | None = None) -> list[SystemdError | None]: ...
+
+    async def set_unit_properties(self, name: str, properties: Mapping[str, Any], runtime: bool = True) -> None: ...
+
+    async def set_units_properties(self, items: Iterable[tuple[str, Mapping[str, Any]]], runtime: bool = True,
+                                   window: int | None = None) -> list[SystemdError | None]: ...
+
+    async def start_unit(self, name: str, mode: str = "replace") -> None: ...
+
+    async def stop_unit(self, name: str, mode: str = "replace") -> None: ...
+
+    async def stop_units(self, names: Sequence[str], window: int | None = None) -> list[SystemdError | None]: ...
+
+    async def reset_failed_unit(self, name: str) -> None: ...
+
+    async def kill_unit(self, name: str, who: str = "all", signal: int = 9) -> None: ...
+
+    async def attach_processes(self, name: str, pids: Sequence[int], subcgroup: str = "") -> None: ...
+
+    async def get_unit_processes(self, name: str) -> list[tuple[str, int, str]]: ...
+
+    async def get_properties(self, unit: str, interface: str,
+                             names: Sequence[str] | None = None) -> dict[str, Any]: ...
+
+    async def read_units(self, patterns: Sequence[str],
+                         interfaces_props: Mapping[str, Sequence[str]]) -> dict[str, UnitState]: ...
+
+    async def call_service(self, dest: str, path: str, iface: str, member: str, sig: str = "",
+                           body: Sequence[Any] = (), *, repeatable: bool = False) -> list[Any]: ...
+
+    def variant_properties(self, properties: Mapping[str, Any], unit: str) -> list[list[Any]]: ...
 
 
 def _lists(v: Any) -> Any:
@@ -771,3 +816,8 @@ class Systemd:
             t = u.props.get("Transient", None if u.fragment_path is None else u.fragment_path.startswith(_TRANSIENT))
             u.transient = None if t is None else bool(t)
         return units
+
+
+if TYPE_CHECKING:
+    def _conforms(sd: Systemd) -> SystemdAPI:
+        return sd  # mypy: the real client has every member of the protocol, with the same signatures

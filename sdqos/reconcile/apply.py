@@ -9,7 +9,7 @@ import time
 from typing import Any, Callable
 
 from sdqos.errors import CallTimeout, NoSuchUnit, SystemdError, UnitExists
-from sdqos.host.systemd import UNIT, Systemd
+from sdqos.host.systemd import UNIT, SystemdAPI
 from sdqos.plan.engine import UnitPlan
 from sdqos.plan.properties import oom_policy
 from sdqos.reconcile.diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, Diff
@@ -38,7 +38,7 @@ def create_properties(u: UnitPlan) -> dict[str, Any]:
     return props
 
 
-async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | None = None) -> set[str]:
+async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress | None = None) -> set[str]:
     """Carry out the diff. Returns the names of units whose planned values are now in place."""
     done: set[str] = set()
     failed_creates: set[str] = set()
@@ -123,7 +123,7 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
 SLOW_STOP_S = 1.0
 
 
-async def stop_all(sd: Systemd, units: list[str], report: Report) -> None:
+async def stop_all(sd: SystemdAPI, units: list[str], report: Report) -> None:
     """Stop units side by side (deepest first within the window). Stopping a slice stops what runs
     in it: systemd sends SIGTERM, and SIGKILL to what is left when the scope's stop timeout (a pod's
     grace period, ``sdqos run``) ends — so N pods ignoring SIGTERM cost one grace period, not N.
@@ -145,7 +145,7 @@ async def stop_all(sd: Systemd, units: list[str], report: Report) -> None:
                                "on SIGTERM and were killed when their grace period ended")
 
 
-async def _start_if_inactive(sd: Systemd, unit: str) -> None:
+async def _start_if_inactive(sd: SystemdAPI, unit: str) -> None:
     """A unit file that exists but is not running: start it after setting its properties."""
     props = await sd.get_properties(unit, UNIT, ["ActiveState"])
     if props.get("ActiveState") in ("inactive", "failed"):

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from sdqos.kube import eviction as ev
 from sdqos.kube.model import MEMORY
 from sdqos.plan.engine import Plan
+
+if TYPE_CHECKING:
+    from sdqos.host.systemd import SystemdAPI
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +260,7 @@ def still_evicted(plan: Plan, record: Mapping[str, dict]) -> dict[str, dict]:
     return out
 
 
-async def _units_in(sd, unit: str) -> set[str]:
+async def _units_in(sd: SystemdAPI, unit: str) -> set[str]:
     """The units (scopes, services) whose processes run below ``unit``'s cgroup, by systemd's own
     list of the processes there."""
     units = set()
@@ -274,7 +277,7 @@ async def _units_in(sd, unit: str) -> set[str]:
     return units
 
 
-async def _kill(sd, scopes: list[str], grace: int) -> None:
+async def _kill(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
     """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
     (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
     import asyncio
@@ -309,7 +312,7 @@ async def _kill(sd, scopes: list[str], grace: int) -> None:
             raise e
 
 
-async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
+async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
     """Stop the assessment's victim, once, and record it: the containers of a pod that podman runs
     with podman (``podman rm -f -t GRACE``), every other scope sdqos made for the pod (or the VM's
     scope) with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that sdqos
