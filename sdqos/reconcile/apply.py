@@ -73,35 +73,36 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
             tick()
         creates = [a for a in actions if a.kind == "create"]
         if creates:
-            todo: list[tuple[Action, UnitPlan]] = []
-            skipped: list[Action] = []
-            for a in creates:
-                if a.plan is not None and a.plan.slice not in failed_creates:
-                    todo.append((a, a.plan))
-                else:
-                    skipped.append(a)
-            for a in skipped:
-                failed_creates.add(a.unit)
-                report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
-            results = await sd.start_transient_units((a.unit, create_properties(u)) for a, u in todo)
-            for (a, u), err in zip(todo, results):
-                if err is None:
-                    report.created.append(a.unit)
-                    done.add(a.unit)
-                elif isinstance(err, UnitExists):
-                    # A unit file or an implicit slice has the name (or a create raced us): set
-                    # the properties on it instead.
-                    try:
-                        await sd.set_unit_properties(a.unit, u.properties)
-                        await _start_if_inactive(sd, a.unit)
-                        updated.setdefault(a.unit, {})
-                        done.add(a.unit)
-                    except SystemdError as e:
-                        failed_creates.add(a.unit)
-                        report.errors.append(f"create {a.unit}: exists, and setting it failed: {e}")
-                else:
+            for wave in _waves(creates):  # a slice's result is known before anything is made in it
+                todo: list[tuple[Action, UnitPlan]] = []
+                skipped: list[Action] = []
+                for a in wave:
+                    if a.plan is not None and a.plan.slice not in failed_creates:
+                        todo.append((a, a.plan))
+                    else:
+                        skipped.append(a)
+                for a in skipped:
                     failed_creates.add(a.unit)
-                    report.errors.append(f"create {a.unit}: {err}")
+                    report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
+                results = await sd.start_transient_units((a.unit, create_properties(u)) for a, u in todo)
+                for (a, u), err in zip(todo, results):
+                    if err is None:
+                        report.created.append(a.unit)
+                        done.add(a.unit)
+                    elif isinstance(err, UnitExists):
+                        # A unit file or an implicit slice has the name (or a create raced us): set
+                        # the properties on it instead.
+                        try:
+                            await sd.set_unit_properties(a.unit, u.properties)
+                            await _start_if_inactive(sd, a.unit)
+                            updated.setdefault(a.unit, {})
+                            done.add(a.unit)
+                        except SystemdError as e:
+                            failed_creates.add(a.unit)
+                            report.errors.append(f"create {a.unit}: exists, and setting it failed: {e}")
+                    else:
+                        failed_creates.add(a.unit)
+                        report.errors.append(f"create {a.unit}: {err}")
             tick(len(creates))
         updates = [a for a in actions if a.kind == "update"]
         if updates:
@@ -118,6 +119,28 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
     # A unit updated in two phases (grow + shrink) is one entry; a failed half un-marks it.
     report.updated.extend({"unit": u, "changes": ch} for u, ch in updated.items() if u not in failed_updates)
     return done - failed_updates - failed_creates
+
+
+def _waves(creates: list[Action]) -> list[list[Action]]:
+    """The creations in waves: a unit whose slice is created in the same phase goes one wave after
+    it, so that a slice that failed is known before its children are sent (systemd would load the
+    missing slice implicitly, without its limits, and make them in it). Each wave is one pipelined
+    call; a cold sync is three (node; tiers and Guaranteed pods; the other pods), whatever its size."""
+    by_unit = {a.unit: a for a in creates}
+    depth: dict[str, int] = {}
+
+    def level(a: Action) -> int:
+        if a.unit not in depth:
+            parent = by_unit.get(a.plan.slice) if a.plan is not None else None
+            depth[a.unit] = 0 if parent is None or parent is a else level(parent) + 1
+        return depth[a.unit]
+
+    waves: list[list[Action]] = []
+    for a in creates:
+        n = level(a)
+        waves.extend([] for _ in range(n + 1 - len(waves)))
+        waves[n].append(a)
+    return waves
 
 
 SLOW_STOP_S = 1.0
