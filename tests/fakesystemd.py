@@ -281,9 +281,9 @@ class FakeSystemd:
             for iface, props in interfaces_props.items():
                 if iface == UNIT:
                     st.props.update((p, state[p]) for p in props if p in state)
-                elif iface == kind:
-                    have = {**DEFAULTS, **u.props}
-                    st.props.update((p, have[p]) for p in props if p in have)
+                elif iface == kind:  # ControlGroup comes along, as the real read_units has it
+                    have = {**DEFAULTS, **u.props, "ControlGroup": state["ControlGroup"]}
+                    st.props.update((p, have[p]) for p in [*props, "ControlGroup"] if p in have)
             out[name] = st
         return out
 
