@@ -72,38 +72,37 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
                 report.errors.append(f"reset-failed {a.unit}: {e}")
             tick()
         creates = [a for a in actions if a.kind == "create"]
-        if creates:
-            for wave in _waves(creates):  # a slice's result is known before anything is made in it
-                todo: list[tuple[Action, UnitPlan]] = []
-                skipped: list[Action] = []
-                for a in wave:
-                    if a.plan is not None and a.plan.slice not in failed_creates:
-                        todo.append((a, a.plan))
-                    else:
-                        skipped.append(a)
-                for a in skipped:
-                    failed_creates.add(a.unit)
-                    report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
-                results = await sd.start_transient_units((a.unit, create_properties(u)) for a, u in todo)
-                for (a, u), err in zip(todo, results):
-                    if err is None:
-                        report.created.append(a.unit)
+        for wave in _waves(creates):  # a slice's result is known before anything is made in it
+            todo: list[tuple[Action, UnitPlan]] = []
+            skipped: list[Action] = []
+            for a in wave:
+                if a.plan is not None and a.plan.slice not in failed_creates:
+                    todo.append((a, a.plan))
+                else:
+                    skipped.append(a)
+            for a in skipped:
+                failed_creates.add(a.unit)
+                report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
+            results = await sd.start_transient_units((a.unit, create_properties(u)) for a, u in todo)
+            for (a, u), err in zip(todo, results):
+                if err is None:
+                    report.created.append(a.unit)
+                    done.add(a.unit)
+                elif isinstance(err, UnitExists):
+                    # A unit file or an implicit slice has the name (or a create raced us): set
+                    # the properties on it instead.
+                    try:
+                        await sd.set_unit_properties(a.unit, u.properties)
+                        await _start_if_inactive(sd, a.unit)
+                        updated.setdefault(a.unit, {})
                         done.add(a.unit)
-                    elif isinstance(err, UnitExists):
-                        # A unit file or an implicit slice has the name (or a create raced us): set
-                        # the properties on it instead.
-                        try:
-                            await sd.set_unit_properties(a.unit, u.properties)
-                            await _start_if_inactive(sd, a.unit)
-                            updated.setdefault(a.unit, {})
-                            done.add(a.unit)
-                        except SystemdError as e:
-                            failed_creates.add(a.unit)
-                            report.errors.append(f"create {a.unit}: exists, and setting it failed: {e}")
-                    else:
+                    except SystemdError as e:
                         failed_creates.add(a.unit)
-                        report.errors.append(f"create {a.unit}: {err}")
-            tick(len(creates))
+                        report.errors.append(f"create {a.unit}: exists, and setting it failed: {e}")
+                else:
+                    failed_creates.add(a.unit)
+                    report.errors.append(f"create {a.unit}: {err}")
+            tick(len(wave))
         updates = [a for a in actions if a.kind == "update"]
         if updates:
             results = await sd.set_units_properties([(a.unit, a.props) for a in updates])
