@@ -105,6 +105,10 @@ class SandboxError(SdqosError):
     """The private test systemd could not be brought up, entered or torn down."""
 
 
+class ToolMissing(SandboxError):
+    """A program the sandbox needs (busctl, nsenter) is not installed."""
+
+
 class SystemdError(SdqosError):
     """A D-Bus call to systemd failed. `name` is the D-Bus error name when there is one."""
 
