@@ -72,8 +72,8 @@ class FakeSystemd:
     """``faults[(method, unit)] = error``: that call raises ``error``, as systemd's reply would (a
     list: one per call in turn, None for a call that goes through, then none).
     A JobFailed for StartTransientUnit leaves the unit created and failed (its start job failed); a
-    CallTimeout for StopUnit leaves it deactivating (systemd goes on with the job); any other error
-    changes nothing. ``methods``: StartTransientUnit, SetUnitProperties, StartUnit, StopUnit,
+    CallTimeout leaves it activating or deactivating (systemd goes on with the job after the client
+    stopped waiting); any other error changes nothing. ``methods``: StartTransientUnit, SetUnitProperties, StartUnit, StopUnit,
     ResetFailedUnit, KillUnit, AttachProcessesToUnit, GetUnitProcesses, Get, ListUnitsByPatterns."""
 
     def __init__(self) -> None:
@@ -107,8 +107,7 @@ class FakeSystemd:
         err = self.faults.get((method, unit))
         if isinstance(err, list):  # one per call, in order; then none
             err = err.pop(0) if err else None
-        if err is None or (isinstance(err, JobFailed) and method == "StartTransientUnit") \
-                or (isinstance(err, CallTimeout) and method == "StopUnit"):
+        if err is None or (isinstance(err, (JobFailed, CallTimeout)) and method in ("StartTransientUnit", "StopUnit")):
             return err
         raise err
 
@@ -184,6 +183,9 @@ class FakeSystemd:
                              f"{SD}.UnitExists", name)
         u = self.units[name] = FakeUnit(name, dict(properties))
         self._start(u)
+        if isinstance(err, CallTimeout):  # the unit is made; its start job goes on past our wait
+            u.active_state = "activating"
+            raise err
         if err is not None:
             u.active_state = "failed"
             if properties.get("CollectMode") == "inactive-or-failed":
@@ -219,11 +221,13 @@ class FakeSystemd:
         """Stops the unit and everything below it, which are then unloaded. A slice name that is not
         loaded loads and stops at once (no error); any other such name is NoSuchUnit."""
         err = self._call("StopUnit", name)
+        if isinstance(err, JobFailed):
+            raise err
         if name not in self.units and name.endswith(".slice"):
             return
         self._loaded(name, "StopUnit")
         gone = [*self._below(name), name]
-        if err is not None:  # processes that ignore SIGTERM: the job goes on
+        if isinstance(err, CallTimeout):  # processes that ignore SIGTERM: the job goes on
             for n in gone:
                 self.units[n].active_state = "deactivating"
             raise err

@@ -206,6 +206,23 @@ def test_children_of_a_unit_that_failed_to_be_created_are_skipped_not_created(fa
     assert not skipped & set(fake.units)
 
 
+def test_a_create_that_times_out_skips_its_children_and_the_next_sync_finds_it(tmp_path):
+    """systemd made the slice but its job outlasted the wait: an error now (its children are not
+    sent into a slice that may not be set up); the next sync sees it there and goes on."""
+    plan = plan_of(pod("g", "1Gi"), pod("b", burstable=True))
+    b = slice_of(plan, "b")
+    fake = FakeSystemd()
+    fake.faults[("StartTransientUnit", "kubepods-burstable.slice")] = [CallTimeout("job did not finish within 30s")]
+    report = run_sync(fake, plan, tmp_path)
+    assert report.errors == ["create kubepods-burstable.slice: job did not finish within 30s",
+                             f"create {b}: skipped, its parent kubepods-burstable.slice failed"]
+    assert fake.units["kubepods-burstable.slice"].active_state == "activating" and b not in fake.units
+    fake.units["kubepods-burstable.slice"].active_state = "active"  # its job ended meanwhile
+    fake.calls.clear()
+    again = run_sync(fake, plan, tmp_path)
+    assert again.errors == [] and again.created == [b] and fake.writes() == [("StartTransientUnit", b)]
+
+
 # --- a unit that is there after all, or gone already ----------------------------------------------
 
 
