@@ -110,7 +110,8 @@ class ToolMissing(SandboxError):
 
 
 class SystemdError(SdqosError):
-    """A D-Bus call to systemd failed. `name` is the D-Bus error name when there is one."""
+    """A D-Bus call to systemd failed. `name` is the D-Bus error name when there is one: context for
+    the message; callers match the subclasses below (host/systemd.py maps each name to one)."""
 
     def __init__(self, message: str, name: str | None = None, unit: str | None = None):
         self.name = name
