@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # the stamp is written from them; the fast path never imports
     from sdqos.plan.engine import Plan
 
 STAMP = "noop.json"
-VERSION = 1
+VERSION = 2
 LAST_SYNC = "last-sync.json"  # sdqos.cli.metrics.LAST_SYNC (reconcile may not import cli)
 NOT_INPUTS = frozenset({STAMP, rundir.LOCK_NAME, LAST_SYNC})
 ENV_PREFIXES = ("SDQOS_", "CONTAINERS_")
@@ -211,11 +211,11 @@ def _raw(units: list, shapes: list, root: str = str(cgroupfs.ROOT)) -> str | Non
     return h.hexdigest()
 
 
-def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str]) -> bool:
+def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str], period: str) -> bool:
     """As the diff compares a unit read over D-Bus (diff.unit_changes), and its memory usage
-    under its planned limits (diff.clamp_to_usage). ``owned``: plan.properties.owned(), the
-    period property last."""
-    PERIOD_PROPERTY = owned[-1]
+    under its planned limits (diff.clamp_to_usage). ``owned``: plan.properties.owned(); ``period``:
+    its PERIOD_PROPERTY (both from the stamp: the proof does not import the plan's modules)."""
+    PERIOD_PROPERTY = period
     have = {k: int(v) for k, v in st.props.items() if k in owned}
     want = dict(planned)
     if PERIOD_PROPERTY in have and PERIOD_PROPERTY not in want and kind != "reserved":
@@ -283,7 +283,7 @@ async def check(sd: Systemd, run_dir: Path, digest: str, data: dict) -> Report |
             if set(units) != set(need) or _rows(units) != {n: data["units"][n] for n in need}:
                 return None
             for name, (kind, planned) in need.items():
-                if not _props_in_place(kind, planned, units[name], owned):
+                if not _props_in_place(kind, planned, units[name], owned, data["period"]):
                     return None
         unchanged = list(data["unchanged"])
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -369,7 +369,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
         if set(got) != set(need):
             return False
         for name, (kind, want_props) in need.items():
-            if not _props_in_place(kind, want_props, got[name], props):
+            if not _props_in_place(kind, want_props, got[name], props, PERIOD_PROPERTY):
                 return False
     shape_list = [list(files) for files in shapes]
     raw = _raw(units, shape_list)
@@ -379,7 +379,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
     kernel = {"shapes": shape_list, "units": units, "digest": raw}
     data = {"version": VERSION, "taken": time.time(), "inputs": digest, "root": cgroupfs.cgroup_of(plan.root_slice, ""),
             "systemd": version, "patterns": patterns, "units": rows, "kernel": kernel, "need": need,
-            "owned": props, "unchanged": list(report.unchanged), "rundir": run_dir_identity(run_dir)}
+            "owned": props, "period": PERIOD_PROPERTY, "unchanged": list(report.unchanged), "rundir": run_dir_identity(run_dir)}
     try:
         rundir.write_atomic(run_dir / STAMP, [json.dumps(data, separators=(",", ":"))], 0o600)
     except HostError:

@@ -169,15 +169,15 @@ OWNED = ["CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax", PERIOD_PR
 
 def test_units_read_over_dbus_compare_as_the_diff_compares_them():
     planned = {"CPUShares": 1228, "MemoryLimit": 12 << 30}
-    assert noop._props_in_place("tier", planned, unit({**planned, PERIOD_PROPERTY: INFINITY}, 1 << 30), OWNED)
-    assert not noop._props_in_place("tier", planned, unit({**planned, "CPUShares": 100}), OWNED)
-    assert not noop._props_in_place("tier", planned, unit({"CPUShares": 1228}), OWNED)  # not read: not in place
+    assert noop._props_in_place("tier", planned, unit({**planned, PERIOD_PROPERTY: INFINITY}, 1 << 30), OWNED, PERIOD_PROPERTY)
+    assert not noop._props_in_place("tier", planned, unit({**planned, "CPUShares": 100}), OWNED, PERIOD_PROPERTY)
+    assert not noop._props_in_place("tier", planned, unit({"CPUShares": 1228}), OWNED, PERIOD_PROPERTY)  # not read: not in place
     # a period set although none is planned: the diff sets it back (not for reserved units)
-    assert not noop._props_in_place("tier", planned, unit({**planned, PERIOD_PROPERTY: 50_000}), OWNED)
-    assert noop._props_in_place("reserved", planned, unit({**planned, PERIOD_PROPERTY: 50_000}), OWNED)
+    assert not noop._props_in_place("tier", planned, unit({**planned, PERIOD_PROPERTY: 50_000}), OWNED, PERIOD_PROPERTY)
+    assert noop._props_in_place("reserved", planned, unit({**planned, PERIOD_PROPERTY: 50_000}), OWNED, PERIOD_PROPERTY)
     # usage above the planned memory limit: the full path clamps (qosReserved), so no proof
-    assert not noop._props_in_place("tier", planned, unit(planned, (12 << 30) + 4096), OWNED)
-    assert noop._props_in_place("tier", planned, unit(planned, INFINITY), OWNED)  # accounting off
+    assert not noop._props_in_place("tier", planned, unit(planned, (12 << 30) + 4096), OWNED, PERIOD_PROPERTY)
+    assert noop._props_in_place("tier", planned, unit(planned, INFINITY), OWNED, PERIOD_PROPERTY)  # accounting off
 
 
 def test_a_stamp_of_another_version_or_not_ours_is_not_read(tmp_path):
@@ -209,8 +209,8 @@ def test_a_proof_is_not_even_tried_with_other_inputs(tmp_path):
 
 
 
-def test_the_period_property_is_the_last_owned_one():
-    """The proof reads the period's name from the stamp's owned list (it does not import the plan)."""
+def test_the_owned_properties_include_the_period():
+    """The stamp carries owned() and the period's name (the proof does not import the plan)."""
     from sdqos.plan.properties import owned
 
-    assert owned("v1")[-1] == owned("v2")[-1] == PERIOD_PROPERTY
+    assert PERIOD_PROPERTY in owned("v1") and PERIOD_PROPERTY in owned("v2")
