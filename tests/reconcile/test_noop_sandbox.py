@@ -16,6 +16,7 @@ import time
 from sdqos import sandbox as sbx
 
 from ..sbhelpers import cgroup_rel, copy_config, kernel, sdqos_in, sync_json, wait_for
+from .test_podman_sandbox import inspect, podman, podman_env  # noqa: F401  (podman_env: the real podman's fixture)
 
 STAMP = "/run/sdqos/noop.json"
 WEB = "kubepods-burstable-podb3edc188_0213_5f84_afdc_caf4bbcd1698.slice"
@@ -189,3 +190,26 @@ def test_the_stamp_is_not_taken_over_by_another_config_or_options(clean_sandbox,
     taken = stamp_taken(sb)
     assert changes(sync_json(sb, config)) == NOTHING
     assert stamp_taken(sb) not in (None, taken)
+
+
+def test_a_podman_container_started_after_a_stamp_is_found_and_tuned(podman_env):
+    """Real podman: the stamp was taken with no container running; a container started since in a
+    pod slice makes the slice populated, so the next sync takes the full path, asks podman and
+    tunes the container's scope."""
+    sb, env, config = podman_env
+    sync_json(sb, config, env=env)
+    assert changes(sync_json(sb, config, env=env)) == NOTHING
+    assert stamp_taken(sb) is not None
+    pod = json.loads(sdqos_in(sb, "plan", "--config", str(config), "-o", "json").stdout)["pods"][0]
+    cid = podman(sb, env, "run", "--detach", "--name=late", f"--cgroup-parent={pod['slice']}",
+                 f"--label=io.kubernetes.pod.uid={pod['uid']}", "--label=io.kubernetes.container.name=nginx",
+                 "localhost/bb", "/bin/sleep", "100000").strip()
+    try:
+        report = sync_json(sb, config, env=env)
+        assert f"libpod-{cid}.scope" in {u["unit"] for u in report["updated"]}, json.dumps(report)
+        assert stamp_taken(sb) is None
+        nginx = next(c for c in pod["containers"] if c["name"] == "nginx")
+        pid = inspect(sb, env, "late")["State"]["Pid"]
+        assert int(sbx.run(sb, ["cat", f"/proc/{pid}/oom_score_adj"]).stdout) == nginx["oomScoreAdj"]
+    finally:
+        podman(sb, env, "rm", "--force", "--time", "0", "late")
