@@ -30,7 +30,8 @@ from sdqos.kube.naming import (
     scope_maker,
 )
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
-from sdqos.reconcile.apply import create_properties
+from sdqos.plan.creation import (  # noqa: F401 (the grace periods: podman_pods reads them here)
+    DEFAULT_GRACE_PERIOD_S, MINIMUM_GRACE_PERIOD_S, create_properties, grace_period_us)
 
 
 @dataclass
@@ -43,18 +44,6 @@ class Target:
     label: str
     stop_timeout_us: int | None = None  # SIGTERM → SIGKILL when the scope is stopped (a pod's grace period)
     machine: str | None = None  # a VM: registered with systemd-machined under this name when it runs
-
-
-# kubelet's default (the API server defaults terminationGracePeriodSeconds to 30) and its floor:
-# pkg/kubelet/kuberuntime/kuberuntime_container.go, minimumGracePeriodInSeconds = 2.
-DEFAULT_GRACE_PERIOD_S = 30
-MINIMUM_GRACE_PERIOD_S = 2
-
-
-def grace_period_us(seconds: int | None) -> int:
-    """How long a pod's processes get between SIGTERM and SIGKILL when its scope is stopped."""
-    s = DEFAULT_GRACE_PERIOD_S if seconds is None else max(MINIMUM_GRACE_PERIOD_S, seconds)
-    return min(s, 2**64 // 1_000_000 - 1) * 1_000_000
 
 
 def find_pod(plan: Plan, pod_ref: str) -> PodPlan:
@@ -143,9 +132,7 @@ async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: 
         await sd.stop_unit(target.unit.name)
     elif state == "failed":
         await sd.reset_failed_unit(target.unit.name)
-    props = create_properties(target.unit)
-    if target.stop_timeout_us is not None:
-        props["TimeoutStopUSec"] = target.stop_timeout_us
+    props = create_properties(target.unit, target.stop_timeout_us)
     if target.machine is not None and len(pids) == 1 and await _register_machine(sd, target, pids[0], props):
         return
     props["PIDs"] = pids
