@@ -71,6 +71,7 @@ PROPERTY_SIGNATURES: dict[str, str] = {
     "PartOf": "as", "DefaultDependencies": "b", "Delegate": "b", "CollectMode": "s", "PIDs": "au",
     "AddRef": "b", "CPUAccounting": "b", "MemoryAccounting": "b", "TasksAccounting": "b",
     "BlockIOAccounting": "b", "IOAccounting": "b", "OOMPolicy": "s", "OOMScoreAdjust": "i",
+    "ManagedOOMPreference": "s",
     "KillMode": "s", "TimeoutStopUSec": "t", "RuntimeMaxUSec": "t",
     "ExecStart": "a(sasb)", "Type": "s", "RemainAfterExit": "b",  # transient services (tests, tools)
 }

@@ -1,5 +1,5 @@
 """What a unit is created with: its owned properties plus what only creation sets (a Description,
-accounting, and for a scope Delegate, CollectMode and OOMPolicy). One function, used by sync's
+accounting, and for a scope Delegate, CollectMode, OOMPolicy and ManagedOOMPreference). One function, used by sync's
 apply, ``sdqos run``/``adopt`` (reconcile/launch.py) and shown by ``plan -o json``, so what the plan
 shows is what systemd gets."""
 
@@ -37,6 +37,8 @@ def create_properties(u: UnitPlan, stop_timeout_us: int | None = None) -> dict[s
         policy = oom_policy(u.resources)
         if policy is not None:  # memory.oom.group, settable only now (kubelet's via runc: Unified)
             props["OOMPolicy"] = policy
+        if u.resources.oomd_preference is not None:  # systemd applies it only when it realizes the cgroup
+            props["ManagedOOMPreference"] = u.resources.oomd_preference
         if stop_timeout_us is not None:
             props["TimeoutStopUSec"] = stop_timeout_us
     elif u.slice != "-.slice":
