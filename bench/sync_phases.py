@@ -158,7 +158,7 @@ def main() -> int:
     wrap(S, "kernel_refusals", "apply: kernel read-back")
     wrap(L, "read_marks", "D-Bus read: marks (Transient)")
     wrap(L, "podman_containers", "podman ps")
-    wrap(L.libvirt, "running_domains", "libvirt status records")
+    wrap(getattr(L, "libvirt", None), "running_domains", "libvirt status records")  # (moved with the runtime table)
     wrap(L, "_machines", "D-Bus read: machined ListMachines")
     wrap(L, "_usage_of", "D-Bus read: machine.slice usage")
     wrap(L, "machine_names", "diff")
