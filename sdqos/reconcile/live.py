@@ -8,6 +8,8 @@ paths name the scopes they run in (bound to containers and VMs by :mod:`sdqos.re
 from __future__ import annotations
 
 import asyncio
+import fnmatch
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,8 +53,8 @@ def live_patterns(plan: Plan) -> list[str]:
     """Globs covering every unit sdqos may manage: the kubepods tree, container scopes, and the
     plan's other units (machine.slice, VM scopes, reserved cgroups) by name."""
     patterns = [*tree_globs(plan.root_slice), CONTAINER_SCOPE_GLOB, KUBELET]
-    extra = [u.name for u in plan.units
-             if not (in_tree(u.name, plan.root_slice) or parse_container_scope(u.name) is not None)]
+    scope = re.compile(fnmatch.translate(CONTAINER_SCOPE_GLOB)).match  # (by the glob: no unescaping per scope)
+    extra = [u.name for u in plan.units if not (scope(u.name) or in_tree(u.name, plan.root_slice))]
     return patterns + sorted(set(extra))
 
 
