@@ -274,52 +274,19 @@ async def _units_in(sd, unit: str) -> set[str]:
     return units
 
 
-async def _kill(sd, scopes: list[str], grace: int) -> None:
-    """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
-    (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
-    import asyncio
-    import time
-
-    from sdqos.host.systemd import NoSuchUnit
-
-    async def alive(s: str) -> bool:
-        try:
-            return bool(await sd.get_unit_processes(s))
-        except NoSuchUnit:  # a scope whose processes all ended is gone
-            return False
-
-    async def kill(s: str, signal: int) -> None:
-        try:
-            await sd.kill_unit(s, "all", signal)
-        except NoSuchUnit:
-            pass
-
-    for s in scopes:
-        await kill(s, 15)
-    deadline = time.monotonic() + grace
-    left = [s for s in scopes if await alive(s)]
-    while left and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-        left = [s for s in left if await alive(s)]
-    for s in left:
-        await kill(s, 9)
-    errors = await sd.stop_units(scopes)
-    for e in errors:
-        if e is not None and not isinstance(e, NoSuchUnit):
-            raise e
-
-
 async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
-    """Stop the assessment's victim, once, and record it: the containers of a pod that podman runs
-    with podman (``podman rm -f -t GRACE``), every other scope sdqos made for the pod (or the VM's
-    scope) with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that sdqos
-    did not make are left running and named in the record. Returns the record, or None when the
-    assessment picked no victim (no threshold to act on, or nothing may be evicted)."""
+    """Stop the assessment's victim, once, and record it, every workload through the runtime that
+    runs it (sdqos/reconcile/runtimes/) with the grace period: a pod's containers sdqos started
+    with podman by ``podman rm -f -t GRACE``, every scope sdqos made for the pod and a VM's scope
+    with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that
+    sdqos did not make are left running and named in the record. Returns the record, or None when
+    the assessment picked no victim (no threshold to act on, or nothing may be evicted)."""
     import json
     import time
 
-    from sdqos.host import podman, rundir
-    from sdqos.reconcile import podman_pods
+    from sdqos.host import rundir
+    from sdqos.reconcile import runtimes
+    from sdqos.reconcile.runtimes import Workload
 
     v, t = a.victim, a.reclaim
     if v is None or t is None:
@@ -330,26 +297,26 @@ async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
         assert pp is not None
         ours = {c.scope for c in pp.containers}
         running = await _units_in(sd, pp.slice)
-        podman_units: list[str] = []
-        if any(u.startswith("libpod-") for u in running):
-            mine = podman_pods.pod_containers(pp)
-            own = {f"libpod-{c.id}.scope" for c in mine} | {f"libpod-conmon-{c.id}.scope" for c in mine}
-            podman_units = sorted(running & own)  # the containers and their conmon: podman's to stop
-            podman.remove([c.name for c in mine], grace_s=grace)
-        scopes = sorted(u for u in running if u in ours)
-        left = sorted(running - set(scopes) - set(podman_units))
+        workloads = [Workload("", pp.key, s) for s in sorted(running & ours)]  # sdqos's own scopes
+        for rt in runtimes.TABLE:  # what sdqos started for the pod through a runtime, when one runs there
+            if any(rt.claims(u) for u in running):
+                workloads += rt.pod_workloads({pp.uid}, True).get(pp.uid, [])
+        stopped = sorted(running & {s for w in workloads for s in w.scopes})
+        left = sorted(running - set(stopped))
         key, extra = f"pod:{pp.key}", {"fingerprint": fingerprint(pp)}
     else:
         vp = next(p for p in plan.vms if f"vm/{p.vm.name}" == v.name)
-        scopes, podman_units, left = [vp.scope] if vp.scope else [], [], []
+        runs = runtimes.row_of(vp.scope) if vp.scope else None  # libvirt's, machined's, or sdqos's own scope
+        workloads = [Workload(runs.name if runs else "", vp.vm.name, vp.scope)] if vp.scope else []
+        stopped, left = [vp.scope] if vp.scope else [], []
         key, extra = f"vm:{vp.vm.name}", {}
-    if scopes:
-        await _kill(sd, scopes, grace)
+    if workloads:
+        await runtimes.stop(sd, workloads, grace)
     obs = a.observations[t.signal]
     record = {
         "kind": v.kind, "name": v.name, "signal": t.signal, "available": obs.available, "capacity": obs.capacity,
         "threshold": t.value.amount(obs.capacity), "hard": t.hard, "gracePeriodSeconds": grace,
-        "time": time.time(), "stopped": sorted(scopes + podman_units), "leftRunning": left, **extra,
+        "time": time.time(), "stopped": stopped, "leftRunning": left, **extra,
     }
     rundir.ensure_dir(run_dir)
     all_records = load_evicted(run_dir)

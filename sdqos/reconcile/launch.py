@@ -246,10 +246,10 @@ def set_oom(pids: list[int], target: Target) -> list[str]:
     return warnings
 
 
-# Scopes other managers make, by name: (prefix, who). A process there is theirs; moving it breaks them.
-OTHER_MANAGERS = (("machine-qemu", "libvirt"), ("libpod-conmon-", "podman's conmon"), ("libpod-", "podman"),
-                  ("docker-", "docker"), ("cri-containerd-", "containerd"), ("crio-conmon-", "CRI-O's conmon"),
-                  ("crio-", "CRI-O"), ("machine-", "systemd-machined"))
+# Scopes of managers that are no row of the runtime table (sdqos/reconcile/runtimes/), by name:
+# (prefix, who). A process there is theirs; moving it breaks them. The rows say so for their own.
+OTHER_MANAGERS = (("docker-", "docker"), ("cri-containerd-", "containerd"), ("crio-conmon-", "CRI-O's conmon"),
+                  ("crio-", "CRI-O"))
 
 
 def owner_of(pid: int, target: Target) -> tuple[str, bool] | None:
@@ -269,6 +269,12 @@ def owner_of(pid: int, target: Target) -> tuple[str, bool] | None:
     if unit.endswith(".scope"):
         if unit.startswith("sdqos-pod"):
             return f"{unit} (another container's scope)", True
+        from sdqos.reconcile import runtimes
+
+        for rt in runtimes.TABLE:
+            manager = rt.owner(unit)
+            if manager is not None:
+                return f"{unit} ({manager})", True
         for prefix, who in OTHER_MANAGERS:
             if unit.startswith(prefix):
                 return f"{unit} ({who})", True
@@ -304,17 +310,16 @@ def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
 
 
 async def vm_owned_elsewhere(sd: Systemd, target: Target, name: str) -> str | None:
-    """The scope of a running machine called ``name`` that libvirt or machined manage (not sdqos):
-    ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
-    from sdqos.kube.naming import systemd_unescape
-    from sdqos.reconcile.scopes import _LIBVIRT_SCOPE
+    """The scope of a running machine called ``name`` that a runtime manages (libvirt, machined; not
+    sdqos): ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
+    from sdqos.reconcile import runtimes
 
     units = await sd.read_units(["machine-*.scope"], {UNIT: ["Description"]})
     for unit, st in units.items():
         if st.active_state not in ("active", "activating"):
             continue
-        m = _LIBVIRT_SCOPE.match(unit)
-        if m and systemd_unescape(m.group(1)) == name:
+        rt = runtimes.row_of(unit)
+        if unit != target.unit.name and rt is not None and rt.named_by(unit) == name:
             return unit
         if unit == target.unit.name and not str(st.props.get("Description", "")).startswith("sdqos vm "):
             return unit

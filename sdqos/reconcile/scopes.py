@@ -7,10 +7,10 @@ matched by name. A scope made by something else inside a pod slice — podman, c
 with the systemd cgroup driver and ``--cgroup-parent=<pod slice>`` — is matched to a container by
 this rule, first match wins:
 
-0. what the runtime itself records: a podman container (``libpod-<id>.scope``) whose labels name
-   the pod (its uid) and the container (``io.kubernetes.container.name``), as ``sdqos podman start``
-   and kubelet's CRI runtimes label them; podman's ``libpod-conmon-<id>.scope`` (its monitor) is
-   the runtime's and never gets container values;
+0. what the runtime itself records (sdqos/reconcile/runtimes/): a workload whose record names the
+   pod (its uid) and the container — a podman container's labels, as ``sdqos podman start`` and
+   kubelet's CRI runtimes set them; a runtime's own scopes (podman's ``libpod-conmon-<id>.scope``,
+   a podman pod's infra container) never get container values;
 1. the pod annotation ``sdqos.io/scopes``: ``"<container>=<scope glob>,…"``
    (e.g. ``"nginx=libpod-*.scope"``); where several globs match, the most specific wins (most
    literal characters), whatever their order;
@@ -20,8 +20,8 @@ this rule, first match wins:
 Rules 2 and 3 only count when exactly one container of the pod matches. An unmatched scope is
 reported and never stopped.
 
-A VM's scope: ``spec.scope`` names it; ``spec.libvirt.domain`` matches libvirt's
-``machine-qemu\\x2d<id>\\x2d<domain>.scope`` (any id); ``spec.pidFile`` is the scope holding that
+A VM's scope: ``spec.scope`` names it; ``spec.libvirt.domain`` matches the scope libvirt's row
+names after that domain; ``spec.pidFile`` is the scope holding that
 PID; otherwise ``machine-<name>.scope``, which ``sdqos run --vm`` creates.
 """
 
@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from sdqos.kube.manifests import SCOPES_ANNOTATION, parse_scopes_annotation
 from sdqos.kube.naming import machine_scope, systemd_unescape
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
-from sdqos.plan.podman import CONTAINER_LABEL, UID_LABEL
+from sdqos.reconcile import runtimes
+from sdqos.reconcile.runtimes.base import Workload
 
 
 @dataclass(slots=True)
@@ -90,34 +91,18 @@ def annotation_hits(scope_name: str, pod: PodPlan) -> list[tuple[str, str]]:
     return sorted(hits, key=lambda h: _specificity(h[1]), reverse=True)
 
 
-_PODMAN_POD_SLICE = re.compile(r"^(.+)-libpod_pod_[0-9a-f]{64}\.slice$")
-
-
 def owning_slice(slice_name: str) -> str:
-    """The slice a scope counts under: a podman pod's sub-slice (``podman pod create
+    """The slice a scope counts under: a runtime's sub-slice (``podman pod create
     --cgroup-parent=<slice>`` makes ``<slice stem>-libpod_pod_<id>.slice``) counts as its parent."""
-    m = _PODMAN_POD_SLICE.match(slice_name)
-    return f"{m.group(1)}.slice" if m else slice_name
+    return runtimes.parent_slice(slice_name)
 
 
-PODMAN_SCOPE = re.compile(r"^libpod-([0-9a-f]{64})\.scope$")
-PODMAN_CONMON_SCOPE = PODMAN_CONMON_ID = re.compile(r"^libpod-conmon-([0-9a-f]{64})\.scope$")
-
-
-def runtime_scope(name: str) -> bool:
-    """A scope a container runtime keeps for itself (podman's conmon), never a container's."""
-    return PODMAN_CONMON_SCOPE.match(name) is not None
-
-
-def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str, str]] | None = None) -> str | None:
+def match_container(scope: LiveScope, pod: PodPlan, workload: Workload | None = None) -> str | None:
     """The container of ``pod`` a foreign scope in its slice belongs to, by the rule above.
-    ``labelled``: podman's container id → labels."""
+    ``workload``: what the scope runs, by its runtime's record."""
     names = [c.name for c in pod.containers]
-    m = PODMAN_SCOPE.match(scope.name)
-    if m and labelled and m.group(1) in labelled:
-        labels = labelled[m.group(1)]
-        if labels.get(UID_LABEL) == pod.uid and labels.get(CONTAINER_LABEL) in names:
-            return labels[CONTAINER_LABEL]
+    if workload is not None and workload.pod_uid == pod.uid and workload.container in names:
+        return workload.container
     hits = annotation_hits(scope.name, pod)
     if hits:
         return hits[0][0]
@@ -126,9 +111,6 @@ def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str
         if len(named) == 1:
             return named[0]
     return None
-
-
-_LIBVIRT_SCOPE = re.compile(r"^machine-qemu\\x2d[0-9]+\\x2d(.+)\.scope$")
 
 
 def in_machine_tree(slice_name: str) -> bool:
@@ -150,9 +132,9 @@ def vm_scope_for(vm: VMPlan, live: dict[str, LiveScope], pid: int | None = None)
                 return name
         return None
     if spec.libvirt_domain:  # no record from libvirt (another pid namespace): its usual scope name
+        libvirt = runtimes.row("libvirt")
         for name in live:
-            m = _LIBVIRT_SCOPE.match(name)
-            if m and systemd_unescape(m.group(1)) == spec.libvirt_domain:
+            if libvirt is not None and libvirt.named_by(name) == spec.libvirt_domain:
                 return name
         return None
     if spec.pid_file:
