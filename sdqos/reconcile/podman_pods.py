@@ -21,6 +21,7 @@ from sdqos.kube.security import non_root_error
 from sdqos.plan import podman as flags
 from sdqos.plan.engine import Plan, PodPlan
 from sdqos.reconcile import launch
+from sdqos.reconcile.runtimes.podman import scope_of
 
 
 # podman's states in which a container's processes may run (podman ps's State)
@@ -42,7 +43,7 @@ def live_scopes(pp: PodPlan) -> dict[str, tuple[str, str]]:
     for c in pod_containers(pp):
         name = c.labels.get(flags.CONTAINER_LABEL)
         if c.state in RUNNING_STATES and name:
-            out[name] = (f"libpod-{c.id}.scope", f"podman container {c.name}")
+            out[name] = (scope_of(c.id), f"podman container {c.name}")
     return out
 
 

@@ -145,8 +145,13 @@ class Podman:
         podman.check(update_args(container, cgroup) + [workload.name])
 
 
+def scope_of(container_id: str) -> str:
+    """The scope podman (crun, systemd cgroup manager) runs a container in."""
+    return f"libpod-{container_id}.scope"
+
+
 def _workload(c: PodmanContainer) -> Workload:
-    return Workload("podman", c.name, f"libpod-{c.id}.scope", (f"libpod-conmon-{c.id}.scope",),
+    return Workload("podman", c.name, scope_of(c.id), (f"libpod-conmon-{c.id}.scope",),
                     pod_uid=c.labels.get(UID_LABEL), container=c.labels.get(CONTAINER_LABEL),
                     managed=c.labels.get(MANAGED_LABEL) == "true",
                     what=f"podman container {c.name}")
