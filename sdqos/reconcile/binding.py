@@ -13,16 +13,22 @@ from dataclasses import dataclass
 from sdqos.errors import NoSuchUnit, SdqosError
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import Systemd
-from sdqos.kube.naming import MACHINE_SLICE, systemd_unescape
+from sdqos.kube.naming import (
+    MACHINE_SLICE,
+    Owner,
+    description,
+    in_machine_tree,
+    marked,
+    owning_slice,
+    parse_machine_scope,
+)
 from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.reconcile.diff import LiveUnit
 from sdqos.reconcile.runtimes import Seen, row_of
 from sdqos.reconcile.scopes import (
     LiveScope,
     annotation_hits,
-    in_machine_tree,
     match_container,
-    owning_slice,
     pods_by_slice,
     scopes_from_processes,
     vm_scope_for,
@@ -53,10 +59,17 @@ def _may_hold_processes(slice_name: str) -> bool:
 class Binding:
     """A live scope and what it runs: whose OOM score its processes get."""
 
-    owner: str  # "pod ns/name container c" or "vm name"
+    owner: Owner  # a pod's container, or a VM
     oom_score_adj: int
-    pod: str | None = None  # ns/name, for a container
-    container: str | None = None
+
+    @property
+    def pod(self) -> str | None:
+        """ns/name, for a container."""
+        return self.owner.pod_key
+
+    @property
+    def container(self) -> str | None:
+        return self.owner.container
 
 
 def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], seen: Seen | None = None,
@@ -95,7 +108,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
             props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
             plan.units.append(UnitPlan(name, scope.slice, "container", base.description, props, base.resources,
                                        owner=base.owner, create=False, why=base.why))
-        bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj, pp.key, c.name)
+        bindings[name] = Binding(Owner.pod(pp.key, c.name), c.oom_score_adj)
     for (pod, container, glob), scope_names in sorted(by_glob.items()):
         if len(scope_names) > 1:
             warnings.append(f"pod {pod}: sdqos.io/scopes {container}={glob} matches {len(scope_names)} scopes "
@@ -125,7 +138,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
             warnings.append(f"VM {vp.vm.name} is declared but not running{where}")
             continue
         located = vp.vm.scope or vp.vm.libvirt_domain or vp.vm.pid_file
-        if not located and not machine[found].description.startswith("sdqos vm "):
+        if not located and not marked(machine[found].description):
             # machine-<name>.scope made by someone else (machined for a container, say): never
             # claim it by name alone.
             warnings.append(f"VM {vp.vm.name}: {found} exists but was not started by sdqos; left alone"
@@ -134,10 +147,10 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
             continue
         claimed.add(found)
         if found not in planned:
-            plan.units.append(UnitPlan(found, machine[found].slice, "vm", f"sdqos vm {vp.vm.name} ({vp.qos})",
-                                       dict(vp.properties), vp.resources, owner=f"vm:{vp.vm.name}", create=False,
-                                       why=vp.why))
-        bindings[found] = Binding(f"vm {vp.vm.name}", vp.oom_score_adj)
+            owner = Owner.vm(vp.vm.name)
+            plan.units.append(UnitPlan(found, machine[found].slice, "vm", description("vm", owner, vp.qos),
+                                       dict(vp.properties), vp.resources, owner=owner, create=False, why=vp.why))
+        bindings[found] = Binding(Owner.vm(vp.vm.name), vp.oom_score_adj)
     for name in sorted(set(machine) - claimed - left_alone):
         if seen.helper(name):
             continue
@@ -173,17 +186,15 @@ def machine_scopes(scopes: dict[str, LiveScope]) -> dict[str, LiveScope]:
 def machine_names(machine: dict[str, LiveScope], seen: Seen | None = None) -> dict[str, str]:
     """What each scope in machine.slice is, in words: what a runtime records there (a libvirt
     domain by its QEMU's PID, a podman container, a machine machined knows, with its class and who
-    registered it), else what the scope's Description or name says."""
+    registered it), else what the scope's name says."""
     seen = seen or Seen()
     out = {}
     for name, scope in machine.items():
         what = seen.describe(scope)
         if what is not None:
             out[name] = what
-        elif scope.description.startswith("sdqos vm "):
-            out[name] = f"VM {scope.description.split()[2]}, started by sdqos"
-        elif name.startswith("machine-") and name.endswith(".scope"):
-            out[name] = f"machine {systemd_unescape(name[len('machine-'):-len('.scope')])}"
+        elif (mname := parse_machine_scope(name)) is not None:
+            out[name] = f"VM {mname}, started by sdqos" if marked(scope.description) else f"machine {mname}"
     return out
 
 

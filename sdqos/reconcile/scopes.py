@@ -20,8 +20,8 @@ this rule, first match wins:
 Rules 2 and 3 only count when exactly one container of the pod matches. An unmatched scope is
 reported and never stopped.
 
-A VM's scope: ``spec.scope`` names it; ``spec.libvirt.domain`` matches the scope libvirt's row
-names after that domain; ``spec.pidFile`` is the scope holding that
+A VM's scope: ``spec.scope`` names it; ``spec.libvirt.domain`` matches libvirt's
+``machine-qemu\\x2d<id>\\x2d<domain>.scope`` (any id); ``spec.pidFile`` is the scope holding that
 PID; otherwise ``machine-<name>.scope``, which ``sdqos run --vm`` creates.
 """
 
@@ -32,9 +32,8 @@ import re
 from dataclasses import dataclass, field
 
 from sdqos.kube.manifests import SCOPES_ANNOTATION, parse_scopes_annotation
-from sdqos.kube.naming import machine_scope, systemd_unescape
+from sdqos.kube.naming import machine_scope, parse_libvirt_scope, systemd_unescape
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
-from sdqos.reconcile import runtimes
 from sdqos.reconcile.runtimes.base import Workload
 
 
@@ -91,12 +90,6 @@ def annotation_hits(scope_name: str, pod: PodPlan) -> list[tuple[str, str]]:
     return sorted(hits, key=lambda h: _specificity(h[1]), reverse=True)
 
 
-def owning_slice(slice_name: str) -> str:
-    """The slice a scope counts under: a runtime's sub-slice (``podman pod create
-    --cgroup-parent=<slice>`` makes ``<slice stem>-libpod_pod_<id>.slice``) counts as its parent."""
-    return runtimes.parent_slice(slice_name)
-
-
 def match_container(scope: LiveScope, pod: PodPlan, workload: Workload | None = None) -> str | None:
     """The container of ``pod`` a foreign scope in its slice belongs to, by the rule above.
     ``workload``: what the scope runs, by its runtime's record."""
@@ -113,12 +106,6 @@ def match_container(scope: LiveScope, pod: PodPlan, workload: Workload | None = 
     return None
 
 
-def in_machine_tree(slice_name: str) -> bool:
-    """machine.slice or a slice below it (a libvirt partition ``/machine/tenant1`` is
-    ``machine-tenant1.slice``)."""
-    return slice_name == "machine.slice" or slice_name.startswith("machine-")
-
-
 def vm_scope_for(vm: VMPlan, live: dict[str, LiveScope], pid: int | None = None) -> str | None:
     """The live scope of a declared VM, or None when it is not running. ``pid``: the VM's process
     as its pid file or libvirt's record names it (which finds a libvirt scope whatever machined
@@ -132,9 +119,9 @@ def vm_scope_for(vm: VMPlan, live: dict[str, LiveScope], pid: int | None = None)
                 return name
         return None
     if spec.libvirt_domain:  # no record from libvirt (another pid namespace): its usual scope name
-        libvirt = runtimes.row("libvirt")
         for name in live:
-            if libvirt is not None and libvirt.named_by(name) == spec.libvirt_domain:
+            lv = parse_libvirt_scope(name)
+            if lv is not None and lv[1] == spec.libvirt_domain:
                 return name
         return None
     if spec.pid_file:

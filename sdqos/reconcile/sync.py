@@ -21,7 +21,15 @@ from sdqos.host.systemd import Systemd
 from sdqos.plan.engine import MachineCharge, Plan, recount
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
-from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff, kept_pods, pod_requests_record
+from sdqos.reconcile.diff import (
+    RemovalLimit,
+    clamp_to_usage,
+    compute_diff,
+    kept_pods,
+    pod_requests_record,
+    recorded_keys,
+    recorded_owner,
+)
 from sdqos.reconcile import oomwatch
 from sdqos.reconcile.live import KUBELET, container_kernel_off, container_refusals, kernel_refusals, observe
 from sdqos.reconcile.memo import Memo
@@ -110,8 +118,9 @@ async def sync(
     report.kept_why = dict(diff.kept_why)
     report.foreign = diff.foreign + unmatched
     report.unchanged = list(diff.unchanged)
-    report.descriptions = {a.unit: live[a.unit].description for a in diff.actions
-                           if a.kind == "stop" and a.unit in live and live[a.unit].description}
+    keys = recorded_keys(applied) if any(a.kind == "stop" for a in diff.actions) else {}
+    report.whose = {a.unit: f"{o.name}/{o.container}" if o.container else o.name for a in diff.actions
+                    if a.kind == "stop" and (o := recorded_owner(a.unit, keys)) is not None}
     if diff.abort:
         report.aborted = True
         report.duration_s = time.monotonic() - t0
@@ -162,8 +171,8 @@ async def sync(
 def _only_pod(plan: Plan, key: str, diff, obs, report: Report) -> None:
     """Narrow a diff to one pod's units: updates of its slice, the slices above it and the scopes
     in it; the rest of the tree (and what other pods' problems say) is the next sync's."""
+    from sdqos.kube.naming import owning_slice
     from sdqos.reconcile.launch import ancestors
-    from sdqos.reconcile.scopes import owning_slice
 
     pp = plan.pod(key)
     units = {u.name for u in ancestors(plan, pp.slice)} if pp is not None else set()
@@ -190,20 +199,19 @@ async def _remove_runtime_containers(sd: Systemd, plan: Plan, diff, obs, report:
     through that runtime, every pod's side by side with its own grace period, so the runtime's own
     record is right and a pod that comes back starts afresh. If the runtime cannot, the slices
     holding its containers stay and the error says why."""
-    from sdqos.reconcile.diff import pod_slice_pattern
+    from sdqos.kube.naming import owning_slice
+    from sdqos.reconcile.diff import pod_slice_in
 
     if not any(a.kind == "stop" for a in diff.actions):
         return  # nothing stops (every warm sync): the runtimes' modules are not even imported
     from sdqos.host import volumes as host_volumes
     from sdqos.reconcile import runtimes
-    from sdqos.reconcile.scopes import owning_slice
 
-    pattern = pod_slice_pattern(plan)
     stopping: dict[str, str] = {}  # uid → slice
     for a in diff.actions:
-        m = pattern.match(a.unit) if a.kind == "stop" else None
-        if m:
-            stopping[m.group(1).replace("_", "-")] = a.unit
+        ps = pod_slice_in(plan, a.unit) if a.kind == "stop" else None
+        if ps is not None:
+            stopping[ps.uid] = a.unit
     if not stopping:
         return
     for rt in runtimes.TABLE:

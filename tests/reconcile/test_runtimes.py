@@ -1,5 +1,4 @@
-"""The runtime table (sdqos.reconcile.runtimes), pure: which row a scope name is, what a podman
-pod's sub-slice counts as, which scopes are a runtime's own, and that a runtime that could not
+"""The runtime table (sdqos.reconcile.runtimes), pure: which row a scope name is, which scopes are a runtime's own, and that a runtime that could not
 be asked leaves exactly its scopes alone. The rows against the real runtimes: test_podman_sandbox.py,
 test_vms_sandbox.py, test_pressure_sandbox.py (eviction)."""
 
@@ -28,11 +27,6 @@ def test_each_scope_name_is_tried_against_the_rows_in_order():
     assert runtimes.row_of("libpod-x.scope") is None  # not podman's name: matched by the other rules
     assert runtimes.row_of("sdqos-pod1234-nginx.scope") is None
     assert runtimes.row("libvirt").named_by(LIBVIRT) == "db-1"
-
-
-def test_a_podman_pods_sub_slice_counts_as_its_parent():
-    assert runtimes.parent_slice(f"kubepods-podx-libpod_pod_{A}.slice") == "kubepods-podx.slice"
-    assert runtimes.parent_slice("kubepods-podx.slice") == "kubepods-podx.slice"
 
 
 def test_workloads_by_each_runtimes_record():

@@ -5,8 +5,9 @@ scopes are the runtime's, which of them it keeps for itself (podman's conmon, a 
 infra container), what runs in each by the runtime's own record (:class:`Workload`: identity and
 ownership), how to stop a workload with a grace period and how to update its values. Its host
 adapter (sdqos/host/podman.py, libvirt.py, machined.py) stays the only code that talks to the
-runtime. Binding, sync's removal and update of containers, eviction, ``adopt``'s owner check and
-the memo of answers go through this table; none of them branches on a runtime. Adding one:
+runtime. Binding, sync's removal and update of containers, eviction, ``run --vm``'s check for a
+machine another runtime runs and the memo of answers go through this table; none of them branches on a runtime. (Scope names are
+made and parsed in sdqos/kube/naming.py; a row says which of them are its runtime's.) Adding one:
 docs/architecture.md, "Adding a runtime".
 """
 
@@ -34,15 +35,6 @@ def row(name: str) -> Runtime | None:
 def row_of(scope: str) -> Runtime | None:
     """The runtime whose scope this name is, by the name alone."""
     return next((r for r in TABLE if r.claims(scope)), None)
-
-
-def parent_slice(slice_name: str) -> str:
-    """The slice a scope counts under: a runtime's own sub-slice (a podman pod's) counts as its parent."""
-    for r in TABLE:
-        p = r.parent_slice(slice_name)
-        if p is not None:
-            return p
-    return slice_name
 
 
 @dataclass(slots=True)
@@ -117,4 +109,4 @@ async def stop(sd: Systemd, workloads: list[Workload], grace: int) -> None:
         raise failed[0]
 
 
-__all__ = ["TABLE", "Runtime", "Seen", "Workload", "kill_scopes", "observe", "parent_slice", "row", "row_of", "stop"]
+__all__ = ["TABLE", "Runtime", "Seen", "Workload", "kill_scopes", "observe", "row", "row_of", "stop"]

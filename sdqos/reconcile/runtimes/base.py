@@ -49,14 +49,9 @@ class Runtime(Protocol):
     def claims(self, scope: str) -> bool:
         """Whether a scope of this name is one this runtime makes (a workload's or its own)."""
 
-    def owner(self, unit: str) -> str | None:
-        """Who manages a unit of this name, in words, for `adopt`'s refusal (None: not this runtime)."""
-
     def named_by(self, scope: str) -> str | None:
-        """The workload name a scope's name gives (libvirt: the domain), without asking the runtime."""
-
-    def parent_slice(self, slice_name: str) -> str | None:
-        """The slice a runtime's own sub-slice counts as (a podman pod's), else None."""
+        """The workload name a scope's name gives (libvirt: the domain), without asking the runtime
+        (the name itself is parsed in sdqos/kube/naming.py)."""
 
     async def observe(self, sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                       warnings: list[str], errors: list[str]) -> Any:
@@ -131,9 +126,6 @@ class ScopeRuntime:
     name = ""
     inner_cgroup: str | None = None
     misplaced: str | None = None
-
-    def parent_slice(self, slice_name: str) -> str | None:
-        return None
 
     def helper(self, scope: str, known: Any) -> bool:
         return False

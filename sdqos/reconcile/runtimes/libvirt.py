@@ -8,11 +8,10 @@ SIGKILL after the grace period, StopUnit); its values are its scope's.
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdqos.kube.naming import systemd_unescape
+from sdqos.kube.naming import parse_libvirt_scope
 from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload
 
 if TYPE_CHECKING:
@@ -20,8 +19,6 @@ if TYPE_CHECKING:
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile.memo import Memo
     from sdqos.reconcile.scopes import LiveScope
-
-SCOPE = re.compile(r"^machine-qemu\\x2d[0-9]+\\x2d(.+)\.scope$")
 
 Known = dict[str, "Domain"]  # running domains by name
 
@@ -34,14 +31,11 @@ class Libvirt(ScopeRuntime):
         self.run_dir, self.proc = run_dir, proc
 
     def claims(self, scope: str) -> bool:
-        return SCOPE.match(scope) is not None
-
-    def owner(self, unit: str) -> str | None:
-        return "libvirt" if unit.startswith("machine-qemu") else None
+        return parse_libvirt_scope(scope) is not None
 
     def named_by(self, scope: str) -> str | None:
-        m = SCOPE.match(scope)
-        return systemd_unescape(m.group(1)) if m else None
+        parsed = parse_libvirt_scope(scope)
+        return parsed[1] if parsed else None
 
     async def observe(self, sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                       warnings: list[str], errors: list[str]) -> Known:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 from sdqos.errors import SdqosError
-from sdqos.kube.naming import systemd_unescape
+from sdqos.kube.naming import marked, parse_machine_scope
 from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload
 
 if TYPE_CHECKING:
@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile.memo import Memo
     from sdqos.reconcile.scopes import LiveScope
-
-SDQOS_VM = "sdqos vm "  # the Description of a VM's scope sdqos made (launch.vm_target)
 
 Known = list["Machine"]
 
@@ -30,13 +28,10 @@ class Machined(ScopeRuntime):
         self.state_dir = state_dir
 
     def claims(self, scope: str) -> bool:
-        return scope.startswith("machine-") and scope.endswith(".scope")
-
-    def owner(self, unit: str) -> str | None:
-        return "systemd-machined" if unit.startswith("machine-") else None
+        return parse_machine_scope(scope) is not None
 
     def named_by(self, scope: str) -> str | None:
-        return systemd_unescape(scope[len("machine-"):-len(".scope")]) if self.claims(scope) else None
+        return parse_machine_scope(scope)
 
     async def observe(self, sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                       warnings: list[str], errors: list[str]) -> Known:
@@ -75,7 +70,7 @@ class Machined(ScopeRuntime):
 
     def describe(self, scope: LiveScope, known: Known | None) -> str | None:
         w = self.workload(scope, known)
-        return w.what if w is not None and not scope.description.startswith(SDQOS_VM) else None
+        return w.what if w is not None and not marked(scope.description) else None  # (a VM sdqos started)
 
     def by_name(self, name: str, known: Known | None) -> Workload | None:
         m = next((m for m in known or () if m.name == name), None)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from typing import TYPE_CHECKING, Callable
 
 from sdqos.errors import SdqosError
+from sdqos.kube.naming import parse_podman_conmon_scope, parse_podman_scope, podman_conmon_scope, podman_scope
 from sdqos.plan.podman import CONTAINER_LABEL, MANAGED_LABEL, UID_LABEL, owned_by
 from sdqos.reconcile.runtimes.base import Workload
 
@@ -24,9 +24,6 @@ if TYPE_CHECKING:  # podman's adapter is imported when a libpod scope runs, not 
     from sdqos.reconcile.memo import Memo
     from sdqos.reconcile.scopes import LiveScope
 
-SCOPE = re.compile(r"^libpod-([0-9a-f]{64})\.scope$")
-CONMON = re.compile(r"^libpod-conmon-([0-9a-f]{64})\.scope$")
-POD_SLICE = re.compile(r"^(.+)-libpod_pod_[0-9a-f]{64}\.slice$")
 ENV = ("SDQOS_PODMAN", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF")  # which podman, which storage
 
 Known = dict[str, "PodmanContainer"]  # podman's containers by id
@@ -38,20 +35,10 @@ class Podman:
     misplaced: str | None = "run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent"
 
     def claims(self, scope: str) -> bool:
-        return SCOPE.match(scope) is not None or CONMON.match(scope) is not None
-
-    def owner(self, unit: str) -> str | None:
-        if unit.startswith("libpod-conmon-"):
-            return "podman's conmon"
-        return "podman" if unit.startswith("libpod-") else None
+        return self.named_by(scope) is not None
 
     def named_by(self, scope: str) -> str | None:
-        m = SCOPE.match(scope) or CONMON.match(scope)
-        return m.group(1) if m else None
-
-    def parent_slice(self, slice_name: str) -> str | None:
-        m = POD_SLICE.match(slice_name)
-        return f"{m.group(1)}.slice" if m else None
+        return parse_podman_scope(scope) or parse_podman_conmon_scope(scope)
 
     async def observe(self, sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                       warnings: list[str], errors: list[str]) -> Known | None:
@@ -61,7 +48,7 @@ class Podman:
         """podman's containers by id, asked only when a podman container runs in the tree; None when
         podman could not be asked. That is an error, not a warning: sdqos cannot tell its own
         containers from others', so it neither tunes nor stops them until podman answers again."""
-        if not any(SCOPE.match(n) for n in scopes):
+        if not any(parse_podman_scope(n) for n in scopes):
             return {}
         try:
             from sdqos.host import podman
@@ -78,7 +65,7 @@ class Podman:
         id is in its scope's name; its labels and infra flag never change) and the same podman is
         asked (:data:`ENV`)."""
         names = sorted(n for n in scopes if self.claims(n))
-        if memo is None or not any(SCOPE.match(n) for n in names):
+        if memo is None or not any(parse_podman_scope(n) for n in names):
             return ask()  # no container scope: podman is not asked at all
         from sdqos.host.podman import PodmanContainer
 
@@ -106,7 +93,7 @@ class Podman:
     def describe(self, scope: LiveScope, known: Known | None) -> str | None:
         c = self._container(scope.name, known)
         if c is not None:
-            return f"podman {'conmon of ' if CONMON.match(scope.name) else ''}container {c.name}"
+            return f"podman {'conmon of ' if parse_podman_conmon_scope(scope.name) else ''}container {c.name}"
         return "a podman container" if self.claims(scope.name) else None
 
     def by_name(self, name: str, known: Known | None) -> Workload | None:
@@ -114,7 +101,7 @@ class Podman:
         return _workload(c) if c is not None else None
 
     def helper(self, scope: str, known: Known | None) -> bool:
-        if CONMON.match(scope):
+        if parse_podman_conmon_scope(scope):
             return True
         c = self._container(scope, known)
         return c is not None and c.infra
@@ -145,13 +132,8 @@ class Podman:
         podman.check(update_args(container, cgroup) + [workload.name])
 
 
-def scope_of(container_id: str) -> str:
-    """The scope podman (crun, systemd cgroup manager) runs a container in."""
-    return f"libpod-{container_id}.scope"
-
-
 def _workload(c: PodmanContainer) -> Workload:
-    return Workload("podman", c.name, scope_of(c.id), (f"libpod-conmon-{c.id}.scope",),
+    return Workload("podman", c.name, podman_scope(c.id), (podman_conmon_scope(c.id),),
                     pod_uid=c.labels.get(UID_LABEL), container=c.labels.get(CONTAINER_LABEL),
                     managed=c.labels.get(MANAGED_LABEL) == "true",
                     what=f"podman container {c.name}")
