@@ -13,7 +13,6 @@ docs/architecture.md, "Adding a runtime".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sdqos.reconcile.runtimes import libvirt, machined, podman
@@ -37,12 +36,14 @@ def row_of(scope: str) -> Runtime | None:
     return next((r for r in TABLE if r.claims(scope)), None)
 
 
-@dataclass(slots=True)
 class Seen:
     """What each runtime said in one observation: row name → its answer (None: it could not be
     asked). Empty: nothing asked (every scope is then nobody's)."""
 
-    known: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("known",)
+
+    def __init__(self, known: dict[str, Any] | None = None):
+        self.known = known if known is not None else {}
 
     def unsure(self, scopes: dict[str, LiveScope]) -> frozenset[str]:
         """Scopes of a runtime that could not be asked: kept as they are, neither tuned nor stopped."""

@@ -8,7 +8,6 @@ branch on a runtime: they go through the table in :mod:`sdqos.reconcile.runtimes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -18,25 +17,37 @@ if TYPE_CHECKING:
     from sdqos.reconcile.scopes import LiveScope
 
 
-@dataclass(frozen=True, slots=True)
 class Workload:
-    """One thing a runtime runs, as the runtime records it (never guessed from a scope's name)."""
+    """One thing a runtime runs, as the runtime records it (never guessed from a scope's name).
 
-    runtime: str  # the row's name
-    name: str  # the runtime's own name for it: podman's container name, a domain, a machine
-    scope: str  # the scope it runs in
-    helpers: tuple[str, ...] = ()  # scopes of the runtime's that go with it (podman's conmon)
-    pod_uid: str | None = None  # the pod the runtime says it belongs to …
-    container: str | None = None  # … and the container there
-    managed: bool = False  # sdqos started it through the runtime: sdqos's to stop and update
-    grace_s: int | None = None  # its pod's grace period, as the runtime keeps it
-    pid: int | None = None  # its main process (a VM's QEMU)
-    guest: tuple[int, int] | None = None  # a VM's (RAM bytes, vCPUs): what it can hold at most
-    what: str = ""  # in words, for reports: "podman container web1", "libvirt domain db"
+    A plain class, not a dataclass: it is defined on every sync, and a dataclass's generated
+    methods cost more to make than the rest of this package's import."""
+
+    __slots__ = ("runtime", "name", "scope", "helpers", "pod_uid", "container", "managed", "grace_s", "pid",
+                 "guest", "what")
+
+    def __init__(self, runtime: str, name: str, scope: str, helpers: tuple[str, ...] = (), *,
+                 pod_uid: str | None = None, container: str | None = None, managed: bool = False,
+                 grace_s: int | None = None, pid: int | None = None, guest: tuple[int, int] | None = None,
+                 what: str = ""):
+        self.runtime = runtime  # the row's name ("": a scope of no runtime, sdqos's own)
+        self.name = name  # the runtime's own name for it: podman's container name, a domain, a machine
+        self.scope = scope  # the scope it runs in
+        self.helpers = helpers  # scopes of the runtime's that go with it (podman's conmon)
+        self.pod_uid = pod_uid  # the pod the runtime says it belongs to …
+        self.container = container  # … and the container there
+        self.managed = managed  # sdqos started it through the runtime: sdqos's to stop and update
+        self.grace_s = grace_s  # its pod's grace period, as the runtime keeps it
+        self.pid = pid  # its main process (a VM's QEMU)
+        self.guest = guest  # a VM's (RAM bytes, vCPUs): what it can hold at most
+        self.what = what  # in words, for reports: "podman container web1", "libvirt domain db"
 
     @property
     def scopes(self) -> tuple[str, ...]:
         return (self.scope, *self.helpers)
+
+    def __repr__(self) -> str:
+        return f"Workload({self.runtime!r}, {self.name!r}, {self.scope!r})"
 
 
 class Runtime(Protocol):

@@ -116,8 +116,7 @@ class Podman:
         for c in podman.containers(f"{MANAGED_LABEL}=true"):
             uid = c.labels.get(UID_LABEL)
             if uid in uids and owned_by(c.labels, uid):
-                w = dataclasses.replace(_workload(c), grace_s=grace_seconds(labels=c.labels))
-                out.setdefault(uid, []).append(w)
+                out.setdefault(uid, []).append(_workload(c, grace_s=grace_seconds(labels=c.labels)))
         return out
 
     async def stop(self, sd: Systemd, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
@@ -132,10 +131,10 @@ class Podman:
         podman.check(update_args(container, cgroup) + [workload.name])
 
 
-def _workload(c: PodmanContainer) -> Workload:
+def _workload(c: PodmanContainer, grace_s: int | None = None) -> Workload:
     return Workload("podman", c.name, podman_scope(c.id), (podman_conmon_scope(c.id),),
                     pod_uid=c.labels.get(UID_LABEL), container=c.labels.get(CONTAINER_LABEL),
-                    managed=c.labels.get(MANAGED_LABEL) == "true",
+                    managed=c.labels.get(MANAGED_LABEL) == "true", grace_s=grace_s,
                     what=f"podman container {c.name}")
 
 
