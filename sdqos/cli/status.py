@@ -14,7 +14,7 @@ from typing import TypedDict
 
 from sdqos.cli.metrics import budget_record  # noqa: F401 - status's name for it
 from sdqos.host import facts, procfs
-from sdqos.host.systemd import SCOPE, SLICE, Systemd
+from sdqos.host.systemd import SCOPE, SLICE, SystemdAPI
 from sdqos import humanize as H
 from sdqos.humanize import ellipsize
 from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
@@ -205,7 +205,7 @@ def applied_budget(plan: Plan, last: dict) -> tuple[Plan, dict[str, str]]:
     return plan, clamped
 
 
-async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1.0, last: dict | None = None) -> Status:
+async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float = 1.0, last: dict | None = None) -> Status:
     """``last``: the last sync's record (:func:`budget_record`): what it kept and clamped."""
     last = last or {}
     kept_why: dict[str, str] = dict(last.get("keptWhy") or {})

@@ -178,12 +178,3 @@ def read(cgroup: str, files, root: Path = ROOT) -> dict[str, object] | None:
 def differing(want: dict[str, object], have: dict[str, object]) -> dict[str, list]:
     """Kernel file → [what it holds, what it should] for the files that differ."""
     return {f: [have[f], want[f]] for f in want if have[f] != want[f]}
-
-
-def in_sync(props: dict[str, int], cgroup: str, mode: str, page: int = 4096, root: Path = ROOT) -> bool:
-    """Whether the kernel holds exactly what these properties produce for this cgroup."""
-    want = expected(props, mode, page)
-    if want is None:
-        return False
-    have = read(cgroup, want, root)
-    return have is not None and have == want

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sdqos import humanize as H
 from sdqos.errors import SdqosError
 from sdqos.host import cgroupfs, facts
-from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
+from sdqos.host.systemd import SCOPE, SLICE, UNIT, SystemdAPI
 from sdqos.kube.naming import (
     CONTAINER_SCOPE_GLOB,
     MACHINE_SLICE,
@@ -71,7 +71,7 @@ def _live_unit(name: str, st, props: list[str]) -> LiveUnit:
     )
 
 
-async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str, LiveUnit]:
+async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[str, LiveUnit]:
     """Every unit sdqos may manage, with its owned properties (and usage counters for status).
 
     Fast path (no usage wanted, and this process sees systemd's cgroup tree): one list call, then
@@ -152,7 +152,7 @@ class Observation:
     errors: list[str] = field(default_factory=list)  # what could not be asked (podman): sync fails with them
 
 
-async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None:
+async def read_marks(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit]) -> None:
     """Whether each planned node, tier, pod or machine unit whose Description is not sdqos's is a
     transient unit (another manager's: kubelet's runc, say) or a unit file or implicit slice (which
     sdqos may take over). One read, for those units only: usually none."""
@@ -166,7 +166,7 @@ async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None
             live[name].transient = bool(st.transient)
 
 
-async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
+async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
                   memo: "Memo | None" = None) -> Observation:
     """Read the live state in a few calls and bind scopes (extends the plan with matched scopes).
     ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
@@ -223,7 +223,7 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
             lu.kernel_drift = cgroupfs.differing(want, have)
 
 
-async def _usage_of(sd: Systemd, unit: str) -> int | None:
+async def _usage_of(sd: SystemdAPI, unit: str) -> int | None:
     """A slice's MemoryCurrent (None when systemd does not know it)."""
     try:
         props = await sd.get_properties(unit, SLICE, ["MemoryCurrent"])
@@ -232,7 +232,7 @@ async def _usage_of(sd: Systemd, unit: str) -> int | None:
     return _counter(props.get("MemoryCurrent"))
 
 
-async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool = False) -> dict[str, LiveUnit]:
+async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bool = False) -> dict[str, LiveUnit]:
     props = list(owned(plan.cgroup))
     units = await sd.read_units(names, {SCOPE: props + (list(USAGE) if usage else ["MemoryCurrent"]),
                                         UNIT: ["Description"]})

@@ -17,7 +17,7 @@ from typing import Callable
 
 from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
-from sdqos.host.systemd import Systemd
+from sdqos.host.systemd import SystemdAPI
 from sdqos.plan.engine import MachineCharge, Plan, recount
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
@@ -45,7 +45,7 @@ def warn_if_kubelet(live: dict, plan: Plan, warnings: list[str]) -> None:
 
 
 async def sync(
-    sd: Systemd,
+    sd: SystemdAPI,
     plan: Plan,
     *,
     complete: bool,
@@ -193,7 +193,7 @@ def _only_pod(plan: Plan, key: str, diff, obs, report: Report) -> None:
             del obs.runtime_managed[name]
 
 
-async def _remove_runtime_containers(sd: Systemd, plan: Plan, diff, obs, report: Report) -> None:
+async def _remove_runtime_containers(sd: SystemdAPI, plan: Plan, diff, obs, report: Report) -> None:
     """Before a pod slice is stopped, the containers sdqos started for that pod through a runtime
     (podman: its managed label and the pod's uid; running or exited) are stopped and removed
     through that runtime, every pod's side by side with its own grace period, so the runtime's own

@@ -19,7 +19,7 @@ from sdqos.reconcile.runtimes import libvirt, machined, podman
 from sdqos.reconcile.runtimes.base import Runtime, Workload, kill_scopes
 
 if TYPE_CHECKING:
-    from sdqos.host.systemd import Systemd
+    from sdqos.host.systemd import SystemdAPI
     from sdqos.reconcile.memo import Memo
     from sdqos.reconcile.scopes import LiveScope
 
@@ -87,14 +87,14 @@ class Seen:
         return out
 
 
-async def observe(sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
+async def observe(sd: SystemdAPI, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                   warnings: list[str], errors: list[str]) -> Seen:
     """Ask each runtime what runs (only where one of its scopes may: ``machine``, something runs in
     machine.slice), through ``memo`` where it keeps the last answer."""
     return Seen({r.name: await r.observe(sd, scopes, machine, memo, warnings, errors) for r in TABLE})
 
 
-async def stop(sd: Systemd, workloads: list[Workload], grace: int) -> None:
+async def stop(sd: SystemdAPI, workloads: list[Workload], grace: int) -> None:
     """Stop workloads through the runtimes that run them, each with ``grace`` seconds between
     SIGTERM and SIGKILL; a workload of no runtime (a scope sdqos made) as a scope. The first
     failure is raised once all were tried."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from sdqos.host.systemd import Systemd
+    from sdqos.host.systemd import SystemdAPI
     from sdqos.plan.engine import ContainerPlan
     from sdqos.reconcile.memo import Memo
     from sdqos.reconcile.scopes import LiveScope
@@ -64,7 +64,7 @@ class Runtime(Protocol):
         """The workload name a scope's name gives (libvirt: the domain), without asking the runtime
         (the name itself is parsed in sdqos/kube/naming.py)."""
 
-    async def observe(self, sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
+    async def observe(self, sd: SystemdAPI, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                       warnings: list[str], errors: list[str]) -> Any:
         """What the runtime says runs (asked only when one of its scopes may run; ``memo``: the last
         sync's answer, reused while unchanged); None when it could not be asked (then its scopes
@@ -87,7 +87,7 @@ class Runtime(Protocol):
         """sdqos's own workloads (running or exited) of the pods ``uids``, asking the runtime;
         ``seen``: some ran this sync (then a runtime that cannot be asked is an error)."""
 
-    async def stop(self, sd: Systemd, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
         """Stop and remove workloads, each group with its grace period (SIGTERM, SIGKILL after it),
         the groups side by side; one result per group (None: done)."""
 
@@ -95,13 +95,13 @@ class Runtime(Protocol):
         """Bring a running workload to a container's values where the scope's do not reach."""
 
 
-async def kill_scopes(sd: Systemd, scopes: list[str], grace: int) -> None:
+async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
     """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
     (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
     import asyncio
     import time
 
-    from sdqos.host.systemd import NoSuchUnit
+    from sdqos.errors import NoSuchUnit
 
     async def alive(s: str) -> bool:
         try:
@@ -144,7 +144,7 @@ class ScopeRuntime:
     def pod_workloads(self, uids: set[str], seen: bool) -> dict[str, list[Workload]]:
         return {}
 
-    async def stop(self, sd: Systemd, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
         out: list[Exception | None] = []
         for workloads, grace in groups:
             try:

@@ -16,7 +16,7 @@ from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload
 
 if TYPE_CHECKING:
     from sdqos.host.libvirt import Domain
-    from sdqos.host.systemd import Systemd
+    from sdqos.host.systemd import SystemdAPI
     from sdqos.reconcile.memo import Memo
     from sdqos.reconcile.scopes import LiveScope
 
@@ -37,7 +37,7 @@ class Libvirt(ScopeRuntime):
         parsed = parse_libvirt_scope(scope)
         return parsed[1] if parsed else None
 
-    async def observe(self, sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
+    async def observe(self, sd: SystemdAPI, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                       warnings: list[str], errors: list[str]) -> Known:
         return self.domains(memo, warnings) if machine else {}
 

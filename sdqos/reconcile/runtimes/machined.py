@@ -13,7 +13,7 @@ from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload
 
 if TYPE_CHECKING:
     from sdqos.host.machined import Machine
-    from sdqos.host.systemd import Systemd
+    from sdqos.host.systemd import SystemdAPI
     from sdqos.reconcile.memo import Memo
     from sdqos.reconcile.scopes import LiveScope
 
@@ -33,7 +33,7 @@ class Machined(ScopeRuntime):
     def named_by(self, scope: str) -> str | None:
         return parse_machine_scope(scope)
 
-    async def observe(self, sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
+    async def observe(self, sd: SystemdAPI, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                       warnings: list[str], errors: list[str]) -> Known:
         if not machine:
             return []
@@ -82,7 +82,7 @@ def _workload(m: Machine) -> Workload:
                     what=f"{'VM' if m.cls == 'vm' else m.cls} {m.name} (machined, registered by {m.service})")
 
 
-async def _ask(sd: Systemd, warnings: list[str]) -> Known:
+async def _ask(sd: SystemdAPI, warnings: list[str]) -> Known:
     """The machines systemd-machined knows (none when it does not run)."""
     from sdqos.host import machined
 

@@ -19,7 +19,7 @@ from sdqos.reconcile.runtimes.base import Workload
 
 if TYPE_CHECKING:  # podman's adapter is imported when a libpod scope runs, not on every sync
     from sdqos.host.podman import PodmanContainer
-    from sdqos.host.systemd import Systemd
+    from sdqos.host.systemd import SystemdAPI
     from sdqos.plan.engine import ContainerPlan
     from sdqos.reconcile.memo import Memo
     from sdqos.reconcile.scopes import LiveScope
@@ -40,7 +40,7 @@ class Podman:
     def named_by(self, scope: str) -> str | None:
         return parse_podman_scope(scope) or parse_podman_conmon_scope(scope)
 
-    async def observe(self, sd: Systemd, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
+    async def observe(self, sd: SystemdAPI, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
                       warnings: list[str], errors: list[str]) -> Known | None:
         return self.containers(scopes, memo, lambda: self.ask(scopes, errors))
 
@@ -119,7 +119,7 @@ class Podman:
                 out.setdefault(uid, []).append(_workload(c, grace_s=grace_seconds(labels=c.labels)))
         return out
 
-    async def stop(self, sd: Systemd, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
         from sdqos.host import podman
 
         return list(podman.remove_side_by_side([([w.name for w in ws], grace) for ws, grace in groups]))
