@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class Workload:
     """One thing a runtime runs, as the runtime records it (never guessed from a scope's name).
 
-    A plain class, not a dataclass: it is defined on every sync, and a dataclass's generated
+    A plain class, not a dataclass: every sync process makes the class, and a dataclass's generated
     methods cost more to make than the rest of this package's import."""
 
     __slots__ = ("runtime", "name", "scope", "helpers", "pod_uid", "container", "managed", "grace_s", "pid",
