@@ -16,6 +16,7 @@ from sdqos.cli.metrics import budget_record  # noqa: F401 - status's name for it
 from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, SystemdAPI
 from sdqos import humanize as H
+from sdqos.plan.properties import STATUS_KEYS  # (the property table)
 from sdqos.humanize import ellipsize
 from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
@@ -174,8 +175,7 @@ def not_found(status: "Status", namespace: str | None, pod: str | None) -> str:
 
 def _entitled(props: dict[str, int]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
-    for name, key in (("CPUShares", "cpuShares"), ("CPUWeight", "cpuWeight"), ("CPUQuotaPerSecUSec", "cpuQuotaPerSecUSec"),
-                      ("TasksMax", "tasksMax")):
+    for name, key in STATUS_KEYS.items():
         if name in props:
             out[key] = None if props[name] == INFINITY else props[name]
     mem = memory_limit(props)

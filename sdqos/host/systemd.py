@@ -43,6 +43,7 @@ from sdqos.errors import (
     SystemdError,
     UnitExists,
 )
+from sdqos.plan.properties import SIGNATURES as RESOURCE_SIGNATURES
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -63,16 +64,16 @@ GETALL_FROM = 3  # from this many properties of one interface on, one GetAll is 
 MAX_ADDREF = 256  # AddRef=true units per connection: each pins a match rule in systemd
 CONNECT_GRACE = 10.0  # seconds the first connection may wait for a restarting bus or re-executing systemd
 
-#: D-Bus signature of every property sdqos sends (callers pass plain Python values).
+#: D-Bus signature of every property sdqos sends (callers pass plain Python values): the resource
+#: properties' from their rows in plan/properties.py, then the unit's own.
 PROPERTY_SIGNATURES: dict[str, str] = {
-    "CPUShares": "t", "StartupCPUShares": "t", "CPUWeight": "t", "StartupCPUWeight": "t",
-    "CPUQuotaPerSecUSec": "t", "CPUQuotaPeriodUSec": "t", "AllowedCPUs": "ay", "AllowedMemoryNodes": "ay",
-    "MemoryLimit": "t", "MemoryMax": "t", "MemoryHigh": "t", "MemoryLow": "t", "MemoryMin": "t",
-    "MemorySwapMax": "t", "TasksMax": "t", "IOWeight": "t", "BlockIOWeight": "t",
+    **RESOURCE_SIGNATURES,
+    "StartupCPUShares": "t", "StartupCPUWeight": "t", "AllowedCPUs": "ay", "AllowedMemoryNodes": "ay",
+    "IOWeight": "t", "BlockIOWeight": "t",
     "Description": "s", "Slice": "s", "Wants": "as", "Requires": "as", "After": "as", "Before": "as",
     "PartOf": "as", "DefaultDependencies": "b", "Delegate": "b", "CollectMode": "s", "PIDs": "au",
     "AddRef": "b", "CPUAccounting": "b", "MemoryAccounting": "b", "TasksAccounting": "b",
-    "BlockIOAccounting": "b", "IOAccounting": "b", "OOMPolicy": "s", "OOMScoreAdjust": "i",
+    "BlockIOAccounting": "b", "IOAccounting": "b", "OOMScoreAdjust": "i",
     "KillMode": "s", "TimeoutStopUSec": "t", "RuntimeMaxUSec": "t",
     "ExecStart": "a(sasb)", "Type": "s", "RemainAfterExit": "b",  # transient services (tests, tools)
 }

@@ -11,21 +11,10 @@ from sdqos import humanize as H
 from sdqos.kube import qos
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
-from sdqos.plan.properties import INFINITY, kernel_quota_us, oom_policy
+from sdqos.plan.properties import INFINITY, WHY_KEYS, kernel_quota_us, oom_policy, shown as show_value
 
-# Which engine reasoning explains which systemd property.
-_WHY_KEY = {
-    "CPUShares": "cpu_shares",
-    "CPUWeight": "cpu_shares",
-    "CPUQuotaPerSecUSec": "cpu_quota",
-    "MemoryLimit": "memory",
-    "MemoryMax": "memory",
-    "TasksMax": "pids",
-    "MemorySwapMax": "swap",
-    "MemoryMin": "memory_min",
-    "MemoryLow": "memory_low",
-    "MemoryHigh": "memory_high",
-}
+# Which engine reasoning explains which systemd property (each property's row says).
+_WHY_KEY = WHY_KEYS
 
 
 def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
@@ -53,7 +42,7 @@ def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
 
 
 def _prop_line(name: str, value: int, why: dict[str, str], period: int) -> str:
-    shown = H.prop(name, value)
+    shown = show_value(name, value)
     raw = "infinity" if value == INFINITY else str(value)
     text = f"    {name:<20} {raw:>20}  {shown}"
     reason = why.get(_WHY_KEY.get(name, ""))
@@ -144,6 +133,9 @@ def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None
         policy = oom_policy(c.resources)
         if policy is not None:
             lines.append(f"    {'OOMPolicy':<20} {policy:>20}  (when sdqos creates the scope)\n      = {c.why.get('oom_group', '')}")
+        if c.resources.oomd_preference is not None:
+            lines.append(f"    {'ManagedOOMPreference':<20} {c.resources.oomd_preference:>20}  (when sdqos creates the scope)"
+                         f"\n      = {c.why.get('oomd_preference', '')}")
     lines.append("")
     lines.append("  Tiers this pod counts toward")
     lines += _unit_lines(plan, tier_names(plan, pp), period)
@@ -186,7 +178,7 @@ def _parent(plan: Plan, unit_name: str) -> str:
 
 def _values(props: dict[str, int], why: dict[str, str]) -> dict:
     """Each property's value, as people read it, and the reason behind it."""
-    return {name: {"value": value, "shown": H.prop(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
+    return {name: {"value": value, "shown": show_value(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
             for name, value in props.items()}
 
 
@@ -204,6 +196,8 @@ def explain_json(pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) ->
         "containers": [{"name": c.name, "kind": c.kind, "scope": c.scope, "oomScoreAdj": c.oom_score_adj,
                         "oomScoreAdjWhy": c.why.get("oom_score_adj"), "properties": values(c.properties, c.why),
                         "oomPolicy": oom_policy(c.resources), "oomPolicyWhy": c.why.get("oom_group"),
+                        "managedOOMPreference": c.resources.oomd_preference,
+                        "managedOOMPreferenceWhy": c.why.get("oomd_preference"),
                         **({"liveScope": live[c.name][0]} if live and c.name in live else {})}
                        for c in pp.containers],
     }

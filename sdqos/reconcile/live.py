@@ -36,6 +36,7 @@ from sdqos.reconcile import runtimes
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.runtimes import Workload
 from sdqos.reconcile.scopes import LiveScope
+from sdqos.plan.properties import BY_NAME, MEMORY_PROPERTIES, QUOTA_PROPERTY  # (the property table)
 
 if TYPE_CHECKING:
     from sdqos.reconcile.memo import Memo
@@ -215,7 +216,7 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
         if u.create or parse_container_scope(u.name) is not None or lu is None or sc is None or lu.kernel_drift:
             continue  # (sdqos's own container scopes were checked by read_live)
         check = {k: v for k, v in u.properties.items() if k in lu.props}
-        if PERIOD_PROPERTY in check or "CPUQuotaPerSecUSec" in check:
+        if PERIOD_PROPERTY in check or QUOTA_PROPERTY in check:
             check.setdefault(PERIOD_PROPERTY, lu.props.get(PERIOD_PROPERTY, INFINITY))
         want = cgroupfs.expected(check, plan.cgroup, page)
         have = cgroupfs.read(sc.cgroup, want) if want else None
@@ -239,7 +240,8 @@ async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bo
     return {name: _live_unit(name, st, props) for name, st in units.items()}
 
 
-CONTAINER_FILES = ("memory/memory.limit_in_bytes", "memory.max")
+# The memory limit's file on each cgroup version (its rows in plan/properties.py).
+CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
 
 
 def container_kernel_off(plan: Plan, runtime: dict[str, Workload], scopes: dict[str, LiveScope]) -> dict[str, dict]:
@@ -257,7 +259,7 @@ def container_kernel_off(plan: Plan, runtime: dict[str, Workload], scopes: dict[
         u, sc, rt = planned.get(name), scopes.get(name), runtimes.row(runtime[name].runtime)
         if u is None or sc is None or rt is None or rt.inner_cgroup is None:
             continue
-        mem = {k: v for k, v in u.properties.items() if k in ("MemoryLimit", "MemoryMax")}
+        mem = {k: v for k, v in u.properties.items() if k in MEMORY_PROPERTIES}
         want = {f: v for f, v in (cgroupfs.expected(mem, plan.cgroup, page) or {}).items() if f in CONTAINER_FILES}
         have = cgroupfs.read(f"{sc.cgroup}/{rt.inner_cgroup}", want) if want else None
         if have is not None and have != want:
