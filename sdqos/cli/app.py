@@ -507,7 +507,8 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 from sdqos.host import rundir
 
                 async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
-                    return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR),
+                    synced = report.desired.plan if report.desired is not None else p  # (collect binds and adjusts)
+                    return report, await st.collect(sd, synced, rundir.load_applied(DEFAULT_RUN_DIR),
                                                     interval=0, last=st.budget_record(report))
 
             report, observed = run_async(run_and_measure())

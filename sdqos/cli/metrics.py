@@ -106,12 +106,13 @@ def unit_metrics(status: Status, out: _Out) -> None:
 
 def budget_record(report) -> dict:
     """What a sync applied beyond the plan, for status and metrics (kept in the last-sync record):
-    the pod slices it kept and counted, why it kept each unit, the limits it clamped to usage.
+    the pod slices it kept and counted, why it kept each unit, its adjustments (the limits it
+    clamped to usage), as data: its desired state's fields (reconcile.desired.Desired).
     Here, not in status: a sync records it without importing the status machinery."""
-    plan = report.plan
-    return {"kept": [dataclasses.asdict(k) for k in getattr(plan, "kept", ())],
+    want = report.desired
+    return {"kept": [dataclasses.asdict(k) for k in getattr(want, "kept", ())],
             "keptWhy": dict(report.kept_why),
-            "clamped": dict(getattr(plan, "clamped", {}))}
+            "adjustments": [a.as_json() for a in getattr(want, "adjustments", ())]}
 
 
 def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[str] | None = None) -> dict:

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 
 from collections.abc import Mapping
 
-from sdqos import humanize as H
 from sdqos.kube.naming import parent_slice
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, GUARANTEED
 from sdqos.kube.naming import MACHINE_SLICE
 from sdqos.plan.engine import KeptPod, Plan, PodPlan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
+from sdqos.reconcile.desired import Desired, of_plan
 from sdqos.reconcile.scopes import LiveScope
 
 LIMIT_PROPERTIES = frozenset({"MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuotaPerSecUSec", "TasksMax"})
@@ -245,7 +245,7 @@ class _Tree:
 
 
 def compute_diff(
-    plan: Plan,
+    desired: Desired | Plan,
     live: dict[str, LiveUnit],
     applied: dict[str, dict[str, int]] | None = None,
     *,
@@ -262,19 +262,22 @@ def compute_diff(
 ) -> Diff:
     """``runtime_owned``: scopes of containers sdqos started through a runtime (``sdqos podman
     start``): a pod slice holding only those and sdqos's own units may go; its runtime containers
-    are removed through the runtime first (the caller does that for every slice this stops)."""
+    are removed through the runtime first (the caller does that for every slice this stops).
+    ``desired``: what the units should hold (:func:`sdqos.reconcile.desired.desired`); a bare plan
+    is its own desired state (nothing bound, nothing adjusted)."""
+    want = desired if isinstance(desired, Desired) else of_plan(desired)
+    plan = want.plan
     applied = applied or {}
     runtime_owned = runtime_owned or {}
     d = Diff()
-    planned = {u.name: u for u in plan.units}
+    planned = dict(want.by_name)
     tree = _Tree(live, scopes or {})
-    for w in plan.warnings:
-        d.warnings.append(w)
+    d.warnings.extend(want.warnings)
 
     # --- planned units another manager owns: their subtree is off limits -------------------------
     off_limits: set[str] = set()
     claim: set[str] = set()  # foreign units taken over with adopt_existing
-    for u in plan.units:
+    for u in want.units:
         lu = live.get(u.name)
         if u.kind not in OWNED_BY_NAME or lu is None or not (lu.exists or lu.failed):
             continue
@@ -401,7 +404,7 @@ def compute_diff(
         d.actions.append(Action("stop", lu.name, PHASE_REMOVE, reason=f"not in the config ({lu.description})"))
 
     # --- units of the plan ----------------------------------------------------------------------
-    for u in plan.units:
+    for u in want.units:
         if u.owner is not None and u.owner.startswith("pod:") and u.owner[4:] in frozen_pods:
             continue  # its pod keeps its old slice (see above)
         if off(u.name) or off(u.slice):
@@ -526,38 +529,6 @@ def unit_changes(u: UnitPlan, lu: LiveUnit) -> dict[str, tuple[int, int]]:
 def _pod_key_from_description(description: str) -> str | None:
     m = re.match(r"^sdqos (?:pod|container) ([a-z0-9.-]+/[a-z0-9.-]+)", description)
     return m.group(1) if m else None
-
-
-def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -> None:
-    """kubelet's retrySetMemoryReserve: a tier memory limit below what the tier already uses
-    would fail (or OOM); set it to the usage instead, and say so. The same for kubepods.slice (what
-    machine.slice leaves it may be less than its pods use: pods are never squeezed below it), a
-    VM's scope and machine.slice: a guest's RAM is not reclaimable, so a lower limit is refused by
-    the kernel on cgroup v1 and OOM-kills the guest on v2. Each clamp is recorded in
-    ``plan.clamped`` (unit → {property: [planned, set]}): status shows the unit as clamped, not drifted."""
-    for u in plan.units:
-        if u.kind not in ("node", "tier", "vm", "machine"):
-            continue
-        lu = live.get(u.name)
-        for prop in ("MemoryLimit", "MemoryMax"):
-            want = u.properties.get(prop)
-            if want is None or want == INFINITY or lu is None or lu.memory_current is None:
-                continue
-            if lu.memory_current > want:
-                why = {"tier": "qosReserved", "vm": "the VM's limits.memory + overhead",
-                       "machine": "the VMs' sum", "node": "what machine.slice leaves of the node"}[u.kind]
-                exact = u.kind == "tier"
-                warnings.append(
-                    f"{u.name}: {prop} clamped to current usage {H.size(lu.memory_current) if not exact else lu.memory_current}"
-                    f" ({why} wanted {H.size(want) if not exact else want})"
-                    + ("; it goes down when the guest frees memory" if u.kind == "vm" else "")
-                    + ("; its pods are never squeezed below what they use" if u.kind == "node" else "")
-                )
-                # A VM's usage moves a little all the time: 4 MiB steps keep the limit still and
-                # leave a little room for the pages faulted in between reading usage and writing.
-                step = 1 if exact else 4 << 20
-                u.properties[prop] = -(-lu.memory_current // step) * step
-                plan.clamped.setdefault(u.name, {})[prop] = [want, u.properties[prop]]
 
 
 def kept_pods(plan: Plan, diff: Diff, live: Mapping[str, LiveUnit],

@@ -29,7 +29,8 @@ class Report:
     disconnects: int = 0
     oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
     descriptions: dict[str, str] = field(default_factory=dict)  # removed units' Descriptions (who they were for)
-    plan: object = None  # the plan synced to (with what runs in machine.slice counted)
+    plan: object = None  # the desired units as a Plan (Desired.as_plan: machine.slice counted, scopes bound)
+    desired: object = None  # what the sync wanted (reconcile.desired.Desired): adjustments, kept pods
     oom_kills: list = field(default_factory=list)  # new OOM kills (reconcile.oomkills.Kill), each reported once
 
     def as_json(self) -> dict:

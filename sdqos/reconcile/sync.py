@@ -1,7 +1,8 @@
 """``sdqos sync``: make systemd hold the plan. The imperative shell around :mod:`sdqos.reconcile.diff`.
 
 1. read the live state of every unit sdqos manages, in a handful of D-Bus calls;
-2. diff it against the plan (pure);
+2. the desired state from the plan and what was read (pure: :mod:`sdqos.reconcile.desired`), and
+   the diff of the live state against it (pure);
 3. apply the changes in order — removals, growing limits top-down, creations top-down, shrinking
    limits bottom-up — through StartTransientUnit / SetUnitProperties / StopUnit only;
 4. remember what was applied (drift detection next time) and report.
@@ -18,12 +19,13 @@ from typing import Callable
 from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
 from sdqos.host.systemd import Systemd
-from sdqos.plan.engine import MachineCharge, Plan, recount
+from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
-from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff, kept_pods, pod_requests_record
+from sdqos.reconcile.desired import Desired, desired
+from sdqos.reconcile.diff import Diff, RemovalLimit, compute_diff, kept_pods, pod_requests_record
 from sdqos.reconcile import oomwatch
-from sdqos.reconcile.live import KUBELET, container_kernel_off, container_refusals, kernel_refusals, observe
+from sdqos.reconcile.live import KUBELET, check_kernel, container_kernel_off, container_refusals, kernel_refusals, observe
 from sdqos.reconcile.memo import Memo
 from sdqos.reconcile.report import Report
 
@@ -76,25 +78,24 @@ async def sync(
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
     warn_if_kubelet(live, plan, report.warnings)
 
-    def diff_against(plan: Plan, warnings: list[str]):
-        clamp_to_usage(plan, live, warnings)
+    def diff_against(want: Desired) -> Diff:
         return compute_diff(
-            plan, live, applied, complete=complete, removals_safe=removals_safe,
+            want, live, applied, complete=complete, removals_safe=removals_safe,
             invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
             adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
             runtime_owned=obs.podman_managed, unsure=obs.unsure,
         )
 
-    clamps: list[str] = []
-    diff = diff_against(plan, clamps)
-    kept = kept_pods(plan, diff, live, applied)
-    if kept != plan.kept:  # pods still running in kept slices count in their tiers: the tree again
-        plan = recount(plan, kept)
-        again = {u.name for u in plan.units if u.kind in ("node", "tier", "machine")}
-        clamps = [w for w in clamps if w.split(":", 1)[0] not in again]
-        diff = diff_against(plan, clamps)
-    report.plan = plan
-    report.warnings.extend(clamps)
+    want = desired(plan, obs)
+    check_kernel(want, live, scopes)  # the bound scopes' kernel files against what they should hold
+    diff = diff_against(want)
+    kept = kept_pods(want.plan, diff, live, applied)
+    if kept != want.kept:  # pods still running in kept slices count in their tiers: the tree again
+        want = desired(plan, obs, kept=kept)
+        diff = diff_against(want)
+    plan = want.plan
+    report.desired = want
+    report.plan = want.as_plan()
     if only_pod is not None:
         _only_pod(plan, only_pod, diff, obs, report)
     report.warnings.extend(diff.warnings)
@@ -102,7 +103,7 @@ async def sync(
     report.invalid.extend(diff.invalid)
     report.drift = diff.drift
     runtime = {s: c for s, c in obs.podman_managed.items() if s in bindings}
-    inside = container_kernel_off(plan, runtime, scopes)  # a container's own cgroup changed behind our back
+    inside = container_kernel_off(want, runtime, scopes)  # a container's own cgroup changed behind our back
     for name, files in inside.items():
         if not any(d["unit"] == name for d in report.drift):
             report.drift.append({"unit": name, "changes": {}, "kernel": files})
@@ -129,11 +130,11 @@ async def sync(
         _remove_runtime_containers(plan, diff, obs, report)
         _update_runtime_containers(plan, diff, obs, bindings, report, set(inside))  # before: systemd writes the scope last
         done = await apply(sd, diff, report, progress)
-        done -= await kernel_refusals(plan, done, scopes, report)
-        done -= container_refusals(plan, runtime, bindings, scopes, report)
+        done -= await kernel_refusals(want, done, scopes, report)
+        done -= container_refusals(want, runtime, bindings, scopes, report)
         removed = set(report.removed)
         new_applied = {k: v for k, v in applied.items() if k in live and k not in removed}
-        planned = {u.name: u for u in plan.units}
+        planned = want.by_name  # what was applied: the desired values, adjustments in
         pods = {pp.slice: pp for pp in plan.pods}
         for name in done | set(diff.unchanged):
             if name in planned:
@@ -150,7 +151,7 @@ async def sync(
         if only_pod is not None:
             bindings = {n: b for n, b in bindings.items() if b.pod == only_pod}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
-        report.oom_kills, oom_error = oomwatch.track(plan, {n: sc.cgroup for n, sc in scopes.items()}, run_dir)
+        report.oom_kills, oom_error = oomwatch.track(want.as_plan(), {n: sc.cgroup for n, sc in scopes.items()}, run_dir)
         if oom_error:
             report.warnings.append(oom_error)
     report.duration_s = time.monotonic() - t0
