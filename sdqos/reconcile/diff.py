@@ -85,6 +85,19 @@ class LiveUnit:
         return self.description.startswith(SDQOS_DESCRIPTION)
 
 
+# The apply order, declared here only: removals; growing limits, parents first; creations, parents
+# first; shrinking limits, children first — so a parent's limit is never below what its children
+# are about to get. compute_diff sorts its actions by it; apply carries them out phase by phase.
+APPLY_ORDER = (PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK)
+BOTTOM_UP = frozenset({PHASE_SHRINK})
+
+
+def apply_key(a: "Action", order: Mapping[str, int]) -> tuple[int, int]:
+    """Where an action goes in the apply order (``order``: each unit's place in the tree, parents first)."""
+    place = order.get(a.unit, 0)
+    return APPLY_ORDER.index(a.phase), -place if a.phase in BOTTOM_UP else place
+
+
 @dataclass(slots=True)
 class Action:
     """One write to systemd (create, update, stop or reset one unit), in the phase it belongs to."""
@@ -484,12 +497,7 @@ def compute_diff(
                               f"({', '.join(sorted(changes))})")
 
     order = {name: i for i, name in enumerate(planned)}
-    d.actions.sort(
-        key=lambda a: (
-            a.phase,
-            (-order.get(a.unit, 0)) if a.phase == PHASE_SHRINK else order.get(a.unit, 0),
-        )
-    )
+    d.actions.sort(key=lambda a: apply_key(a, order))
     return d
 
 

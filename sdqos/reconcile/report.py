@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sdqos.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING
+
 
 @dataclass(slots=True)
 class Report:
@@ -61,3 +63,13 @@ class Report:
     @property
     def changed(self) -> bool:
         return bool(self.created or self.updated or self.removed or self.reset or self.containers_removed)
+
+    @property
+    def exit_code(self) -> int:
+        """sync's exit status (sdqos.errors.EXIT_CODES): 2 when it refused to write anything or
+        only invalid input is wrong, 1 on any error, with --dry-run 4 when changes are pending."""
+        if self.aborted or (self.invalid and not self.errors):
+            return EXIT_INVALID
+        if self.errors:
+            return EXIT_ERROR
+        return EXIT_PENDING if self.dry_run and (self.changed or self.drift) else EXIT_OK
