@@ -785,7 +785,7 @@ def run(
         # The sync lock while the scope is made (released at exec: the lock file is close-on-exec):
         # a sync that planned without this pod or VM never removes what this run just made.
         with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
-            _, p = load_planned(config, insecure, cgroup, writes=True)
+            cfg, p = load_planned(config, insecure, cgroup, writes=True)
             target = _launch_target(p, vm, pod, container)
             if vm is not None and not force:
                 from sdqos.kube.qos import value
@@ -801,7 +801,7 @@ def run(
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
                     await launch.start_scope(sd, target, [os.getpid()], replace=replace)
-                    return await launch.apply_budget(sd, p) if vm is not None else []
+                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
 
             warnings = asyncio.run(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
@@ -835,6 +835,7 @@ def adopt(
     import asyncio
 
     from sdqos.host import procfs
+    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import launch
 
@@ -851,7 +852,7 @@ def adopt(
         missing = [p for p in pids if not procfs.pid_exists(p)]
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
-        _, p = load_planned(config, insecure, cgroup, writes=True)
+        cfg, p = load_planned(config, insecure, cgroup, writes=True)
         target = _launch_target(p, vm, pod, container)
         launch.check_adoptable(list(pids), target, force)  # a refused PID: its children are not listed too
         all_pids = procfs.descendants(pids) if children else list(pids)
@@ -866,12 +867,29 @@ def adopt(
                                            "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
                                            "Pass --force to take it anyway")
                 how = await launch.adopt(sd, target, all_pids)
-                return how, (await launch.apply_budget(sd, p) if vm is not None else [])
+                return how, await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
 
-        how, warnings = asyncio.run(move())
+        with SyncLock(DEFAULT_RUN_DIR):  # the narrow pass writes what it applied, as a sync does
+            how, warnings = asyncio.run(move())
         for w in warnings + launch.set_oom(all_pids, target):
             warn(f"{w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
+
+
+async def _narrow_pass(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, vm: str | None,
+                       pod: str | None) -> list[str]:
+    """After `run`/`adopt` made or filled a scope: its pod's units (a VM: its scope and the node
+    budget it changes) through the sync's own desired state, diff and apply (clamps included,
+    recorded as applied); the caller holds the sync lock. What fails is a warning: the scope runs,
+    and the next sync tries again."""
+    from sdqos.reconcile import launch
+    from sdqos.reconcile import sync as reconcile
+
+    only = reconcile.Narrow(vm=vm) if vm is not None else reconcile.Narrow(pod=launch.find_pod(p, pod or "").key)
+    report = await reconcile.sync(
+        sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only=only,
+        replan=lambda machines: load_planned(config, insecure, cgroup, writes=True, machines=machines)[1])
+    return [f"{e} (the next sync tries again)" for e in report.errors]
 
 
 def _launch_target(p: Plan, vm: str | None, pod: str | None, container: str | None) -> Target:
@@ -973,7 +991,8 @@ def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout:
         async def go():
             async with Systemd(bus_address) as sd:
                 return await reconcile.sync(
-                    sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only_pod=key,
+                    sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys,
+                    only=reconcile.Narrow(pod=key),
                     replan=lambda machines: load_planned(config, insecure, mode, writes=True, machines=machines)[1])
 
         report = run_async(go())

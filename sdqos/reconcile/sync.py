@@ -13,6 +13,7 @@ A failure on one unit does not stop the others; it is reported and the exit stat
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -25,7 +26,8 @@ from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.desired import Desired, desired
 from sdqos.reconcile.diff import Diff, RemovalLimit, compute_diff, kept_pods, pod_requests_record
 from sdqos.reconcile import oomwatch
-from sdqos.reconcile.live import KUBELET, check_kernel, container_kernel_off, container_refusals, kernel_refusals, observe
+from sdqos.reconcile.live import (KUBELET, Observation, check_kernel, container_kernel_off, container_refusals,
+                                  kernel_refusals, observe)
 from sdqos.reconcile.memo import Memo
 from sdqos.reconcile.report import Report
 
@@ -53,13 +55,12 @@ async def sync(
     recreate: frozenset[str] = frozenset(),
     max_removals: RemovalLimit | None = None,
     replan: Callable[[tuple[MachineCharge, ...]], Plan] | None = None,
-    only_pod: str | None = None,
+    only: Narrow | None = None,
 ) -> Report:
     """One reconciliation pass. The caller holds the sync lock. ``replan``: the plan again with
     what runs in machine.slice counted (called when that differs from what ``plan`` counted).
-    ``only_pod`` (NS/NAME): only that pod's units (its slice, the slices above it, the scopes in
-    it) are updated and recorded, nothing is created or removed: what ``sdqos podman start`` does
-    right after its containers started, so their scopes hold kubelet's values at once."""
+    ``only``: a narrow pass (:class:`Narrow`) over a few units, through the same desired state,
+    diff and apply."""
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
@@ -96,8 +97,9 @@ async def sync(
     plan = want.plan
     report.desired = want
     report.plan = want.as_plan()
-    if only_pod is not None:
-        _only_pod(plan, only_pod, diff, obs, report)
+    mine = only.units(want, obs) if only is not None else None
+    if mine is not None:
+        _narrow(mine, want, diff, obs, report)
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
     report.invalid.extend(diff.invalid)
@@ -148,37 +150,59 @@ async def sync(
                 rundir.save_applied(new_applied, run_dir)
             except HostError as e:  # the units changed; say so, and still write the OOM scores
                 report.errors.append(f"{e}; the next sync reports what it restores as updates, not drift")
-        if only_pod is not None:
-            bindings = {n: b for n, b in bindings.items() if b.pod == only_pod}
+        if mine is not None:
+            bindings = {n: b for n, b in bindings.items() if n in mine}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
-        report.oom_kills, oom_error = oomwatch.track(want.as_plan(), {n: sc.cgroup for n, sc in scopes.items()}, run_dir)
-        if oom_error:
-            report.warnings.append(oom_error)
+        if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
+            report.oom_kills, oom_error = oomwatch.track(want.as_plan(), {n: sc.cgroup for n, sc in scopes.items()},
+                                                         run_dir)
+            if oom_error:
+                report.warnings.append(oom_error)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0
     report.disconnects = sd.stats.disconnects - disc0
     return report
 
 
-def _only_pod(plan: Plan, key: str, diff, obs, report: Report) -> None:
-    """Narrow a diff to one pod's units: updates of its slice, the slices above it and the scopes
-    in it; the rest of the tree (and what other pods' problems say) is the next sync's."""
-    from sdqos.reconcile.launch import ancestors
-    from sdqos.reconcile.scopes import owning_slice
+@dataclass(frozen=True, slots=True)
+class Narrow:
+    """A narrow pass: only some units are updated and recorded as applied, nothing is created or
+    removed — what ``run``, ``adopt`` and ``sdqos podman start`` do right after processes entered a
+    scope, so it holds the desired values at once (clamps included) through the one writer, the
+    diff and apply, without waiting for the next sync. ``pod`` (NS/NAME): its slice, the slices
+    above it and the scopes in it; ``vm``: its scope and the node budget it changes (the node,
+    the tiers, machine.slice)."""
 
-    pp = plan.pod(key)
-    units = {u.name for u in ancestors(plan, pp.slice)} if pp is not None else set()
-    if pp is not None:
-        units |= {n for n, sc in obs.scopes.items() if owning_slice(sc.slice) == pp.slice}
+    pod: str | None = None
+    vm: str | None = None
+
+    def units(self, want: Desired, obs: Observation) -> set[str]:
+        from sdqos.reconcile.launch import ancestors
+        from sdqos.reconcile.scopes import owning_slice
+
+        out: set[str] = set()
+        pp = want.plan.pod(self.pod) if self.pod is not None else None
+        if pp is not None:
+            out |= {u.name for u in ancestors(want.plan, pp.slice)}
+            out |= {n for n, sc in obs.scopes.items() if owning_slice(sc.slice) == pp.slice}
+        if self.vm is not None:
+            out |= {u.name for u in want.units if u.kind in ("node", "tier", "machine")}
+            out |= {u.name for u in want.bound if u.owner == f"vm:{self.vm}"}
+        return out
+
+
+def _narrow(units: set[str], want: Desired, diff: Diff, obs: Observation, report: Report) -> None:
+    """Narrow a diff to ``units``: their updates; the rest of the tree is the next sync's. Its
+    warnings are those units' adjustments; its errors those naming them (what systemd refused)."""
     mine = units.__contains__
     diff.actions[:] = [a for a in diff.actions if a.kind == "update" and mine(a.unit)]
     diff.drift[:] = [d for d in diff.drift if mine(d["unit"])]
     diff.unchanged[:] = [u for u in diff.unchanged if mine(u)]
     diff.released[:] = []
-    diff.warnings[:] = [w for w in diff.warnings if any(u in w for u in units)]
+    diff.warnings[:] = [a.warning for a in want.adjustments if mine(a.unit)]
     diff.errors[:] = [e for e in diff.errors if any(u in e for u in units)]
     report.errors[:] = [e for e in report.errors if any(u in e for u in units)]
-    report.warnings[:] = [w for w in report.warnings if any(u in w for u in units)]
+    report.warnings[:] = []
     diff.invalid[:] = []
     for name in list(obs.podman_managed):
         if not mine(name):

@@ -1,0 +1,132 @@
+"""The desired state against the sandbox systemd (cgroup v1) with real processes: a clamp is an
+adjustment sync records as data, status and metrics show it as clamped-to-usage (never drift)
+from that record, and `run --vm` changes the node budget through the same diff and apply."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdqos import sandbox as sbx
+from sdqos.kube.manifests import stable_uid
+from sdqos.kube.naming import container_scope
+
+from ..sbhelpers import cgroup_rel, kernel, pids_below, sdqos_in, wait_for
+
+MiB, GiB = 2**20, 2**30
+HOLD = "import sys, time; b = b'\\x01' * int(sys.argv[1]); time.sleep(600)"  # touches every page
+TIER = "kubepods-besteffort.slice"
+NODE = 'capacity: {cpu: "2", memory: 1Gi, pids: "100000"}\nfeatureGates: {QOSReserved: true}\nqosReserved: {memory: 100%}\n'
+BESTEFFORT = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: e, namespace: t}
+spec:
+  containers:
+  - name: app
+"""
+BURSTABLE = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: t}
+spec:
+  containers:
+  - name: app
+    resources:
+      requests: {cpu: 100m, memory: 900Mi}
+"""
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Path:
+    d = tmp_path / "cfg"
+    (d / "pods").mkdir(parents=True)
+    (d / "node.yaml").write_text(NODE)
+    (d / "pods" / "e.yaml").write_text(BESTEFFORT)
+    return d
+
+
+def sync(sb, cfg: Path) -> dict:
+    r = sdqos_in(sb, "sync", "--config", str(cfg), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def status(sb, cfg: Path) -> dict:
+    r = sdqos_in(sb, "status", "--config", str(cfg), "-o", "json", "--interval", "0")
+    assert r.returncode == 0, r.stderr
+    return {row["unit"]: row for row in json.loads(r.stdout)["units"]}
+
+
+def drift_metric(sb, cfg: Path, unit: str) -> list[str]:
+    r = sdqos_in(sb, "metrics", "--config", str(cfg), "--interval", "0")
+    assert r.returncode == 0, r.stderr
+    return [ln.rsplit(" ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith(f'sdqos_unit_drift{{unit="{unit}"}}')]
+
+
+def last_sync(sb) -> dict:
+    return json.loads(sbx.run(sb, ["cat", "/run/sdqos/last-sync.json"], check=True).stdout)
+
+
+def applied(sb) -> dict:
+    return json.loads(sbx.run(sb, ["cat", "/run/sdqos/applied.json"], check=True).stdout)
+
+
+def hold_in_besteffort(sb, cfg: Path, size: int) -> subprocess.Popen:
+    uid = stable_uid("t", "e")
+    pod_slice = f"kubepods-besteffort-pod{uid.replace('-', '_')}.slice"
+    unit = container_scope(uid, "app")
+    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(cfg), "t/e", "app", "--",
+                       sys.executable, "-c", HOLD, str(size)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rel = cgroup_rel(unit, pod_slice)
+    wait_for(lambda: pids_below(sb.cgroup_path("pids") / rel), what="e runs")
+    wait_for(lambda: kernel(sb, "memory", rel, "memory.usage_in_bytes") >= size, what=f"e holds {size}", timeout=60)
+    return p
+
+
+def test_a_clamped_tier_is_clamped_to_usage_in_status_and_metrics_not_drift(clean_sandbox, cfg):
+    """qosReserved leaves BestEffort 1 GiB − 900 MiB of Burstable requests (124 MiB)
+    while its pod holds 200 MiB: the tier is set to its usage (an adjustment, recorded as data in
+    the last-sync record); status flags it clamped-to-usage from that record — also once the usage
+    moved — and metrics report no drift; when the pod is gone the next sync sets the planned value."""
+    sb = clean_sandbox
+    sync(sb, cfg)
+    proc = hold_in_besteffort(sb, cfg, 200 * MiB)
+    try:
+        (cfg / "pods" / "b.yaml").write_text(BURSTABLE)
+        rep = sync(sb, cfg)
+        clamp = [w for w in rep["warnings"] if w.startswith(f"{TIER}: MemoryLimit clamped to current usage")]
+        assert clamp, rep["warnings"]
+        held = kernel(sb, "memory", cgroup_rel(TIER), "memory.limit_in_bytes")
+        used = kernel(sb, "memory", cgroup_rel(TIER), "memory.usage_in_bytes")
+        assert 200 * MiB <= used <= held < 300 * MiB
+        (adj,) = [a for a in last_sync(sb)["adjustments"] if a["unit"] == TIER]
+        assert adj["property"] == "MemoryLimit" and adj["kind"] == "clamped-to-usage"
+        assert adj["wanted"] == 124 * MiB and adj["set"] // 4096 * 4096 == held and adj["usage"] <= adj["set"]
+        assert applied(sb)[TIER]["MemoryLimit"] == adj["set"]  # what was applied is the adjusted value
+        again = sync(sb, cfg)  # (the tier follows its usage exactly, as kubelet's: an update, never drift)
+        assert again["drift"] == [] and all(u["unit"] == TIER for u in again["updated"]), again
+        (adj,) = [a for a in last_sync(sb)["adjustments"] if a["unit"] == TIER]
+        row = status(sb, cfg)[TIER]
+        assert "clamped-to-usage" in row["flags"] and "drift" not in row["flags"], row
+        assert row["reasons"]["clamped-to-usage"].startswith("MemoryLimit raised to its usage")
+        assert row["entitled"]["memoryLimit"] == adj["set"] and row["drift"] == {}
+        assert drift_metric(sb, cfg, TIER) == ["0"]
+    finally:
+        sb.systemctl("stop", container_scope(stable_uid("t", "e"), "app"))  # its processes (PID namespace)
+        proc.kill()
+        proc.wait(10)
+    # the pod's process is gone: status still shows what the last sync set (no drift) until a sync
+    wait_for(lambda: kernel(sb, "memory", cgroup_rel(TIER), "memory.usage_in_bytes") < 100 * MiB, what="freed")
+    row = status(sb, cfg)[TIER]
+    assert "clamped-to-usage" in row["flags"] and "drift" not in row["flags"], row
+    rep = sync(sb, cfg)
+    assert not [w for w in rep["warnings"] if "clamped" in w]
+    assert kernel(sb, "memory", cgroup_rel(TIER), "memory.limit_in_bytes") == 124 * MiB
+    assert last_sync(sb)["adjustments"] == []
+    row = status(sb, cfg)[TIER]
+    assert "clamped-to-usage" not in row["flags"] and "drift" not in row["flags"], row
