@@ -168,3 +168,15 @@ def test_desired_and_diff_never_edit_the_plan_and_every_difference_is_an_adjustm
                 assert a.wanted == planned != INFINITY and a.set == v and a.set >= a.usage > a.wanted
             else:
                 assert v == planned
+
+
+def test_desired_is_pure():
+    """desired.py imports only the pure layers (and, for types only, the diff's LiveUnit)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import sdqos.reconcile.desired; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('sdqos.host', 'sdqos.reconcile', "
+            "'dbus', 'asyncio', 'subprocess', 'socket')))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["sdqos.reconcile", "sdqos.reconcile.desired"], out
