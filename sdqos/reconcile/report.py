@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sdqos.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING
+
+if TYPE_CHECKING:
+    from sdqos.reconcile.desired import Desired
 
 
 @dataclass(slots=True)
@@ -32,7 +36,7 @@ class Report:
     oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
     descriptions: dict[str, str] = field(default_factory=dict)  # removed units' Descriptions (who they were for)
     plan: object = None  # the desired units as a Plan (Desired.as_plan: machine.slice counted, scopes bound)
-    desired: object = None  # what the sync wanted (reconcile.desired.Desired): adjustments, kept pods
+    desired: "Desired | None" = None  # what the sync wanted (reconcile.desired.Desired): adjustments, kept pods
     oom_kills: list = field(default_factory=list)  # new OOM kills (reconcile.oomkills.Kill), each reported once
 
     def as_json(self) -> dict:

@@ -15,7 +15,7 @@ from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
-from ..sbhelpers import cgroup_rel, kernel, pids_below, sdqos_in, wait_for
+from ..sbhelpers import cgroup_rel, dbus_props, kernel, pids_below, sdqos_in, wait_for
 
 MiB, GiB = 2**20, 2**30
 HOLD = "import sys, time; b = b'\\x01' * int(sys.argv[1]); time.sleep(600)"  # touches every page
@@ -130,3 +130,73 @@ def test_a_clamped_tier_is_clamped_to_usage_in_status_and_metrics_not_drift(clea
     assert last_sync(sb)["adjustments"] == []
     row = status(sb, cfg)[TIER]
     assert "clamped-to-usage" not in row["flags"] and "drift" not in row["flags"], row
+
+
+VM = """\
+apiVersion: sdqos.io/v1alpha1
+kind: VirtualMachine
+metadata: {name: db}
+spec:
+  resources:
+    limits: {cpu: "1", memory: 700Mi}
+  overhead: {cpu: 100m, memory: 64Mi}
+"""
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: t}
+spec:
+  containers:
+  - name: app
+    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {memory: 512Mi}
+"""
+
+
+def test_run_vm_changes_the_node_budget_through_the_diff_clamp_included(clean_sandbox, tmp_path):
+    """A VM declared and started with `run --vm` before any sync counted it leaves the pods
+    1 GiB − 764 MiB while they hold 300 MiB: the node budget `run` applies comes from the same
+    desired state and diff as sync's — kubepods.slice clamped to its pods' usage (systemd and the
+    kernel agree), machine.slice at the VM's 764 MiB, both recorded as applied, so the next sync
+    finds no drift."""
+    sb = clean_sandbox
+    cfg = tmp_path / "cfg"
+    (cfg / "pods").mkdir(parents=True)
+    (cfg / "vms").mkdir()
+    (cfg / "node.yaml").write_text('capacity: {cpu: "2", memory: 1Gi, pids: "100000"}\n')
+    (cfg / "pods" / "a.yaml").write_text(POD)
+    sync(sb, cfg)
+    uid = stable_uid("t", "a")
+    pod_slice = f"kubepods-burstable-pod{uid.replace('-', '_')}.slice"
+    scope = container_scope(uid, "app")
+    procs = [sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(cfg), "t/a", "app", "--",
+                            sys.executable, "-c", HOLD, str(300 * MiB)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)]
+    try:
+        wait_for(lambda: pids_below(sb.cgroup_path("pids") / cgroup_rel(scope, pod_slice)), what="a runs")
+        wait_for(lambda: kernel(sb, "memory", cgroup_rel(scope, pod_slice), "memory.usage_in_bytes") >= 300 * MiB,
+                 what="a holds 300 MiB", timeout=60)
+        (cfg / "vms" / "db.yaml").write_text(VM)
+        procs.append(sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(cfg), "--vm", "db", "--",
+                                    "sleep", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        vm_cgroup = sb.cgroup_path("pids") / "machine.slice" / "machine-db.scope"
+
+        def exec_done() -> bool:  # run execs its command once the scope and the budget are in place
+            return any(Path(f"/proc/{p}/comm").read_text().strip() == "sleep" for p in pids_below(vm_cgroup))
+        wait_for(exec_done, what="run --vm db execs sleep", timeout=60)
+        used = kernel(sb, "memory", "kubepods.slice", "memory.usage_in_bytes")
+        held = kernel(sb, "memory", "kubepods.slice", "memory.limit_in_bytes")
+        assert 300 * MiB <= used <= held < 400 * MiB
+        assert dbus_props(sb, "kubepods.slice", "MemoryLimit")["MemoryLimit"] == held  # no value the kernel refused
+        assert kernel(sb, "memory", "machine.slice", "memory.limit_in_bytes") == 764 * MiB
+        record = applied(sb)
+        assert record["kubepods.slice"]["MemoryLimit"] == held and record["machine.slice"]["MemoryLimit"] == 764 * MiB
+        assert "machine-db.scope" in record
+        rep = sync(sb, cfg)
+        assert rep["drift"] == [], rep
+        assert any(w.startswith("kubepods.slice: MemoryLimit clamped to current usage") for w in rep["warnings"])
+    finally:
+        sb.systemctl("stop", "machine-db.scope", scope)
+        for p in procs:
+            p.kill()
+            p.wait(10)
