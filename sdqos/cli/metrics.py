@@ -101,6 +101,8 @@ def unit_metrics(status: Status, out: _Out) -> None:
                        _labels(unit=r.unit, kind=r.kind, qos=r.qos, pod=pod, container=container, vm=vm),
                        (r.oom_killed or {}).get("count", 0))
         out.metric("sdqos_unit_drift", "gauge", "1 if a live value differs from the plan.", lab, int("drift" in r.flags))
+        out.metric("sdqos_unit_clamped", "gauge", "1 if the last sync raised a memory limit to the unit's usage "
+                   "(the plan wanted less).", lab, int("clamped-to-usage" in r.flags))
         out.metric("sdqos_unit_flagged", "gauge", "1 if status flags the unit (see sdqos status).", lab, int(bool(r.flags)))
 
 

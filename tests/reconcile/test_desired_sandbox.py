@@ -62,10 +62,12 @@ def status(sb, cfg: Path) -> dict:
     return {row["unit"]: row for row in json.loads(r.stdout)["units"]}
 
 
-def drift_metric(sb, cfg: Path, unit: str) -> list[str]:
+def unit_metrics(sb, cfg: Path, unit: str) -> dict[str, str]:
+    """sdqos_unit_drift and sdqos_unit_clamped of one unit, from `sdqos metrics`."""
     r = sdqos_in(sb, "metrics", "--config", str(cfg), "--interval", "0")
     assert r.returncode == 0, r.stderr
-    return [ln.rsplit(" ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith(f'sdqos_unit_drift{{unit="{unit}"}}')]
+    return {ln.split("{", 1)[0]: ln.rsplit(" ", 1)[1] for ln in r.stdout.splitlines()
+            if ln.startswith(("sdqos_unit_drift{", "sdqos_unit_clamped{")) and f'{{unit="{unit}"}}' in ln}
 
 
 def last_sync(sb) -> dict:
@@ -115,7 +117,7 @@ def test_a_clamped_tier_is_clamped_to_usage_in_status_and_metrics_not_drift(clea
         assert "clamped-to-usage" in row["flags"] and "drift" not in row["flags"], row
         assert row["reasons"]["clamped-to-usage"].startswith("MemoryLimit raised to its usage")
         assert row["entitled"]["memoryLimit"] == adj["set"] and row["drift"] == {}
-        assert drift_metric(sb, cfg, TIER) == ["0"]
+        assert unit_metrics(sb, cfg, TIER) == {"sdqos_unit_drift": "0", "sdqos_unit_clamped": "1"}
     finally:
         sb.systemctl("stop", container_scope(stable_uid("t", "e"), "app"))  # its processes (PID namespace)
         proc.kill()
@@ -130,6 +132,7 @@ def test_a_clamped_tier_is_clamped_to_usage_in_status_and_metrics_not_drift(clea
     assert last_sync(sb)["adjustments"] == []
     row = status(sb, cfg)[TIER]
     assert "clamped-to-usage" not in row["flags"] and "drift" not in row["flags"], row
+    assert unit_metrics(sb, cfg, TIER) == {"sdqos_unit_drift": "0", "sdqos_unit_clamped": "0"}
 
 
 VM = """\
