@@ -501,6 +501,18 @@ def compute_diff(
     return d
 
 
+def narrowed(d: Diff, units: set[str] | frozenset[str], warnings: list[str]) -> Diff:
+    """The part of ``d`` a narrow pass carries out (``sdqos run``, ``adopt``, ``podman start``):
+    the updates of ``units`` only — nothing created, stopped or released; their errors (those
+    naming them) and ``warnings``. A new Diff: ``d`` stays as it was computed."""
+    def names(text: str) -> bool:
+        return any(u in text for u in units)
+    return Diff(actions=[a for a in d.actions if a.kind == "update" and a.unit in units],
+                unchanged=[u for u in d.unchanged if u in units], drift=[x for x in d.drift if x["unit"] in units],
+                warnings=list(warnings), errors=[e for e in d.errors if names(e)], foreign=list(d.foreign),
+                kept=list(d.kept), kept_why=dict(d.kept_why), frozen=dict(d.frozen), abort=d.abort)
+
+
 def _refused_move(pp: PodPlan, old_slice: str, plan: Plan) -> str:
     """The one line for a pod that would have to leave a slice its processes run in."""
     where = "pod"

@@ -24,7 +24,7 @@ from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.desired import Desired, desired
-from sdqos.reconcile.diff import Diff, RemovalLimit, compute_diff, kept_pods, pod_requests_record
+from sdqos.reconcile.diff import Diff, RemovalLimit, compute_diff, kept_pods, narrowed, pod_requests_record
 from sdqos.reconcile import oomwatch
 from sdqos.reconcile.live import (KUBELET, Observation, check_kernel, container_kernel_off, container_refusals,
                                   kernel_refusals, observe)
@@ -98,13 +98,17 @@ async def sync(
     report.desired = want
     report.plan = want.as_plan()
     mine = only.units(want, obs) if only is not None else None
-    if mine is not None:
-        _narrow(mine, want, diff, obs, report)
+    managed = obs.podman_managed
+    if mine is not None:  # the rest of the tree is the next sync's; this pass's warnings: its adjustments
+        diff = narrowed(diff, mine, [a.warning for a in want.adjustments if a.unit in mine])
+        report.errors[:] = [e for e in report.errors if any(u in e for u in mine)]
+        report.warnings[:] = []
+        managed = {n: c for n, c in managed.items() if n in mine}
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
     report.invalid.extend(diff.invalid)
     report.drift = diff.drift
-    runtime = {s: c for s, c in obs.podman_managed.items() if s in bindings}
+    runtime = {s: c for s, c in managed.items() if s in bindings}
     inside = container_kernel_off(want, runtime, scopes)  # a container's own cgroup changed behind our back
     for name, files in inside.items():
         if not any(d["unit"] == name for d in report.drift):
@@ -189,24 +193,6 @@ class Narrow:
             out |= {u.name for u in want.units if u.kind in ("node", "tier", "machine")}
             out |= {u.name for u in want.bound if u.owner == f"vm:{self.vm}"}
         return out
-
-
-def _narrow(units: set[str], want: Desired, diff: Diff, obs: Observation, report: Report) -> None:
-    """Narrow a diff to ``units``: their updates; the rest of the tree is the next sync's. Its
-    warnings are those units' adjustments; its errors those naming them (what systemd refused)."""
-    mine = units.__contains__
-    diff.actions[:] = [a for a in diff.actions if a.kind == "update" and mine(a.unit)]
-    diff.drift[:] = [d for d in diff.drift if mine(d["unit"])]
-    diff.unchanged[:] = [u for u in diff.unchanged if mine(u)]
-    diff.released[:] = []
-    diff.warnings[:] = [a.warning for a in want.adjustments if mine(a.unit)]
-    diff.errors[:] = [e for e in diff.errors if any(u in e for u in units)]
-    report.errors[:] = [e for e in report.errors if any(u in e for u in units)]
-    report.warnings[:] = []
-    diff.invalid[:] = []
-    for name in list(obs.podman_managed):
-        if not mine(name):
-            del obs.podman_managed[name]
 
 
 def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:

@@ -155,3 +155,20 @@ def test_clamp_tier_limit_to_usage():
     assert plan.unit("kubepods-burstable.slice").properties["MemoryLimit"] == 2**30  # the plan is not edited
     assert [a.warning for a in want.adjustments] == [
         "kubepods-burstable.slice: MemoryLimit clamped to current usage 2147483648 (qosReserved wanted 1073741824)"]
+
+
+def test_a_narrow_pass_carries_out_only_its_units_updates_and_leaves_the_diff_as_it_was():
+    from sdqos.reconcile.diff import Action, Diff, narrowed
+
+    d = Diff(actions=[Action("stop", "kubepods-podx.slice", 0), Action("update", "kubepods.slice", 1),
+                      Action("create", "kubepods-pody.slice", 2), Action("update", "kubepods-podz.slice", 3)],
+             unchanged=["kubepods-burstable.slice", "kubepods-podz.slice"],
+             drift=[{"unit": "kubepods.slice", "changes": {}}], warnings=["kubepods.slice: something"],
+             errors=["kubepods.slice belongs to another manager", "update kubepods-podz.slice: refused"],
+             released=["libpod-x.scope"], invalid=["pods/x.yaml: bad"])
+    before = repr(d)
+    n = narrowed(d, {"kubepods-podz.slice"}, ["a clamp"])
+    assert [(a.kind, a.unit) for a in n.actions] == [("update", "kubepods-podz.slice")]
+    assert n.unchanged == ["kubepods-podz.slice"] and n.drift == [] and n.released == [] and n.invalid == []
+    assert n.warnings == ["a clamp"] and n.errors == ["update kubepods-podz.slice: refused"]
+    assert repr(d) == before
