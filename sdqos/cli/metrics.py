@@ -17,7 +17,7 @@ from sdqos.host import rundir
 if TYPE_CHECKING:  # a sync records its metrics without importing the status machinery
     from sdqos.cli.status import Status
 
-LAST_SYNC = "last-sync.json"
+LAST_SYNC = rundir.LAST_SYNC_NAME
 
 
 def _esc(value: str) -> str:
@@ -61,14 +61,9 @@ class _Out:
 
 def unit_metrics(status: Status, out: _Out) -> None:
     for r in status.rows:
-        pod = container = vm = None
-        if r.kind in ("pod", "container"):
-            parts = r.label.split()
-            ref = parts[1] if len(parts) > 1 else ""
-            pod = "/".join(ref.split("/")[:2])
-            container = ref.split("/")[2] if r.kind == "container" and ref.count("/") == 2 else None
-        if r.kind == "vm":
-            vm = r.label.split()[1] if len(r.label.split()) > 1 else None
+        pod = f"{r.namespace}/{r.pod}" if r.kind in ("pod", "container") and r.pod else None
+        container = r.container if r.kind == "container" else None
+        vm = r.vm if r.kind == "vm" else None
         lab = _labels(unit=r.unit)
         out.metric("sdqos_unit_info", "gauge", "A unit in the QoS tree (always 1).",
                    _labels(unit=r.unit, kind=r.kind, parent=r.parent, qos=r.qos, pod=pod, container=container, vm=vm), 1)
@@ -151,22 +146,6 @@ def load_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
         return data if isinstance(data, dict) else {}
     except ValueError:
         return {}
-
-
-def last_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple:
-    """What the last sync counted in machine.slice besides declared VMs (plan, explain and status
-    show the budget that sync applied); () when unknown."""
-    from sdqos.plan.engine import MachineCharge
-
-    out = []
-    for m in load_sync_record(run_dir).get("machines") or []:
-        try:
-            out.append(MachineCharge(str(m["unit"]), str(m["what"]), int(m["cpu"]), int(m["memory"]),
-                                     bool(m.get("bounded", True)),
-                                     None if m.get("limit") is None else int(m["limit"])))
-        except (KeyError, TypeError, ValueError):
-            return ()
-    return tuple(sorted(out, key=lambda m: m.unit))
 
 
 def sync_metrics(rec: dict, out: _Out) -> None:

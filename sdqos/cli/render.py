@@ -2,16 +2,19 @@
 
 The JSON keys are a contract other tools rely on: ``cgroup``, ``node.capacity``,
 ``node.allocatable``, ``units[].{name,slice,kind,description,properties}``,
-``pods[].{name,namespace,uid,qos,slice,containers[].{name,oomScoreAdj,properties}}``, ``warnings``.
+``pods[].{name,namespace,uid,qos,slice,containers[].{name,oomScoreAdj,properties,oomPolicy,create}}``,
+``units[].create`` (what systemd gets when sdqos creates the unit), ``eviction`` (the thresholds in
+force), ``warnings``.
 Property names and values are exactly what goes over D-Bus.
 """
 
 from __future__ import annotations
 
-import re
+
 
 from sdqos import humanize as H
 from sdqos.kube.model import CPU, MEMORY, PID
+from sdqos.kube.naming import MARK, VM
 from sdqos.plan.engine import Plan, UnitPlan
 
 _SHOWN = ("CPUShares", "CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "MemoryMax",
@@ -41,7 +44,78 @@ def resources_json(values: dict[str, int]) -> dict[str, str]:
     return out
 
 
+def eviction_json(plan: Plan) -> dict:
+    """The eviction settings in force (node.yaml read as kubelet reads it: evictionHard's default,
+    the allocatable copies of hard memory thresholds), for ``plan``."""
+    from sdqos.kube import eviction as ev
+    from sdqos.kube.nodeconfig import DEFAULT_EVICTION_HARD
+
+    cfg = ev.config_of(plan.node)
+
+    def tv(v):
+        if v is None:
+            return None
+        return {"quantity": v.quantity} if v.quantity is not None else {"percentage": str(v)}
+
+    def origin(t) -> str:
+        if not t.hard:
+            return "evictionSoft"
+        if t.signal == ev.ALLOCATABLE_MEMORY_AVAILABLE and t.signal not in plan.node.eviction_hard:
+            return "copied from evictionHard memory.available: enforceNodeAllocatable has pods"
+        return "evictionHard, kubelet's default" if dict(plan.node.eviction_hard) == DEFAULT_EVICTION_HARD \
+            else "evictionHard"
+    return {
+        "thresholds": [{"signal": t.signal, "hard": t.hard, "value": tv(t.value), "from": origin(t),
+                        "gracePeriodSeconds": t.grace_period_ns / 1e9, "minimumReclaim": tv(t.min_reclaim)}
+                       for t in cfg.thresholds],
+        "maxPodGracePeriodSeconds": cfg.max_pod_grace_period,
+        "pressureTransitionPeriodSeconds": cfg.pressure_transition_period_ns / 1e9,
+    }
+
+
+def eviction_text(plan: Plan) -> list[str]:
+    """``eviction_json`` in words: one line per threshold, short enough for an 80-column terminal."""
+    doc = eviction_json(plan)
+    out = ["eviction thresholds in force (docs/eviction.md)"]
+
+    def amount(signal: str, v: dict | None) -> str:
+        if v is None:
+            return "-"
+        if "percentage" in v:
+            return v["percentage"]
+        return str(v["quantity"]) if signal == "pid.available" else bytes_quantity(v["quantity"])
+    for t in doc["thresholds"]:
+        if not t["hard"]:
+            kind = f"soft, after {t['gracePeriodSeconds']:g}s"
+        elif t["from"].startswith("copied"):
+            kind = "hard (copy of memory.available)"
+        else:
+            kind = "hard (kubelet's default)" if "default" in t["from"] else "hard"
+        out.append(f"  {t['signal']} < {amount(t['signal'], t['value'])}  {kind}")
+        if t["minimumReclaim"]:
+            out.append(f"    minimum reclaim {amount(t['signal'], t['minimumReclaim'])}")
+    if not doc["thresholds"]:
+        out.append("  none (evictionHard is empty)")
+    out.append(f"  evictionMaxPodGracePeriod {doc['maxPodGracePeriodSeconds']}s, "
+               f"evictionPressureTransitionPeriod {doc['pressureTransitionPeriodSeconds']:g}s")
+    return out
+
+
+def _create(plan: Plan, u: UnitPlan) -> dict | None:
+    """What systemd gets when sdqos creates the unit (sync for slices, run/adopt for container
+    scopes: plan/creation.py, the function they use); None for a unit sdqos never creates."""
+    from sdqos.plan.creation import create_properties, grace_period_us
+
+    if u.kind == "container":
+        pp = next((p for p in plan.pods if p.slice == u.slice), None)
+        return create_properties(u, grace_period_us(pp.grace_period if pp is not None else None))
+    return create_properties(u) if u.create else None
+
+
 def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
+    from sdqos.plan.creation import create_properties, grace_period_us
+    from sdqos.plan.properties import oom_policy
+
     pods = []
     for pp in plan.pods:
         pods.append(
@@ -62,6 +136,9 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
                         "scope": c.scope,
                         "oomScoreAdj": c.oom_score_adj,
                         "properties": c.properties,
+                        "oomPolicy": oom_policy(c.resources),
+                        "create": create_properties(u, grace_period_us(pp.grace_period))
+                        if (u := plan.unit(c.scope)) is not None else None,
                     }
                     for c in pp.containers
                 ],
@@ -88,7 +165,8 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
             "vms": resources_json(plan.vm_reserved),
         },
         "units": [
-            {"name": u.name, "slice": u.slice, "kind": u.kind, "description": u.description, "properties": u.properties}
+            {"name": u.name, "slice": u.slice, "kind": u.kind, "description": u.description, "properties": u.properties,
+             "create": _create(plan, u)}
             for u in plan.units
         ],
         "pods": pods,
@@ -98,6 +176,7 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
              "limit": m.limit}
             for m in plan.machines
         ],
+        "eviction": eviction_json(plan),
         "warnings": list(plan.warnings),
         "errors": list(errors or []),
     }
@@ -111,12 +190,11 @@ def _label(u: UnitPlan, ooms: dict[str, int]) -> str:
     if u.kind == "node":
         return "node allocatable for pods"
     if u.kind == "tier":
-        return u.description.replace("sdqos ", "")
+        return u.description.removeprefix(MARK)  # (a Description shown, never parsed)
     if u.kind == "pod":
-        return u.description.replace("sdqos pod ", "")
-    if u.kind == "container":
-        name = u.description.replace("sdqos container ", "").split(" (")[0]  # ns/pod/container
-        return f"{name} · oom_score_adj {ooms.get(u.name)}"
+        return u.description.removeprefix(f"{MARK}pod ")
+    if u.kind == "container" and u.owner is not None:
+        return f"{u.owner.name}/{u.owner.container} · oom_score_adj {ooms.get(u.name)}"
     if u.kind == "machine":
         return "VMs"
     return u.description
@@ -186,6 +264,10 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
             f"VMs reserve      {H.cpu(plan.vm_reserved[CPU])} CPU, {H.size(plan.vm_reserved[MEMORY])};"
             f" pods get {H.cpu(budget[CPU])} CPU, {H.size(budget[MEMORY])}"
         )
+    if plan.machines:  # the budget sync applied: what it found running in machine.slice besides VMs
+        m = plan.machines
+        head.append(f"machine.slice    + {len(m)} unit(s) counted by the last sync: "
+                    f"{H.cpu(sum(x.cpu for x in m))} CPU, {H.size(sum(x.memory for x in m))}")
     out = head + [""] + tree_lines(plan, color=color, width=width)
     for i, v in enumerate(plan.vms):
         if v.vm.libvirt_domain:
@@ -197,6 +279,7 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
         branch = "└─" if i == len(plan.vms) - 1 else "├─"
         out.append(f"  {branch}{where}  vm {v.vm.name} ({v.qos}) · oom_score_adj {v.oom_score_adj}"
                    f"  [{props_text(v.properties)}]")
+    out += [""] + eviction_text(plan)
     for w in plan.warnings:
         out.append(f"warning: {w}")
     for e in errors or []:
@@ -206,31 +289,22 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
 
 # --- sync reports --------------------------------------------------------------------------------
 
-_DESCRIBED = re.compile(r"^sdqos (?:pod|container) (\S+)")
-
-
-def described(description: str | None) -> str:
-    """Who a pod or container unit is for, from the Description sdqos gives it ("sdqos container
-    shop/web/nginx (Burstable)" → "shop/web/nginx"); "" for any other."""
-    m = _DESCRIBED.match(description or "")
-    return m.group(1) if m else ""
-
-
-def who(plan: Plan | None, unit: str, description: str | None = None) -> str:
+def who(plan: Plan | None, unit: str, whose: str | None = None) -> str:
     """The pod, container or VM a unit is for, as people name it (``shop/db``, ``shop/web/nginx``,
-    ``vm db1``); from the plan, or from the unit's Description for one that left it; "" if neither."""
+    ``vm db1``): its owner in the plan, or ``whose`` (what sync knew of a unit that left it); "" if neither."""
     u = plan.unit(unit) if plan is not None else None
     if u is not None:
-        if u.kind in ("pod", "container"):
-            return described(u.description)
-        if u.owner and u.owner.startswith("vm:"):
-            return f"vm {u.owner[3:]}"
-        return ""
-    return described(description)
+        o = u.owner
+        if o is None:
+            return ""
+        if o.kind == VM:
+            return f"vm {o.name}"
+        return f"{o.name}/{o.container}" if o.container else o.name
+    return whose or ""
 
 
-def _named(plan: Plan | None, unit: str, descriptions: dict[str, str]) -> str:
-    name = who(plan, unit, descriptions.get(unit))
+def _named(plan: Plan | None, unit: str, whose: dict[str, str]) -> str:
+    name = who(plan, unit, whose.get(unit))
     return f"{unit} ({name})" if name else unit
 
 
@@ -248,7 +322,7 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
     drift, warnings. ``quiet`` (the timer): nothing at all when nothing changed and nothing is
     wrong; ``warnings`` replaces the report's own (the timer passes only new ones)."""
     warnings = report.warnings if warnings is None else warnings
-    descriptions = report.descriptions
+    descriptions = report.whose
     would = report.dry_run
     lines: list[str] = []
     def n(items, noun: str) -> str:

@@ -6,36 +6,16 @@ unit that failed to be created is skipped."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from sdqos.errors import CallTimeout, SystemdError, UnitExists
 from sdqos.host.systemd import UNIT, Systemd
 from sdqos.plan.engine import UnitPlan
-from sdqos.plan.properties import oom_policy
+from sdqos.plan.creation import create_properties
 from sdqos.reconcile.diff import APPLY_ORDER, PHASE_REMOVE, Action, Diff
 from sdqos.reconcile.report import Report
 
-CREATE_EXTRAS = {"DefaultDependencies": False, "CPUAccounting": True, "MemoryAccounting": True, "TasksAccounting": True}
-
 Progress = Callable[[int, int], None]
-
-
-def create_properties(u: UnitPlan) -> dict[str, Any]:
-    """Everything a new unit is created with: its owned properties, a Description that says what
-    it is (so `systemctl status` reads well), and what runc's systemd driver adds."""
-    props: dict[str, Any] = dict(u.properties)
-    props["Description"] = u.description
-    props.update(CREATE_EXTRAS)
-    if u.name.endswith(".scope"):
-        props["Slice"] = u.slice
-        props["Delegate"] = True  # processes can later be attached (adopt), as runc does
-        props["CollectMode"] = "inactive-or-failed"  # an OOM-killed scope frees its name
-        policy = oom_policy(u.resources)
-        if policy is not None:  # memory.oom.group, settable only now (kubelet's via runc: Unified)
-            props["OOMPolicy"] = policy
-    elif u.slice != "-.slice":
-        props["Wants"] = [u.slice]  # as runc does: the parent is started first
-    return props
 
 
 async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | None = None) -> set[str]:

@@ -24,7 +24,16 @@ from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.desired import Desired, desired
-from sdqos.reconcile.diff import Diff, RemovalLimit, compute_diff, kept_pods, narrowed, pod_requests_record
+from sdqos.reconcile.diff import (
+    Diff,
+    RemovalLimit,
+    compute_diff,
+    kept_pods,
+    narrowed,
+    pod_requests_record,
+    recorded_keys,
+    recorded_owner,
+)
 from sdqos.reconcile import oomwatch
 from sdqos.reconcile.live import (KUBELET, Observation, check_kernel, container_kernel_off, container_refusals,
                                   kernel_refusals, observe)
@@ -117,8 +126,9 @@ async def sync(
     report.kept_why = dict(diff.kept_why)
     report.foreign = diff.foreign + unmatched
     report.unchanged = list(diff.unchanged)
-    report.descriptions = {a.unit: live[a.unit].description for a in diff.actions
-                           if a.kind == "stop" and a.unit in live and live[a.unit].description}
+    keys = recorded_keys(applied) if any(a.kind == "stop" for a in diff.actions) else {}
+    report.whose = {a.unit: f"{o.name}/{o.container}" if o.container else o.name for a in diff.actions
+                    if a.kind == "stop" and (o := recorded_owner(a.unit, keys)) is not None}
     if diff.abort:
         report.aborted = True
         report.duration_s = time.monotonic() - t0
@@ -181,8 +191,8 @@ class Narrow:
     vm: str | None = None
 
     def units(self, want: Desired, obs: Observation) -> set[str]:
+        from sdqos.kube.naming import owning_slice
         from sdqos.reconcile.launch import ancestors
-        from sdqos.reconcile.scopes import owning_slice
 
         out: set[str] = set()
         pp = want.plan.pod(self.pod) if self.pod is not None else None
@@ -191,7 +201,7 @@ class Narrow:
             out |= {n for n, sc in obs.scopes.items() if owning_slice(sc.slice) == pp.slice}
         if self.vm is not None:
             out |= {u.name for u in want.units if u.kind in ("node", "tier", "machine")}
-            out |= {u.name for u in want.bound if u.owner == f"vm:{self.vm}"}
+            out |= {u.name for u in want.bound if u.owner is not None and u.owner.vm_name == self.vm}
         return out
 
 
@@ -201,25 +211,24 @@ def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
     every pod's side by side with its own grace period, so podman's own record is right and a pod
     that comes back starts afresh. If podman cannot, the slices holding its containers stay and the
     error says why."""
-    from sdqos.reconcile.diff import pod_slice_pattern
+    from sdqos.kube.naming import owning_slice, parse_podman_conmon_scope, parse_podman_scope
+    from sdqos.reconcile.diff import pod_slice_in
 
     if not any(a.kind == "stop" for a in diff.actions):
         return  # nothing stops (every warm sync): podman's modules are not even imported
     from sdqos.host import podman
     from sdqos.host import volumes as host_volumes
     from sdqos.reconcile import podman_pods
-    from sdqos.reconcile.scopes import PODMAN_CONMON_ID, PODMAN_SCOPE, owning_slice
 
-    pattern = pod_slice_pattern(plan)
     stopping: dict[str, str] = {}  # uid → slice
     for a in diff.actions:
-        m = pattern.match(a.unit) if a.kind == "stop" else None
-        if m:
-            stopping[m.group(1).replace("_", "-")] = a.unit
+        ps = pod_slice_in(plan, a.unit) if a.kind == "stop" else None
+        if ps is not None:
+            stopping[ps.uid] = a.unit
     if not stopping or (not obs.podman_managed and not podman.installed()):
         return  # no podman on this host: no containers of it either
     holding = {owning_slice(sc.slice) for name, sc in obs.scopes.items()
-               if PODMAN_SCOPE.match(name) or PODMAN_CONMON_ID.match(name)}
+               if parse_podman_scope(name) or parse_podman_conmon_scope(name)}
     try:
         found = podman_pods.managed_containers(set(stopping))
     except SdqosError as exc:  # its containers stay, running ones in their slice

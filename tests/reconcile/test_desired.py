@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from sdqos.kube.manifests import ParseResult, parse_vm_documents
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, GUARANTEED, MEMORY
+from sdqos.kube.naming import Owner, description
 from sdqos.plan.engine import KeptPod, UnitPlan, build_plan
 from sdqos.plan.properties import INFINITY
 from sdqos.reconcile.desired import Adjustment, desired, of_plan
@@ -52,8 +53,9 @@ def a_plan():
 def vm_unit(plan, name="machine-db.scope"):
     """The unit bind_scopes returns for the VM's running scope."""
     vp = plan.vms[0]
-    return UnitPlan(name, "machine.slice", "vm", f"sdqos vm {vp.vm.name} ({vp.qos})", dict(vp.properties),
-                    vp.resources, owner=f"vm:{vp.vm.name}", create=False, why=vp.why)
+    owner = Owner.vm(vp.vm.name)
+    return UnitPlan(name, "machine.slice", "vm", description("vm", owner, vp.qos), dict(vp.properties),
+                    vp.resources, owner=owner, create=False, why=vp.why)
 
 
 def live_of(units, usage=None):
