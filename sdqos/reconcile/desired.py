@@ -129,10 +129,11 @@ def desired(plan: Plan, observed: Observed | None = None, *, kept: Iterable[Kept
             recorded: Iterable[Adjustment] | None = None) -> Desired:
     """The desired state. From ``observed``: the units of the scopes that run a planned container
     or VM (``bound``, what :func:`sdqos.reconcile.binding.bind_scopes` found) and each unit's
-    memory in use (``live``), for the clamps; ``kept``: the pod slices the diff keeps (counted in their tiers: the node, tier and
-    machine.slice values again); ``recorded``: instead of clamping to ``usage`` now, the clamps the
-    last sync applied (``status`` shows what was set, not what would be set now) — each only while
-    the plan still wants what it was clamped from."""
+    memory in use (``live``), for the clamps. ``kept``: the pod slices the diff keeps, counted in
+    their tiers (the node, tier and machine.slice values again, in a new Plan). ``recorded``:
+    instead of clamping to the usage now, the clamps the last sync applied (``status`` shows what
+    was set, not what would be set now) — each only while the plan still wants what it was
+    clamped from."""
     kept = tuple(sorted(kept, key=lambda k: k.unit)) if kept is not None else plan.kept
     if kept != plan.kept and plan.basis is not None:
         plan = recount(plan, kept)
