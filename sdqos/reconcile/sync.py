@@ -105,7 +105,7 @@ async def sync(
         diff = diff_against(want)
     plan = want.plan
     report.desired = want
-    report.plan = want.as_plan()
+    synced = report.plan = want.as_plan()  # (its units are the desired ones: what the renderers and the OOM watch name)
     mine = only.units(want, obs) if only is not None else None
     managed = obs.podman_managed
     if mine is not None:  # the rest of the tree is the next sync's; this pass's warnings: its adjustments
@@ -168,7 +168,7 @@ async def sync(
             bindings = {n: b for n, b in bindings.items() if n in mine}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
         if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
-            report.oom_kills, oom_error = oomwatch.track(want.as_plan(), {n: sc.cgroup for n, sc in scopes.items()},
+            report.oom_kills, oom_error = oomwatch.track(synced, {n: sc.cgroup for n, sc in scopes.items()},
                                                          run_dir)
             if oom_error:
                 report.warnings.append(oom_error)
