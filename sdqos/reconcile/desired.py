@@ -137,13 +137,14 @@ def desired(plan: Plan, observed: Observed | None = None, *, kept: Iterable[Kept
     kept = tuple(sorted(kept, key=lambda k: k.unit)) if kept is not None else plan.kept
     if kept != plan.kept and plan.basis is not None:
         plan = recount(plan, kept)
-    planned = {u.name for u in plan.units}
-    units = list(plan.units) + [u for u in (observed.bound if observed is not None else ()) if u.name not in planned]
+    units = list(plan.units)
+    if observed is not None and observed.bound:
+        planned = {u.name for u in units}
+        units += [u for u in observed.bound if u.name not in planned]
     if recorded is not None:
         adjustments = _still_wanted(units, recorded)
     else:
-        live = observed.live if observed is not None else {}
-        adjustments = clamps(units, {n: lu.memory_current for n, lu in live.items()})
+        adjustments = clamps(units, observed.live if observed is not None else {})
     return _make(plan, tuple(units[len(plan.units):]), adjustments, units)
 
 
@@ -154,21 +155,22 @@ def _make(plan: Plan, bound: tuple[UnitPlan, ...], adjustments: tuple[Adjustment
     for a in adjustments:
         changed.setdefault(a.unit, {})[a.prop] = a.set
     out = tuple(dataclasses.replace(u, properties={**u.properties, **changed[u.name]}) if u.name in changed else u
-                for u in units)
+                for u in units) if changed else tuple(units)
     return Desired(plan, out, bound, adjustments, plan.kept, plan.over_committed, {u.name: u for u in out})
 
 
-def clamps(units: Iterable[UnitPlan], usage: Mapping[str, int | None]) -> tuple[Adjustment, ...]:
+def clamps(units: Iterable[UnitPlan], live: Mapping[str, "LiveUnit"]) -> tuple[Adjustment, ...]:
     """kubelet's retrySetMemoryReserve: a tier memory limit below what the tier already uses would
     fail (or OOM); it is set to the usage instead. The same for kubepods.slice (what machine.slice
     leaves it may be less than its pods use: pods are never squeezed below it), a VM's scope and
     machine.slice: a guest's RAM is not reclaimable, so a lower limit is refused by the kernel on
-    cgroup v1 and OOM-kills the guest on v2."""
+    cgroup v1 and OOM-kills the guest on v2. ``live``: the units as read (their memory in use)."""
     out = []
     for u in units:
         if u.kind not in CLAMPED_KINDS:
             continue
-        used = usage.get(u.name)
+        lu = live.get(u.name)
+        used = lu.memory_current if lu is not None else None
         for prop in CLAMPED_PROPERTIES:
             want = u.properties.get(prop)
             if want is None or want == INFINITY or used is None or used <= want:

@@ -299,7 +299,7 @@ def compute_diff(
     applied = applied or {}
     runtime_owned = runtime_owned or {}
     d = Diff()
-    planned = dict(want.by_name)
+    planned = want.by_name
     tree = _Tree(live, scopes or {})
     d.warnings.extend(want.warnings)
 
