@@ -16,9 +16,9 @@ from sdqos import humanize as H
 from sdqos.kube.model import CPU, MEMORY, PID
 from sdqos.kube.naming import MARK, VM
 from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.plan import properties as P
 
-_SHOWN = ("CPUShares", "CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "MemoryMax",
-          "MemoryHigh", "MemoryLow", "MemoryMin", "TasksMax")
+_SHOWN = P.SUMMARY
 
 
 def cpu_quantity(milli: int) -> str:
@@ -183,7 +183,7 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
 
 
 def props_text(props: dict[str, int]) -> str:
-    return " · ".join(H.prop(k, props[k]) for k in _SHOWN if k in props)
+    return " · ".join(P.shown(k, props[k]) for k in _SHOWN if k in props)
 
 
 def _label(u: UnitPlan, ooms: dict[str, int]) -> str:
@@ -310,7 +310,7 @@ def _named(plan: Plan | None, unit: str, whose: dict[str, str]) -> str:
 
 def drift_text(changes: dict, kernel: dict) -> str:
     """What drifted, live → planned: systemd's properties, else the kernel files that differ."""
-    props = ", ".join(f"{p} {H.change(p, o, n)}" for p, (o, n) in changes.items())
+    props = ", ".join(f"{p} {P.change(p, o, n)}" for p, (o, n) in changes.items())
     files = ", ".join(f"{f.split('/')[-1]} {H.change(f, o, n, kernel=True)}" for f, (o, n) in kernel.items())
     return props or files or "a kernel file differed from systemd's value"
 
@@ -363,7 +363,7 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
         if u is not None:
             lines.append(f"           {props_text(u.properties)}")
     for u in report.updated:
-        changes = ", ".join(f"{p} {H.change(p, o, n)}" for p, (o, n) in u["changes"].items())
+        changes = ", ".join(f"{p} {P.change(p, o, n)}" for p, (o, n) in u["changes"].items())
         lines.append(f"  {verbs['updated']:<8} {_named(plan, u['unit'], descriptions)}" + (f": {changes}" if changes else ""))
     for name in report.removed:
         lines.append(f"  {verbs['removed']:<8} {_named(plan, name, descriptions)}")

@@ -11,21 +11,10 @@ from sdqos import humanize as H
 from sdqos.kube import qos
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
-from sdqos.plan.properties import INFINITY, kernel_quota_us, oom_policy
+from sdqos.plan.properties import INFINITY, WHY_KEYS, kernel_quota_us, oom_policy, shown as show_value
 
-# Which engine reasoning explains which systemd property.
-_WHY_KEY = {
-    "CPUShares": "cpu_shares",
-    "CPUWeight": "cpu_shares",
-    "CPUQuotaPerSecUSec": "cpu_quota",
-    "MemoryLimit": "memory",
-    "MemoryMax": "memory",
-    "TasksMax": "pids",
-    "MemorySwapMax": "swap",
-    "MemoryMin": "memory_min",
-    "MemoryLow": "memory_low",
-    "MemoryHigh": "memory_high",
-}
+# Which engine reasoning explains which systemd property (each property's row says).
+_WHY_KEY = WHY_KEYS
 
 
 def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
@@ -53,7 +42,7 @@ def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
 
 
 def _prop_line(name: str, value: int, why: dict[str, str], period: int) -> str:
-    shown = H.prop(name, value)
+    shown = show_value(name, value)
     raw = "infinity" if value == INFINITY else str(value)
     text = f"    {name:<20} {raw:>20}  {shown}"
     reason = why.get(_WHY_KEY.get(name, ""))
@@ -186,7 +175,7 @@ def _parent(plan: Plan, unit_name: str) -> str:
 
 def _values(props: dict[str, int], why: dict[str, str]) -> dict:
     """Each property's value, as people read it, and the reason behind it."""
-    return {name: {"value": value, "shown": H.prop(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
+    return {name: {"value": value, "shown": show_value(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
             for name, value in props.items()}
 
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from sdqos import humanize as H
 from sdqos.kube import eviction as ev
 from sdqos.kube.model import MEMORY
 from sdqos.kube.naming import parse_podman_conmon_scope, parse_podman_scope, podman_conmon_scope, podman_scope
 from sdqos.plan.engine import Plan
+
+if TYPE_CHECKING:
+    from sdqos.host.systemd import SystemdAPI
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +301,7 @@ def still_evicted(plan: Plan, record: Mapping[str, dict]) -> dict[str, dict]:
     return out
 
 
-async def _units_in(sd, unit: str) -> set[str]:
+async def _units_in(sd: SystemdAPI, unit: str) -> set[str]:
     """The units (scopes, services) whose processes run below ``unit``'s cgroup, by systemd's own
     list of the processes there."""
     units = set()
@@ -315,13 +318,13 @@ async def _units_in(sd, unit: str) -> set[str]:
     return units
 
 
-async def _kill(sd, scopes: list[str], grace: int) -> None:
+async def _kill(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
     """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
     (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
     import asyncio
     import time
 
-    from sdqos.host.systemd import NoSuchUnit
+    from sdqos.errors import NoSuchUnit
 
     async def alive(s: str) -> bool:
         try:
@@ -350,7 +353,7 @@ async def _kill(sd, scopes: list[str], grace: int) -> None:
             raise e
 
 
-async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
+async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
     """Stop the assessment's victim, once, and record it: the containers of a pod that podman runs
     with podman (``podman rm -f -t GRACE``), every other scope sdqos made for the pod (or the VM's
     scope) with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that sdqos

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput, ScopeBusy, SdqosError, SystemdError, UnitExists
 from sdqos.host import cgroupfs, procfs
-from sdqos.host.systemd import UNIT, Systemd
+from sdqos.host.systemd import UNIT, SystemdAPI
 from sdqos.kube.naming import (
     MACHINE_SLICE,
     Owner,
@@ -95,7 +95,7 @@ def ancestors(plan: Plan, slice_name: str) -> list[UnitPlan]:
     return list(reversed(chain))
 
 
-async def ensure_ancestors(sd: Systemd, target: Target) -> list[str]:
+async def ensure_ancestors(sd: SystemdAPI, target: Target) -> list[str]:
     """Create the missing slices above the scope (each with its planned values). machine.slice,
     usually a unit file, just gets its properties."""
     created = []
@@ -115,13 +115,13 @@ async def ensure_ancestors(sd: Systemd, target: Target) -> list[str]:
     return created
 
 
-async def _scope_state(sd: Systemd, name: str) -> str | None:
+async def _scope_state(sd: SystemdAPI, name: str) -> str | None:
     states = await sd.read_units([name], {UNIT: ["ActiveState"]})
     st = states.get(name)
     return st.active_state if st is not None else None
 
 
-async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: bool = False) -> None:
+async def start_scope(sd: SystemdAPI, target: Target, pids: list[int], *, replace: bool = False) -> None:
     """A new scope holding ``pids`` (processes are moved into it). Existing scope: ScopeBusy
     unless ``replace`` (which stops it first, killing what runs there)."""
     await ensure_ancestors(sd, target)
@@ -142,7 +142,7 @@ async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: 
 _MACHINE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # what machined takes as a machine name (a hostname)
 
 
-async def _register_machine(sd: Systemd, target: Target, leader: int, props: dict) -> bool:
+async def _register_machine(sd: SystemdAPI, target: Target, leader: int, props: dict) -> bool:
     """A VM is registered with systemd-machined when it runs, as libvirt does: machined creates
     the scope (same name, machine.slice) with sdqos's values in the same call, and machinectl
     knows the VM. False when machined does not run or cannot take the name (then systemd alone)."""
@@ -160,7 +160,7 @@ async def _register_machine(sd: Systemd, target: Target, leader: int, props: dic
         raise
 
 
-async def adopt(sd: Systemd, target: Target, pids: list[int]) -> str:
+async def adopt(sd: SystemdAPI, target: Target, pids: list[int]) -> str:
     """Move running processes into the target scope: create it around them, or attach them to
     the running one. Returns "created" or "attached"."""
     state = await _scope_state(sd, target.unit.name)
@@ -276,7 +276,7 @@ def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
         raise err
 
 
-async def vm_owned_elsewhere(sd: Systemd, target: Target, name: str) -> str | None:
+async def vm_owned_elsewhere(sd: SystemdAPI, target: Target, name: str) -> str | None:
     """The scope of a running machine called ``name`` that libvirt or machined manage (not sdqos):
     ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
     units = await sd.read_units(["machine-*.scope"], {UNIT: ["Description"]})
