@@ -19,7 +19,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, InvalidInput, SdqosError
+from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, InvalidInput, SdqosError
 
 if TYPE_CHECKING:  # imported where used: each command loads only what it needs
     from sdqos.plan.engine import Plan
