@@ -22,7 +22,7 @@ from sdqos.kube.naming import (
     parse_container_scope,
     tree_globs,
 )
-from sdqos.plan.engine import MachineCharge, Plan
+from sdqos.plan.engine import MachineCharge, Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
 from sdqos.reconcile.binding import (
     Binding,
@@ -39,6 +39,7 @@ from sdqos.reconcile.scopes import LiveScope
 from sdqos.plan.properties import BY_NAME, MEMORY_PROPERTIES, QUOTA_PROPERTY  # (the property table)
 
 if TYPE_CHECKING:
+    from sdqos.reconcile.desired import Desired
     from sdqos.reconcile.memo import Memo
 
 SERVICE_IFACE = "org.freedesktop.systemd1.Service"
@@ -151,6 +152,7 @@ class Observation:
     unsure: frozenset[str] = frozenset()  # scopes whose runtime could not be asked (podman failed): keep as they are
     machines: tuple[MachineCharge, ...] = ()  # what runs in machine.slice besides declared VMs, and its cost
     errors: list[str] = field(default_factory=list)  # what could not be asked (podman): sync fails with them
+    bound: tuple[UnitPlan, ...] = ()  # units of the scopes bound to planned containers and VMs (not in the plan)
 
 
 async def read_marks(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit]) -> None:
@@ -169,8 +171,9 @@ async def read_marks(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit]) -> N
 
 async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
                   memo: "Memo | None" = None) -> Observation:
-    """Read the live state in a few calls and bind scopes (extends the plan with matched scopes).
-    ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
+    """Read the live state in a few calls and bind scopes (``bound``: their units; the plan is not
+    edited). The bound scopes' kernel files are checked by :func:`check_kernel` once the desired
+    state is known (a clamped value is what the kernel should hold). ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
     live = await read_live(sd, plan, usage=usage)
     await read_marks(sd, plan, live)
     scopes = await discover_scopes(sd, plan, live, machine=True)  # whatever runs there counts (budget.py)
@@ -187,8 +190,7 @@ async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str]
     machine = machine_scopes(scopes)
     seen = await runtimes.observe(sd, scopes, bool(machine), memo, warnings, errors)
     names = machine_names(machine, seen) if machine else {}
-    bindings, unmatched = bind_scopes(plan, scopes, warnings, seen, names)
-    check_kernel(plan, live, scopes)
+    bindings, unmatched, bound = bind_scopes(plan, scopes, warnings, seen, names)
     charges: tuple[MachineCharge, ...] = ()
     if machine:
         known = live.get(MACHINE_SLICE)  # read with its usage when planned (read_live)
@@ -201,10 +203,11 @@ async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str]
             if w is not None and w.guest is not None:
                 guests[n] = w.guest
         charges = machine_charges(plan, machine, claimed, live, names, guests, slice_usage)
-    return Observation(live, scopes, bindings, unmatched, seen.managed(scopes), seen.unsure(scopes), charges, errors)
+    return Observation(live, scopes, bindings, unmatched, seen.managed(scopes), seen.unsure(scopes), charges,
+                       errors, tuple(bound))
 
 
-def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveScope]) -> None:
+def check_kernel(plan: "Desired", live: dict[str, LiveUnit], scopes: dict[str, LiveScope]) -> None:
     """Scopes matched at sync time (VMs, runtimes' containers) are read over D-Bus; their kernel
     files are checked too, as the planned units' are in :func:`read_live`, so a value written
     behind systemd's back is seen (kernel_drift) and restored."""
@@ -244,7 +247,7 @@ async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bo
 CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
 
 
-def container_kernel_off(plan: Plan, runtime: dict[str, Workload], scopes: dict[str, LiveScope]) -> dict[str, dict]:
+def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: dict[str, LiveScope]) -> dict[str, dict]:
     """The kernel has the last word inside a container too: crun keeps a container's limits in its
     own cgroup below the scope (``libpod-<id>.scope/container``), where the scope's values do not
     reach. For each container sdqos started through a runtime that keeps such a cgroup (its row's
@@ -267,7 +270,7 @@ def container_kernel_off(plan: Plan, runtime: dict[str, Workload], scopes: dict[
     return out
 
 
-def container_refusals(plan: Plan, runtime: dict[str, Workload], bindings: dict[str, Binding],
+def container_refusals(plan: "Desired", runtime: dict[str, Workload], bindings: dict[str, Binding],
                        scopes: dict[str, LiveScope], report) -> set[str]:
     """Read back after ``podman update``: each podman container whose own cgroup does not hold its
     planned memory limit is an error (every sync, until it does), and its scope is not reported as
@@ -287,7 +290,7 @@ def container_refusals(plan: Plan, runtime: dict[str, Workload], bindings: dict[
     return set(off)
 
 
-async def kernel_refusals(plan: Plan, done: set[str], scopes: dict[str, LiveScope], report,
+async def kernel_refusals(plan: "Desired", done: set[str], scopes: dict[str, LiveScope], report,
                           settle_s: float = 1.0) -> set[str]:
     """The kernel has the last word: after systemd took new values, each unit's cgroup files are
     read back. systemd keeps a value the kernel refused (v1's EBUSY for a memory limit below usage)
