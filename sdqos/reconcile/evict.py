@@ -408,9 +408,11 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
           root: Path | None = None, proc: Path | None = None, passes: int | None = None) -> None:
     """Watch the node: a pass (measure → synchronize → rank), at most one eviction per pass, then
     wait for the evicted workload's processes to be gone (waitForPodsCleanup) and look again at
-    once; else sleep until the interval is over or, on cgroup v1, the kernel says a memory
+    once; else sleep until the interval is over or the kernel wakes it: on cgroup v1 when a memory
     threshold was crossed (memcg notifications on memory.usage_in_bytes, as kubelet's
-    kernelMemcgNotification). ``say`` gets one line per node condition change and per eviction.
+    kernelMemcgNotification), and on any kernel with PSI when tasks stall on memory (a PSI trigger
+    on /proc/pressure/memory: the node is short now, whatever the cgroup version). ``say`` gets
+    one line per node condition change and per eviction.
     ``load_plan`` is called every pass (the config may change); ``passes`` bounds the loop (tests)."""
     import asyncio
     import time
@@ -420,6 +422,8 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
     root = root or hp.ROOT
     state: ev.ManagerState | None = ev.ManagerState()
     notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
+    psi: list[hp.PsiTrigger] = []  # the node's memory stalls (PSI), armed once: wakes a pass on any kernel with PSI
+    psi_tried = False
     conditions: list[str] | None = None  # the first pass says what it finds
     plan = None
     n = 0
@@ -469,11 +473,20 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                             notifiers[key] = hp.MemcgNotifier(key[0], usage, root)
                         except hp.SignalReadError as exc:
                             say(f"polling only: {exc}")
+            if not psi_tried:
+                psi_tried = True
+                try:
+                    psi.append(hp.PsiTrigger((proc or hp.PROC) / "pressure" / "memory"))
+                except hp.SignalReadError as exc:
+                    if plan.cgroup != "v1":  # v1 has the memcg notifications; v2 polls without PSI
+                        say(f"polling only: {exc}")
             if passes is None or n < passes:
-                hp.wait(list(notifiers.values()), interval_s)
+                hp.wait([*notifiers.values(), *psi], interval_s)
     finally:
         for x in notifiers.values():
             x.close()
+        for trigger in psi:
+            trigger.close()
 
 
 def _wait_cleanup(plan: Plan, victim: ev.Candidate, root: Path) -> None:
