@@ -685,7 +685,9 @@ def pressure(
                                                          "hard threshold)."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="With --once: text or json."),
     interval: float = typer.Option(10.0, "--interval", help="Without --once: seconds between passes when nothing "
-                                                            "wakes it earlier (cgroup v1: memcg notifications)."),
+                                                            "wakes it earlier (memcg notifications on cgroup v1, PSI "
+                                                            "memory stalls, a signal crossing seen by a look "
+                                                            "every 0.5 s)."),
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,

@@ -374,6 +374,10 @@ def eviction_line(r: dict) -> str:
 # --- the long-running loop (kubelet's eviction manager Start + synchronize) ----------------------
 
 POD_CLEANUP_TIMEOUT_S = 30  # eviction_manager.go podCleanupTimeout
+# Between passes the signals alone are read this often (a few small cgroup and /proc files, no
+# config, no ranking): a threshold crossed with no memcg notification (cgroup v2, PIDs) and no
+# memory stall yet (PSI) starts a pass within this, not at the next --interval.
+CHECK_S = 0.5
 POD_CLEANUP_POLL_S = 1.0  # podCleanupPollFreq
 
 
@@ -410,8 +414,9 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
     wait for the evicted workload's processes to be gone (waitForPodsCleanup) and look again at
     once; else sleep until the interval is over or the kernel wakes it: on cgroup v1 when a memory
     threshold was crossed (memcg notifications on memory.usage_in_bytes, as kubelet's
-    kernelMemcgNotification), and on any kernel with PSI when tasks stall on memory (a PSI trigger
-    on /proc/pressure/memory: the node is short now, whatever the cgroup version). ``say`` gets
+    kernelMemcgNotification), on any kernel with PSI when tasks stall on memory (a PSI trigger
+    on /proc/pressure/memory: the node is short now, whatever the cgroup version), and when a
+    look at the signals alone every CHECK_S finds a threshold newly crossed. ``say`` gets
     one line per node condition change and per eviction.
     ``load_plan`` is called every pass (the config may change); ``passes`` bounds the loop (tests)."""
     import asyncio
@@ -481,12 +486,24 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                     if plan.cgroup != "v1":  # v1 has the memcg notifications; v2 polls without PSI
                         say(f"polling only: {exc}")
             if passes is None or n < passes:
-                hp.wait([*notifiers.values(), *psi], interval_s)
+                deadline = time.monotonic() + interval_s
+                while (left := deadline - time.monotonic()) > 0:
+                    if hp.wait([*notifiers.values(), *psi], min(left, CHECK_S)) or _newly_met(plan, a, root, proc):
+                        break
     finally:
         for x in notifiers.values():
             x.close()
         for trigger in psi:
             trigger.close()
+
+
+def _newly_met(plan: Plan, a: Assessment, root: Path, proc: Path | None) -> bool:
+    """Whether a threshold the last pass did not find crossed is crossed now (the signals only)."""
+    from sdqos.host import pressure as hp
+
+    allocatable = plan.allocatable[MEMORY] if "pods" in plan.node.enforce_node_allocatable else None
+    now = ev.thresholds_met(a.thresholds, hp.observe(plan.node, plan.cgroup, allocatable, root, proc or hp.PROC))
+    return any(t not in a.met for t in now)
 
 
 def _wait_cleanup(plan: Plan, victim: ev.Candidate, root: Path) -> None:
