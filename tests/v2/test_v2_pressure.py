@@ -207,9 +207,14 @@ def test_v2_mixed_node_a_real_hog_and_the_installed_service(v2guest):
     cfg = "/root/mx"
     g.check(f"sdqos sync --config {cfg}")
     try:
-        for name, mib in WORKLOADS.items():
+        for name, mib in WORKLOADS.items():  # one after the other: each `sdqos run` takes seconds under TCG
             who = f"--vm {name[3:]} --force" if name.startswith("vm/") else f"{name} app"
-            g.check(f"(sdqos run --config {cfg} {who} -- python3 -c \"{HOLDS}\" {mib} {name} >/dev/null 2>&1 &)")
+            log = f"/root/mx/{name.replace('/', '-')}.log"
+            g.check(f"(sdqos run --config {cfg} {who} -- python3 -c \"{HOLDS}\" {mib} {name} >{log} 2>&1 &)")
+            deadline = time.monotonic() + 120
+            while g.run(f"pgrep -f '[p]ython3 -c .* {name}$'").rc != 0:
+                assert time.monotonic() < deadline, g.run(f"cat {log}").stdout
+                time.sleep(1)
         deadline = time.monotonic() + 300
         while True:
             ranked = _ranking(g, cfg)
@@ -268,3 +273,74 @@ def sh_quote(s: str) -> str:
     import shlex
 
     return shlex.quote(s)
+
+
+PSI = r"""
+import subprocess, time
+from pathlib import Path
+from sdqos.host import pressure as hp
+cg = Path('/sys/fs/cgroup/psitest'); cg.mkdir(exist_ok=True)
+(cg / 'memory.high').write_text(str(32 << 20))
+local, node = hp.PsiTrigger(cg / 'memory.pressure'), hp.PsiTrigger()
+print('armed', local.stall_us, local.window_us, node.stall_us, node.window_us)
+print('quiet', len(hp.wait([local, node], 2.0)))
+p = subprocess.Popen(['sh', '-c', f"echo $$ > {cg}/cgroup.procs; exec python3 -c 'b = bytearray(100 << 20)'"])
+fired, deadline = set(), time.monotonic() + 60
+while len(fired) < 2 and time.monotonic() < deadline:
+    fired |= {str(t.path) for t in hp.wait([local, node], 1.0)}
+print('fired', ' '.join(sorted(fired)))
+p.kill(); p.wait(); time.sleep(1); cg.rmdir()
+"""
+
+
+def test_v2_psi_triggers_register_and_fire(v2guest):
+    """PSI triggers on a real kernel: one on a cgroup's memory.pressure and one on
+    /proc/pressure/memory (what the watching loop arms) are quiet on an idle node, and both fire when
+    a process stalls on memory (over its cgroup's memory.high, the kernel throttles it: a memory stall)."""
+    g = v2guest
+    out = g.check(f"python3 -c {sh_quote(PSI)}", timeout=200).splitlines()
+    assert out[0] == "armed 50000 500000 50000 500000", out  # root: the 500 ms window is taken
+    assert out[1] == "quiet 0", out
+    assert out[2] == "fired /proc/pressure/memory /sys/fs/cgroup/psitest/memory.pressure", out
+
+
+BOMB = ("import os, sys, time; n = int(sys.argv[1])\n"
+        "for _ in range(n):\n    if os.fork() == 0:\n        time.sleep(100000); os._exit(0)\n"
+        "time.sleep(100000)")
+
+
+def test_v2_pid_pressure_a_bounded_fork_bomb_is_evicted(v2guest):
+    """A bounded fork bomb (400 processes) in a BestEffort pod: pid.available (node.yaml's
+    capacity.pids − the tasks that exist) falls below the hard threshold; the watching loop (its
+    interval 10 s, the 0.5 s look at the signals wakes it) evicts that pod, every process of it is gone,
+    the Guaranteed pod runs on."""
+    g = v2guest
+    cfg = config(g, "evictionHard: {memory.available: 100Mi}\n")
+    g.check(f"sdqos sync --config {cfg}")
+    g.check(f"(sdqos run --config {cfg} t/guar app -- sleep 100000 >/dev/null 2>&1 &); sleep 1")
+    pid = pressure(g, cfg)["signals"][2]
+    tasks = pid["capacity"] - pid["available"]
+    g.check(f"printf 'capacity: {{pids: \"{tasks + 600}\"}}\\nevictionHard: {{memory.available: 100Mi, "
+            f"pid.available: \"300\"}}\\n' > {cfg}/node.yaml")
+    assert pressure(g, cfg)["conditions"]["PIDPressure"] is False
+    g.check(f"systemd-run -q --unit=sdqos-test-loop -p StandardOutput=file:/root/pidloop.log "
+            f"sdqos pressure --evict --interval 10 --config {cfg}")
+    try:
+        deadline = time.monotonic() + 120
+        while "node conditions: none" not in g.run("cat /root/pidloop.log").stdout:
+            assert time.monotonic() < deadline, g.run("cat /root/pidloop.log; journalctl -u sdqos-test-loop").stdout
+            time.sleep(1)
+        g.check(f"(sdqos run --config {cfg} t/be app -- python3 -c {sh_quote(BOMB)} 400 >/dev/null 2>&1 &)")
+        deadline = time.monotonic() + 300
+        while "evicted pod t/be: pid.available" not in (log := g.check("cat /root/pidloop.log")):
+            assert time.monotonic() < deadline, log
+            time.sleep(1)
+        assert "node conditions: PIDPressure (pid.available " in log, log
+        deadline = time.monotonic() + 60
+        while g.run("pgrep -f '^python3 -c import os, sys'").rc == 0:  # every process of the bomb
+            assert time.monotonic() < deadline
+            time.sleep(1)
+        assert g.run("pgrep -f '^sleep 100000'").rc == 0  # the Guaranteed pod
+        print(f"\nv2 {g.suite}: {log}")
+    finally:
+        g.run("systemctl stop sdqos-test-loop; systemctl reset-failed; pkill -f '^python3 -c import os, sys'")
