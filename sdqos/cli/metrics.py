@@ -61,14 +61,9 @@ class _Out:
 
 def unit_metrics(status: Status, out: _Out) -> None:
     for r in status.rows:
-        pod = container = vm = None
-        if r.kind in ("pod", "container"):
-            parts = r.label.split()
-            ref = parts[1] if len(parts) > 1 else ""
-            pod = "/".join(ref.split("/")[:2])
-            container = ref.split("/")[2] if r.kind == "container" and ref.count("/") == 2 else None
-        if r.kind == "vm":
-            vm = r.label.split()[1] if len(r.label.split()) > 1 else None
+        pod = f"{r.namespace}/{r.pod}" if r.kind in ("pod", "container") and r.pod else None
+        container = r.container if r.kind == "container" else None
+        vm = r.vm if r.kind == "vm" else None
         lab = _labels(unit=r.unit)
         out.metric("sdqos_unit_info", "gauge", "A unit in the QoS tree (always 1).",
                    _labels(unit=r.unit, kind=r.kind, parent=r.parent, qos=r.qos, pod=pod, container=container, vm=vm), 1)

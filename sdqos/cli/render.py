@@ -8,10 +8,11 @@ Property names and values are exactly what goes over D-Bus.
 
 from __future__ import annotations
 
-import re
+
 
 from sdqos import humanize as H
 from sdqos.kube.model import CPU, MEMORY, PID
+from sdqos.kube.naming import MARK, VM
 from sdqos.plan.engine import Plan, UnitPlan
 
 _SHOWN = ("CPUShares", "CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "MemoryMax",
@@ -111,12 +112,11 @@ def _label(u: UnitPlan, ooms: dict[str, int]) -> str:
     if u.kind == "node":
         return "node allocatable for pods"
     if u.kind == "tier":
-        return u.description.replace("sdqos ", "")
+        return u.description.removeprefix(MARK)  # (a Description shown, never parsed)
     if u.kind == "pod":
-        return u.description.replace("sdqos pod ", "")
-    if u.kind == "container":
-        name = u.description.replace("sdqos container ", "").split(" (")[0]  # ns/pod/container
-        return f"{name} · oom_score_adj {ooms.get(u.name)}"
+        return u.description.removeprefix(f"{MARK}pod ")
+    if u.kind == "container" and u.owner is not None:
+        return f"{u.owner.name}/{u.owner.container} · oom_score_adj {ooms.get(u.name)}"
     if u.kind == "machine":
         return "VMs"
     return u.description
@@ -206,31 +206,22 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
 
 # --- sync reports --------------------------------------------------------------------------------
 
-_DESCRIBED = re.compile(r"^sdqos (?:pod|container) (\S+)")
-
-
-def described(description: str | None) -> str:
-    """Who a pod or container unit is for, from the Description sdqos gives it ("sdqos container
-    shop/web/nginx (Burstable)" → "shop/web/nginx"); "" for any other."""
-    m = _DESCRIBED.match(description or "")
-    return m.group(1) if m else ""
-
-
-def who(plan: Plan | None, unit: str, description: str | None = None) -> str:
+def who(plan: Plan | None, unit: str, whose: str | None = None) -> str:
     """The pod, container or VM a unit is for, as people name it (``shop/db``, ``shop/web/nginx``,
-    ``vm db1``); from the plan, or from the unit's Description for one that left it; "" if neither."""
+    ``vm db1``): its owner in the plan, or ``whose`` (what sync knew of a unit that left it); "" if neither."""
     u = plan.unit(unit) if plan is not None else None
     if u is not None:
-        if u.kind in ("pod", "container"):
-            return described(u.description)
-        if u.owner and u.owner.startswith("vm:"):
-            return f"vm {u.owner[3:]}"
-        return ""
-    return described(description)
+        o = u.owner
+        if o is None:
+            return ""
+        if o.kind == VM:
+            return f"vm {o.name}"
+        return f"{o.name}/{o.container}" if o.container else o.name
+    return whose or ""
 
 
-def _named(plan: Plan | None, unit: str, descriptions: dict[str, str]) -> str:
-    name = who(plan, unit, descriptions.get(unit))
+def _named(plan: Plan | None, unit: str, whose: dict[str, str]) -> str:
+    name = who(plan, unit, whose.get(unit))
     return f"{unit} ({name})" if name else unit
 
 
@@ -248,7 +239,7 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
     drift, warnings. ``quiet`` (the timer): nothing at all when nothing changed and nothing is
     wrong; ``warnings`` replaces the report's own (the timer passes only new ones)."""
     warnings = report.warnings if warnings is None else warnings
-    descriptions = report.descriptions
+    descriptions = report.whose
     would = report.dry_run
     lines: list[str] = []
     def n(items, noun: str) -> str:

@@ -13,17 +13,15 @@ from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 
 from sdqos.cli.metrics import budget_record  # noqa: F401 - status's name for it
-from sdqos.cli.render import described
 from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, Systemd
 from sdqos import humanize as H
 from sdqos.humanize import ellipsize
-from sdqos.kube.naming import parent_slice
+from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
 from sdqos.plan.properties import INFINITY, memory_limit
-from sdqos.reconcile.diff import LiveUnit, unit_changes
+from sdqos.reconcile.diff import LiveUnit, recorded_keys, recorded_owner, unit_changes
 from sdqos.reconcile.live import Observation, observe
-from sdqos.reconcile.scopes import owning_slice
 
 NEAR_LIMIT = 0.9  # usage at or above 90 % of a limit is flagged
 
@@ -98,20 +96,18 @@ def _tree_order(rows: list[Row]) -> list[Row]:
 
 
 def _qos_of(u: UnitPlan, plan: Plan) -> str | None:
-    if u.kind in ("pod", "container") and u.owner:
-        key = u.owner.split(":", 1)[1]
-        pp = plan.pod(key)
+    o = u.owner
+    if u.kind in ("pod", "container") and o is not None:
+        pp = plan.pod(o.name)
         return pp.qos if pp else None
-    if u.kind == "vm" and u.owner:
-        name = u.owner.split(":", 1)[1]
-        return next((v.qos for v in plan.vms if v.vm.name == name), None)
-    if u.kind == "tier":
-        return u.description.split()[1]
-    return None
+    if u.kind == "vm" and o is not None:
+        return next((v.qos for v in plan.vms if v.vm.name == o.name), None)
+    tier = parse_tier_slice(u.name) if u.kind == "tier" else None
+    return QOS_OF_TIER[tier[1]] if tier is not None else None
 
 
 def _label(u: UnitPlan) -> str:
-    return u.description.removeprefix("sdqos ")
+    return u.description.removeprefix(MARK)  # shown, never parsed
 
 
 class _Names(TypedDict, total=False):
@@ -125,16 +121,13 @@ class _Names(TypedDict, total=False):
 
 def _names(u: UnitPlan, plan: Plan) -> _Names:
     """namespace/pod/container/vm of a unit, from the plan."""
-    if u.owner and u.owner.startswith("pod:"):
-        ns, _, pod = u.owner[4:].partition("/")
-        container = None
-        if u.kind == "container":  # from its Description: also on scopes a runtime made
-            full = described(u.description)  # ns/pod/container
-            container = full.rsplit("/", 1)[-1] if full.count("/") == 2 else None
-        return {"namespace": ns, "pod": pod, "container": container}
-    if u.owner and u.owner.startswith("vm:"):
-        return {"vm": u.owner[3:]}
-    return {}
+    o = u.owner
+    if o is None:
+        return {}
+    if o.kind == VM:
+        return {"vm": o.name}
+    ns, _, pod = o.name.partition("/")  # a pod's key: namespace/name
+    return {"namespace": ns, "pod": pod, "container": o.container}
 
 
 def matches(row: Row, namespace: str | None, pod: str | None) -> bool:
@@ -285,6 +278,7 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
                 row.flags.append("oom-score-off")
         rows.append(row)
     planned = {u.name for u in plan.units}
+    keys = recorded_keys(applied) if kept_why else {}
     for name, why in sorted(kept_why.items()):  # kept units outside the plan (their pod left it, or moved)
         lu = obs.live.get(name)
         if name in planned or name in obs.unmatched or lu is None or not lu.exists:
@@ -292,11 +286,11 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         sc = obs.scopes.get(name)
         parent = owning_slice(sc.slice) if sc is not None else parent_slice(name)
         kind = "container" if name.endswith(".scope") else "pod"
-        names = described(lu.description)
-        ns, _, rest = names.partition("/") if names and "/" in names else ("", "", "")
-        pod, _, container = rest.partition("/")
+        o = recorded_owner(name, keys)  # whose it was: the record sync kept, and its name
+        ns, _, pod = o.name.partition("/") if o is not None else ("", "", "")
+        container = o.container if o is not None else None
         k = next((k for k in plan.kept if k.unit == name), None)
-        rows.append(Row(name, kind, parent, lu.description.removeprefix("sdqos ") or name, k.qos if k else None, True,
+        rows.append(Row(name, kind, parent, lu.description.removeprefix(MARK) or name, k.qos if k else None, True,
                         _entitled(lu.props),
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(name), "tasks": lu.tasks_current},
                         flags=["kept"], reasons={"kept": why}, namespace=ns or None, pod=pod or None,
@@ -320,15 +314,15 @@ async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1
         for r in rows:
             if r.kind == "node":
                 r.flags.append("over-committed")
-    bound_vms = {u.owner for u in plan.units if u.kind == "vm"}  # bind_scopes added these to the plan
+    bound_vms = {u.owner.name for u in plan.units if u.kind == "vm" and u.owner}  # bind_scopes added these
     for vp in plan.vms:
-        if f"vm:{vp.vm.name}" not in bound_vms:
+        if vp.vm.name not in bound_vms:
             rows.append(Row(vp.scope or f"(vm {vp.vm.name})", "vm", "machine.slice", f"vm {vp.vm.name} ({vp.qos})",
                             vp.qos, False, _entitled(vp.properties), flags=["not-running"], vm=vp.vm.name))
     # A container that runs in a scope its runtime made (podman's libpod-<id>.scope) is shown there,
     # not also as the empty scope sdqos would have made for it.
     in_runtime = {(r.namespace, r.pod, r.container) for r in rows if r.kind == "container" and r.running}
-    rows = [r for r in rows if not (r.kind == "container" and not r.running and r.unit.startswith("sdqos-pod")
+    rows = [r for r in rows if not (r.kind == "container" and not r.running and parse_container_scope(r.unit) is not None
                                     and (r.namespace, r.pod, r.container) in in_runtime)]
     _mark_evicted(plan, rows)
     _mark_oom_kills(plan, rows, {n: sc.cgroup for n, sc in obs.scopes.items()})

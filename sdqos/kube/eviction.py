@@ -27,6 +27,7 @@ from sdqos.kube import qos
 from sdqos.kube.model import MEMORY, Pod, VirtualMachine
 from sdqos.kube.nodeconfig import DEFAULT_EVICTION_HARD, parse_go_duration
 from sdqos.kube.quantity import parse_quantity
+from sdqos.kube.thresholds import SIGNALS, ThresholdValue, parse_minimum_reclaim, parse_threshold_statement
 
 MEMORY_AVAILABLE = "memory.available"
 ALLOCATABLE_MEMORY_AVAILABLE = "allocatableMemory.available"
@@ -42,7 +43,7 @@ SIGNAL_CONDITION = {
     PID_AVAILABLE: "PIDPressure",
     **{s: "DiskPressure" for s in DISK_SIGNALS},
 }
-SIGNALS = frozenset(SIGNAL_CONDITION)
+assert SIGNALS == frozenset(SIGNAL_CONDITION)
 # The signals sdqos observes; the disk ones are accepted (a kubelet config works as-is) but
 # never observed: sdqos runs no image store or container log rotation it could reclaim from.
 OBSERVED_SIGNALS = (MEMORY_AVAILABLE, ALLOCATABLE_MEMORY_AVAILABLE, PID_AVAILABLE)
@@ -54,26 +55,6 @@ VM_EVICTION_ALLOWED = "Allowed"
 
 
 # --- thresholds ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ThresholdValue:
-    """evictionapi.ThresholdValue: an absolute amount (bytes, or a PID count) or a fraction of the
-    signal's capacity (float32 precision, as kubelet keeps it)."""
-
-    quantity: int | None = None
-    percentage: float = 0.0
-
-    def amount(self, capacity: int) -> int:
-        """GetThresholdQuantity: the quantity, else int64(float64(capacity) × percentage)."""
-        if self.quantity is not None:
-            return self.quantity
-        return int(float(capacity) * self.percentage)
-
-    def __str__(self) -> str:
-        if self.quantity is not None:
-            return str(self.quantity)
-        return f"{round(self.percentage * 100, 4):g}%"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,78 +80,6 @@ class EvictionConfig:
     thresholds: tuple[Threshold, ...]
     max_pod_grace_period: int = 0
     pressure_transition_period_ns: int = 5 * 60 * NS_PER_S
-
-
-def _go_float32(text: str) -> float:
-    """strconv.ParseFloat(text, 32) as kubelet's parsePercentage calls it, rounded to float32.
-    NaN is refused (kubelet would take it and compare nothing against it)."""
-    import struct
-
-    s = text
-    literal_inf = s.lstrip("+-").lower() in ("inf", "infinity")
-    if not literal_inf:
-        if not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?0[xX][0-9a-fA-F.]+[pP][+-]?\d+", s):
-            raise ValueError(f'invalid percentage "{text}%"')
-    try:
-        value = float.fromhex(s) if "x" in s.lower() and not literal_inf else float(s)
-    except (ValueError, OverflowError):
-        raise ValueError(f'invalid percentage "{text}%"') from None
-    if math.isnan(value) or (not literal_inf and abs(value) > 3.4028234663852886e38):
-        raise ValueError(f'invalid percentage "{text}%": value out of range')
-    return struct.unpack("f", struct.pack("f", value))[0]
-
-
-def _percentage(value: str) -> float:
-    """parsePercentage: strip every trailing '%', ParseFloat(…, 32), float32(v) / 100 in float32."""
-    import struct
-
-    pct = _go_float32(value.rstrip("%"))
-    return struct.unpack("f", struct.pack("f", pct / 100))[0]
-
-
-def parse_threshold_statement(signal: str, value) -> ThresholdValue | None:
-    """parseThresholdStatement: a positive quantity, or a percentage in (0 %, 100 %); 0 % and 100 %
-    mean "no threshold" (None). ValueError with kubelet's reason."""
-    if signal not in SIGNALS:
-        raise ValueError(f"unsupported eviction signal {signal}")
-    if not isinstance(value, str):
-        raise ValueError(f"must be a quantity or a percentage (a string), not {value!r}")
-    if value.endswith("%"):
-        if value in ("0%", "100%"):
-            return None
-        pct = _percentage(value)
-        if pct < 0:
-            raise ValueError(f"eviction percentage threshold {signal} must be >= 0%: {value}")
-        if pct > 1:
-            raise ValueError(f"eviction percentage threshold {signal} must be <= 100%: {value}")
-        return ThresholdValue(percentage=pct)
-    try:
-        q = parse_quantity(value)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if q.sign() <= 0:
-        raise ValueError(f"eviction threshold {signal} must be positive: {q}")
-    return ThresholdValue(quantity=q.value())
-
-
-def parse_minimum_reclaim(signal: str, value) -> ThresholdValue:
-    """parseMinimumReclaims, one entry: a percentage > 0, or a quantity ≥ 0."""
-    if signal not in SIGNALS:
-        raise ValueError(f"unsupported eviction signal {signal}")
-    if not isinstance(value, str):
-        raise ValueError(f"must be a quantity or a percentage (a string), not {value!r}")
-    if value.endswith("%"):
-        pct = _percentage(value)
-        if pct <= 0:
-            raise ValueError(f"eviction percentage minimum reclaim {signal} must be positive: {value}")
-        return ThresholdValue(percentage=pct)
-    try:
-        q = parse_quantity(value)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if q.sign() < 0:
-        raise ValueError(f"negative eviction minimum reclaim specified for {signal}")
-    return ThresholdValue(quantity=q.value())
 
 
 def parse_grace_period(signal: str, value) -> int:

@@ -7,7 +7,6 @@ field nor sdqos's own ``capacity`` is probably a typo and gets a warning naming 
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Mapping
 
@@ -17,6 +16,7 @@ from sdqos.kube.manifests import closest
 from sdqos.kube.model import CPU, MEMORY, PID, SWAP, NodeConfig
 from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
 from sdqos.kube.quantity import Quantity, parse_quantity
+from sdqos.kube.thresholds import SIGNALS, ThresholdValue, parse_threshold_statement
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
@@ -139,55 +139,11 @@ def parse_percentage(value) -> int:
     return pct
 
 
-# pkg/kubelet/eviction/api/types.go: the signals a threshold may name.
-EVICTION_SIGNALS = frozenset({
-    "memory.available", "allocatableMemory.available", "nodefs.available", "nodefs.inodesFree",
-    "imagefs.available", "imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree",
-    "pid.available",
-})
+EVICTION_SIGNALS = SIGNALS  # pkg/kubelet/eviction/api/types.go (sdqos.kube.thresholds)
 DEFAULT_EVICTION_HARD = {"memory.available": "100Mi"}
 
 
-def _float32(x: float) -> float:
-    import struct
-
-    return struct.unpack("f", struct.pack("f", x))[0]
-
-
-def parse_eviction_threshold(signal: str, value) -> Quantity | float | None:
-    """kubelet's parseThresholdStatement (pkg/kubelet/eviction/helpers.go): a positive quantity, or
-    a percentage as a fraction in (0, 1]; ``0%`` and ``100%`` mean "no threshold" (None). Raises
-    ValueError with kubelet's reason."""
-    if signal not in EVICTION_SIGNALS:
-        raise ValueError(f"unsupported eviction signal {signal}")
-    if not isinstance(value, str):
-        raise ValueError(f"must be a quantity or a percentage, not {value!r}")
-    if value.endswith("%"):
-        if value in ("0%", "100%"):
-            return None
-        number = value[:-1]
-        try:  # strconv.ParseFloat(…, 32): "inf" is +Inf (so > 100 %), a number beyond float32 an error
-            pct = float(number)
-        except ValueError:
-            raise ValueError(f'invalid percentage "{value}"') from None
-        literal_inf = number.strip().lstrip("+-").lower() in ("inf", "infinity")
-        if math.isnan(pct) or (not literal_inf and (math.isinf(pct) or abs(pct) > 3.4028234663852886e38)):
-            raise ValueError(f'invalid percentage "{value}": value out of range')
-        if pct < 0:
-            raise ValueError(f"eviction percentage threshold {signal} must be >= 0%: {value}")
-        if pct > 100:
-            raise ValueError(f"eviction percentage threshold {signal} must be <= 100%: {value}")
-        return _float32(_float32(pct) / 100)  # parsePercentage: float32(value) / 100, in float32
-    try:
-        q = parse_quantity(value)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if q.sign() <= 0:
-        raise ValueError(f"eviction threshold {signal} must be positive: {value}")
-    return q
-
-
-def _eviction_hard(raw, errors: list) -> dict[str, Quantity | float | None]:
+def _eviction_hard(raw, errors: list) -> dict[str, ThresholdValue | None]:
     """evictionHard, every threshold checked as kubelet checks it at start-up. kubelet's default
     (memory.available 100Mi) applies only when the field is absent or null: a given evictionHard
     replaces it (KubeletConfiguration defaulting; mergeDefaultEvictionSettings is not read)."""
@@ -199,21 +155,17 @@ def _eviction_hard(raw, errors: list) -> dict[str, Quantity | float | None]:
     out = {}
     for signal, value in raw.items():
         try:
-            out[str(signal)] = parse_eviction_threshold(str(signal), value)
+            out[str(signal)] = parse_threshold_statement(str(signal), value)
         except ValueError as exc:
             errors.append(_err(f"evictionHard.{signal}", str(exc)))
     return out
 
 
-def _eviction_memory(eviction: Mapping[str, Quantity | float | None], capacity_memory: int) -> int:
+def _eviction_memory(eviction: Mapping[str, ThresholdValue | None], capacity_memory: int) -> int:
     """Bytes the hard eviction threshold ``memory.available`` reserves (GetNodeAllocatableReservation:
-    a percentage of capacity, or the quantity)."""
+    GetThresholdQuantity of capacity)."""
     t = eviction.get("memory.available")
-    if t is None:
-        return 0
-    if isinstance(t, float):
-        return int(capacity_memory * t)
-    return t.value()
+    return 0 if t is None else t.amount(capacity_memory)
 
 
 def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int = 4096) -> tuple[NodeConfig, list[InvalidInput]]:

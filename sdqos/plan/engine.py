@@ -42,7 +42,7 @@ from sdqos.errors import InvalidInput
 from sdqos.plan import properties
 from sdqos.plan.properties import ResourceConfig, to_properties
 
-TIER_NAMES = {BURSTABLE: "burstable", BESTEFFORT: "besteffort"}
+TIER_NAMES = naming.TIERS
 TIERED = "TieredReservation"
 
 
@@ -57,7 +57,7 @@ class UnitPlan:
     description: str
     properties: dict[str, int]
     resources: ResourceConfig
-    owner: str | None = None  # "pod:<ns>/<name>" or "vm:<name>"
+    owner: naming.Owner | None = None  # the pod (and container) or VM it is for
     create: bool = True
     why: dict[str, str] = field(default_factory=dict)
 
@@ -632,8 +632,8 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     vm_plans, vm_cpu, vm_mem = basis.vms, basis.vm_cpu, basis.vm_mem
     period = node.cpu_cfs_quota_period_us
     root = list(node.cgroup_root)
-    kubepods = naming.slice_name(root + ["kubepods"])
-    tier_slice = {t: naming.slice_name(root + ["kubepods", n]) for t, n in TIER_NAMES.items()}
+    kubepods = naming.node_slice(root)
+    tier_slice = {t: naming.tier_slice(root, n) for t, n in TIER_NAMES.items()}
     tier_slice[GUARANTEED] = kubepods
 
     tier_cpu = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
@@ -675,13 +675,13 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     units += _reserved_units(node, cgroup)
     order = {GUARANTEED: 0, BURSTABLE: 1, BESTEFFORT: 2}
     for pp in sorted(pod_plans, key=lambda p: (order[p.qos], p.key)):
-        owner = f"pod:{pp.key}"
+        owner = naming.Owner.pod(pp.key)
         units.append(
             UnitPlan(
                 name=pp.slice,
                 slice=tier_slice[pp.qos],
                 kind="pod",
-                description=f"sdqos pod {pp.key} ({pp.qos})",
+                description=naming.description("pod", owner, pp.qos),
                 properties=pp.properties,
                 resources=pp.resources,
                 owner=owner,
@@ -689,15 +689,16 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
             )
         )
         for cp in pp.containers:
+            c_owner = naming.Owner.pod(pp.key, cp.name)
             units.append(
                 UnitPlan(
                     name=cp.scope,
                     slice=pp.slice,
                     kind="container",
-                    description=f"sdqos container {pp.key}/{cp.name} ({pp.qos})",
+                    description=naming.description("container", c_owner, pp.qos),
                     properties=cp.properties,
                     resources=cp.resources,
-                    owner=owner,
+                    owner=c_owner,
                     create=False,
                     why=cp.why,
                 )
@@ -828,11 +829,11 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
     burst_res = ResourceConfig(**burst_rc)
     be_res = ResourceConfig(**be_rc)
     return [
-        UnitPlan(kubepods, naming.parent_slice(kubepods), "node", "sdqos node allocatable for pods (kubepods)",
+        UnitPlan(kubepods, naming.parent_slice(kubepods), "node", naming.description("node"),
                  to_properties(node_res, cgroup, period), node_res, why=why_node),
-        UnitPlan(tier_slice[BURSTABLE], kubepods, "tier", "sdqos Burstable QoS tier",
+        UnitPlan(tier_slice[BURSTABLE], kubepods, "tier", naming.description("tier", qos=BURSTABLE),
                  to_properties(burst_res, cgroup, period), burst_res, why=why_b),
-        UnitPlan(tier_slice[BESTEFFORT], kubepods, "tier", "sdqos BestEffort QoS tier",
+        UnitPlan(tier_slice[BESTEFFORT], kubepods, "tier", naming.description("tier", qos=BESTEFFORT),
                  to_properties(be_res, cgroup, period), be_res, why=why_be),
     ]
 

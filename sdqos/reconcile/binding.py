@@ -14,20 +14,26 @@ from typing import TYPE_CHECKING
 from sdqos.errors import NoSuchUnit, SdqosError
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import Systemd
-from sdqos.kube.naming import MACHINE_SLICE, systemd_unescape
+from sdqos.kube.naming import (
+    MACHINE_SLICE,
+    Owner,
+    description,
+    in_machine_tree,
+    marked,
+    owning_slice,
+    parse_machine_scope,
+    parse_podman_conmon_scope,
+    parse_podman_scope,
+)
 from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.plan.podman import MANAGED_LABEL
 from sdqos.reconcile.diff import LiveUnit
 if TYPE_CHECKING:  # asked only when something runs: a sync of empty slices never imports them
     from sdqos.host import libvirt, podman
 from sdqos.reconcile.scopes import (
-    PODMAN_CONMON_ID,
-    PODMAN_SCOPE,
     LiveScope,
     annotation_hits,
-    in_machine_tree,
     match_container,
-    owning_slice,
     pods_by_slice,
     runtime_scope,
     scopes_from_processes,
@@ -59,10 +65,17 @@ def _may_hold_processes(slice_name: str) -> bool:
 class Binding:
     """A live scope and what it runs: whose OOM score its processes get."""
 
-    owner: str  # "pod ns/name container c" or "vm name"
+    owner: Owner  # a pod's container, or a VM
     oom_score_adj: int
-    pod: str | None = None  # ns/name, for a container
-    container: str | None = None
+
+    @property
+    def pod(self) -> str | None:
+        """ns/name, for a container."""
+        return self.owner.pod_key
+
+    @property
+    def container(self) -> str | None:
+        return self.owner.container
 
 
 def podman_containers(scopes: dict[str, LiveScope], errors: list[str]) -> dict[str, podman.PodmanContainer] | None:
@@ -70,7 +83,7 @@ def podman_containers(scopes: dict[str, LiveScope], errors: list[str]) -> dict[s
     or one whose pod left the config); None when podman could not be asked. That is an error, not
     a warning: sdqos cannot tell its own containers from others', so it neither tunes their
     containers nor stops them until podman answers again."""
-    if not any(PODMAN_SCOPE.match(n) for n in scopes):
+    if not any(parse_podman_scope(n) for n in scopes):
         return {}
     try:
         from sdqos.host import podman
@@ -85,8 +98,8 @@ def podman_containers(scopes: dict[str, LiveScope], errors: list[str]) -> dict[s
 def _podman_container(scope: str, containers: dict[str, podman.PodmanContainer], *, conmon: bool = False
                       ) -> podman.PodmanContainer | None:
     """The podman container a ``libpod-<id>.scope`` runs (with ``conmon``: or monitors), if podman knows it."""
-    m = PODMAN_SCOPE.match(scope) or (PODMAN_CONMON_ID.match(scope) if conmon else None)
-    return containers.get(m.group(1)) if m else None
+    cid = parse_podman_scope(scope) or (parse_podman_conmon_scope(scope) if conmon else None)
+    return containers.get(cid) if cid else None
 
 
 def managed_podman_scopes(scopes: dict[str, LiveScope], containers: dict[str, podman.PodmanContainer]) -> dict[str, str]:
@@ -143,7 +156,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
             plan.units.append(UnitPlan(name, scope.slice, "container", base.description, props, base.resources,
                                        owner=base.owner, create=False, why=base.why))
-        bindings[name] = Binding(f"pod {pp.key} container {c.name}", c.oom_score_adj, pp.key, c.name)
+        bindings[name] = Binding(Owner.pod(pp.key, c.name), c.oom_score_adj)
     for (pod, container, glob), scope_names in sorted(by_glob.items()):
         if len(scope_names) > 1:
             warnings.append(f"pod {pod}: sdqos.io/scopes {container}={glob} matches {len(scope_names)} scopes "
@@ -176,7 +189,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             warnings.append(f"VM {vp.vm.name} is declared but not running{where}")
             continue
         located = vp.vm.scope or vp.vm.libvirt_domain or vp.vm.pid_file
-        if not located and not machine[found].description.startswith("sdqos vm "):
+        if not located and not marked(machine[found].description):
             # machine-<name>.scope made by someone else (machined for a container, say): never
             # claim it by name alone.
             warnings.append(f"VM {vp.vm.name}: {found} exists but was not started by sdqos; left alone"
@@ -185,15 +198,15 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             continue
         claimed.add(found)
         if found not in planned:
-            plan.units.append(UnitPlan(found, machine[found].slice, "vm", f"sdqos vm {vp.vm.name} ({vp.qos})",
-                                       dict(vp.properties), vp.resources, owner=f"vm:{vp.vm.name}", create=False,
-                                       why=vp.why))
-        bindings[found] = Binding(f"vm {vp.vm.name}", vp.oom_score_adj)
+            owner = Owner.vm(vp.vm.name)
+            plan.units.append(UnitPlan(found, machine[found].slice, "vm", description("vm", owner, vp.qos),
+                                       dict(vp.properties), vp.resources, owner=owner, create=False, why=vp.why))
+        bindings[found] = Binding(Owner.vm(vp.vm.name), vp.oom_score_adj)
     for name in sorted(set(machine) - claimed - left_alone):
         if runtimes_own(name):
             continue
         what = (names or {}).get(name)
-        if PODMAN_SCOPE.match(name):
+        if parse_podman_scope(name):
             warnings.append(f"{name} in machine.slice is {what}, not a VM: left running, untouched, counted in the "
                             "node budget (run it in a pod slice with `sdqos podman start`, or podman's "
                             "--cgroup-parent)")
@@ -235,16 +248,14 @@ def machine_names(machine: dict[str, LiveScope], containers: dict[str, podman.Po
         if dom is not None:
             out[name] = f"libvirt domain {dom}"
         elif c is not None:
-            out[name] = f"podman {'conmon of ' if 'conmon' in name else ''}container {c.name}"
-        elif PODMAN_SCOPE.match(name) or PODMAN_CONMON_ID.match(name):
+            out[name] = f"podman {'conmon of ' if parse_podman_conmon_scope(name) else ''}container {c.name}"
+        elif parse_podman_scope(name) or parse_podman_conmon_scope(name):
             out[name] = "a podman container"
-        elif name in known and not scope.description.startswith("sdqos vm "):
+        elif name in known and not marked(scope.description):
             m = known[name]
             out[name] = f"{'VM' if m.cls == 'vm' else m.cls} {m.name} (machined, registered by {m.service})"
-        elif scope.description.startswith("sdqos vm "):
-            out[name] = f"VM {scope.description.split()[2]}, started by sdqos"
-        elif name.startswith("machine-") and name.endswith(".scope"):
-            out[name] = f"machine {systemd_unescape(name[len('machine-'):-len('.scope')])}"
+        elif (mname := parse_machine_scope(name)) is not None:
+            out[name] = f"VM {mname}, started by sdqos" if marked(scope.description) else f"machine {mname}"
     return out
 
 

@@ -26,15 +26,28 @@ Rules (issue "sdqos sync"):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from collections.abc import Mapping
 
 from sdqos import humanize as H
-from sdqos.kube.naming import parent_slice
-from sdqos.kube.model import BESTEFFORT, BURSTABLE, GUARANTEED
-from sdqos.kube.naming import MACHINE_SLICE
+from sdqos.kube.model import BESTEFFORT, GUARANTEED
+from sdqos.kube.naming import (
+    MACHINE_SLICE,
+    MARK,
+    POD,
+    Owner,
+    PodSlice,
+    marked,
+    node_slice,
+    parent_slice,
+    UNIT_NAME_MAX,
+    in_tree,
+    parse_container_scope,
+    parse_pod_slice,
+    slice_components,
+)
 from sdqos.plan.engine import KeptPod, Plan, PodPlan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
 from sdqos.reconcile.scopes import LiveScope
@@ -43,10 +56,12 @@ LIMIT_PROPERTIES = frozenset({"MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuot
 DEPENDS_ON_ALL_INPUTS = frozenset({"node", "tier", "machine"})
 # Planned units sdqos creates or takes over by name; scopes (containers, VMs) it claims by binding.
 OWNED_BY_NAME = frozenset({"node", "tier", "pod", "machine"})
-SDQOS_DESCRIPTION = "sdqos "
+SDQOS_DESCRIPTION = MARK  # the ownership mark (kube/naming.py), not who the unit is for
 DEFAULT_MAX_REMOVALS = "50%"
-# Recorded with a pod slice's applied values (never sent): its pod's requests, for kept_pods.
-REQUEST_CPU, REQUEST_MEMORY = "sdqos.cpuRequest", "sdqos.memoryRequest"
+# Recorded with a pod slice's applied values (never sent): its pod's requests, for kept_pods, and its
+# pod's key (namespace/name): who a kept slice is for once its file is gone (a record written before
+# the key was: None, the slice is known by its name only).
+REQUEST_CPU, REQUEST_MEMORY, POD_KEY = "sdqos.cpuRequest", "sdqos.memoryRequest", "sdqos.pod"
 
 PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK = range(4)
 # systemd's defaults for what sdqos sets on a scope it tunes: CPUShares/CPUWeight "unset", no quota,
@@ -82,7 +97,7 @@ class LiveUnit:
 
     @property
     def ours(self) -> bool:
-        return self.description.startswith(SDQOS_DESCRIPTION)
+        return marked(self.description)
 
 
 @dataclass(slots=True)
@@ -127,17 +142,24 @@ class Diff:
                 self.kept_why[n] = why
 
 
-def pod_slice_pattern(plan: Plan) -> re.Pattern:
-    root = plan.root_slice[: -len(".slice")]
-    return re.compile(rf"^{re.escape(root)}(?:-burstable|-besteffort)?-pod([A-Za-z0-9_]+)\.slice$")
-
-
-CONTAINER_SCOPE = re.compile(r"^sdqos-pod([A-Za-z0-9_]+)-.+\.scope$")
+def pod_slice_in(plan: Plan, name: str) -> PodSlice | None:
+    """What ``name`` says when it is a pod slice of ``plan``'s tree (its cgroupRoot), else None."""
+    ps = parse_pod_slice(name)
+    return ps if ps is not None and node_slice(ps.root) == plan.root_slice else None
 
 
 def _uid_of(name: str, plan: Plan) -> str | None:
-    m = pod_slice_pattern(plan).match(name) or CONTAINER_SCOPE.match(name)
-    return m.group(1).replace("_", "-") if m else None
+    ps = pod_slice_in(plan, name)
+    if ps is not None:
+        return ps.uid
+    cs = parse_container_scope(name)
+    return cs[0] if cs is not None else None
+
+
+def recorded_pod_key(applied: Mapping[str, Mapping[str, Any]], unit: str) -> str | None:
+    """The pod a unit was last synced for, as sync recorded it (None: no record, or one older than the key)."""
+    key = applied.get(unit, {}).get(POD_KEY)
+    return key if isinstance(key, str) else None
 
 
 def _is_grow(prop: str, old: int, new: int) -> bool:
@@ -147,7 +169,10 @@ def _is_grow(prop: str, old: int, new: int) -> bool:
 
 
 def _depth(name: str) -> int:
-    return name.count("-") + (1 if name.endswith(".scope") else 0)
+    """How deep a unit sits, to stop children before their parents: a slice by its name's levels,
+    a scope below every slice."""
+    comps = slice_components(name)
+    return len(comps) if comps is not None else UNIT_NAME_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,15 +215,6 @@ def foreign_mark(lu: LiveUnit) -> str | None:
     if lu.ours or not lu.transient:
         return None
     return lu.description or "no description"
-
-
-def _class_of_slice(name: str, root: str) -> str:
-    stem = root[: -len(".slice")]
-    if name.startswith(f"{stem}-burstable-"):
-        return BURSTABLE
-    if name.startswith(f"{stem}-besteffort-"):
-        return BESTEFFORT
-    return GUARANTEED
 
 
 class _Tree:
@@ -298,22 +314,25 @@ def compute_diff(
         return tree.under(name, off_limits)
 
     # --- units that should not be there (or are not ours) -------------------------------------
-    pod_re = pod_slice_pattern(plan)
+    def is_pod(name: str) -> bool:
+        return pod_slice_in(plan, name) is not None
+
+    keys = recorded_keys(applied)
     stale: list[LiveUnit] = []
     for name, lu in live.items():
         if name in planned or not (lu.exists or lu.failed) or off(name):
             continue
-        is_pod_slice = bool(pod_re.match(name))
-        is_container = bool(CONTAINER_SCOPE.match(name))
+        is_pod_slice = is_pod(name)
+        is_container = parse_container_scope(name) is not None
         if not (is_pod_slice or is_container):
-            if name.startswith(plan.root_slice[: -len(".slice")]) and name not in (plan.root_slice,):
-                d.foreign.append(name)
+            if name != plan.root_slice and in_tree(name, plan.root_slice):
+                d.foreign.append(name)  # a slice in sdqos's tree it did not make
             continue
         if not lu.ours:
             d.foreign.append(name)
             continue
         uid = _uid_of(name, plan)
-        key = _pod_key_from_description(lu.description)
+        key = keys.get(uid) if uid is not None else None
         protected = f"uid:{uid}" in invalid_keys or (key is not None and f"pod:{key}" in invalid_keys)
         if protected:
             d.keep([name], "its pod's manifest is invalid")
@@ -330,7 +349,7 @@ def compute_diff(
     keep: set[str] = set()
     why: dict[str, str] = {}
     for lu in stale:
-        if not pod_re.match(lu.name):
+        if not is_pod(lu.name):
             continue
         others = [n for n in tree.below(lu.name) if not (n in live and live[n].ours) and n not in runtime_owned]
         if others:
@@ -343,9 +362,10 @@ def compute_diff(
     frozen_pods: set[str] = set()
     moving: set[str] = set()  # old slices stopped because their pod moved to a new one
     for lu in stale:
-        if not pod_re.match(lu.name) or lu.name in keep:
+        if not is_pod(lu.name) or lu.name in keep:
             continue
-        uid, key = _uid_of(lu.name, plan), _pod_key_from_description(lu.description)
+        uid = _uid_of(lu.name, plan)
+        key = keys.get(uid) if uid is not None else None
         pp = next((p for p in plan.pods if p.uid == uid), None) or \
             next((p for p in plan.pods if key is not None and p.key == key), None)
         if pp is None:
@@ -370,7 +390,7 @@ def compute_diff(
             d.keep([lu.name], why.get(lu.name) or (f"in kept {top}: {why[top]}" if top else "kept"))
     stale = [lu for lu in stale if lu.name not in keep]
 
-    stale_pods = [lu for lu in stale if pod_re.match(lu.name)]
+    stale_pods = [lu for lu in stale if is_pod(lu.name)]
     if stale and not removals_safe:
         d.warnings.append(
             f"{len(stale_pods)} pod(s) not in the config kept running: some config files could not be read"
@@ -386,7 +406,7 @@ def compute_diff(
         return d
     else:
         limit = max_removals or RemovalLimit.parse(DEFAULT_MAX_REMOVALS)
-        running_pods = {n for n, lu in live.items() if n in tree.occupied and lu.ours and pod_re.match(n)}
+        running_pods = {n for n, lu in live.items() if n in tree.occupied and lu.ours and is_pod(n)}
         leaving = [lu.name for lu in stale_pods if lu.name in running_pods and lu.name not in moving]
         allowed = limit.allowed(len(running_pods))
         if len(leaving) > allowed:
@@ -402,7 +422,7 @@ def compute_diff(
 
     # --- units of the plan ----------------------------------------------------------------------
     for u in plan.units:
-        if u.owner is not None and u.owner.startswith("pod:") and u.owner[4:] in frozen_pods:
+        if u.owner is not None and u.owner.kind == POD and u.owner.name in frozen_pods:
             continue  # its pod keeps its old slice (see above)
         if off(u.name) or off(u.slice):
             continue
@@ -503,7 +523,8 @@ def _refused_move(pp: PodPlan, old_slice: str, plan: Plan) -> str:
     if old_uid is not None and old_uid != pp.uid:
         what = f"metadata.uid: changed from {old_uid} to {pp.uid}"
     else:
-        what = (f"spec: the QoS class changed from {_class_of_slice(old_slice, plan.root_slice)} to {pp.qos}"
+        old = pod_slice_in(plan, old_slice)
+        what = (f"spec: the QoS class changed from {old.qos if old else '?'} to {pp.qos}"
                 " (requests and limits)")
     return (f"{where}: {what} while pod {pp.key}'s containers run in {old_slice}; Kubernetes fixes a pod's "
             f"QoS class and uid for its life, so the running pod keeps its old slice and values. Recreate it: "
@@ -521,11 +542,6 @@ def unit_changes(u: UnitPlan, lu: LiveUnit) -> dict[str, tuple[int, int]]:
         if have is None or have != want:
             out[name] = (INFINITY if have is None else have, want)
     return out
-
-
-def _pod_key_from_description(description: str) -> str | None:
-    m = re.match(r"^sdqos (?:pod|container) ([a-z0-9.-]+/[a-z0-9.-]+)", description)
-    return m.group(1) if m else None
 
 
 def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -> None:
@@ -565,14 +581,14 @@ def kept_pods(plan: Plan, diff: Diff, live: Mapping[str, LiveUnit],
     """The pod slices ``diff`` keeps as they are, with the requests their pod was last synced with
     (what sync records in applied.json; a slice synced before that record: its own values read
     back), so they count in their tiers exactly as if their files were unchanged."""
-    pod_re = pod_slice_pattern(plan)
     planned = {u.name for u in plan.units}
     out = []
     for name in diff.kept:
         lu = live.get(name)
-        if not pod_re.match(name) or name in planned or lu is None or not lu.exists:
+        ps = pod_slice_in(plan, name)
+        if ps is None or name in planned or lu is None or not lu.exists:
             continue
-        cls = _class_of_slice(name, plan.root_slice)
+        cls = ps.qos
         last = applied.get(name, {})
         cpu, memory = last.get(REQUEST_CPU), last.get(REQUEST_MEMORY)
         props = {**lu.props, **{k: v for k, v in last.items() if k not in lu.props}}
@@ -603,7 +619,30 @@ def _memory_back(props: Mapping[str, int], cls: str) -> int:
     return 0
 
 
-def pod_requests_record(pp: PodPlan) -> dict[str, int]:
+def pod_requests_record(pp: PodPlan) -> dict[str, Any]:
     """What sync records for a pod slice besides its properties (applied.json): its requests, to
-    count it in its tier while it is kept."""
-    return {REQUEST_CPU: pp.requests["cpu"], REQUEST_MEMORY: pp.requests["memory"]}
+    count it in its tier while it is kept, and its pod's key, to know whose it is once its file is gone."""
+    return {REQUEST_CPU: pp.requests["cpu"], REQUEST_MEMORY: pp.requests["memory"], POD_KEY: pp.key}
+
+
+def recorded_owner(name: str, keys: Mapping[str, str]) -> Owner | None:
+    """Who a unit sdqos made for a pod was for, when the plan no longer says (its file is gone or
+    invalid): the pod's key from the record sync keeps (``keys``: :func:`recorded_keys`), the
+    container from the scope's name. None: not a pod's unit, or no record of its pod."""
+    ps = parse_pod_slice(name)
+    cs = parse_container_scope(name) if ps is None else None
+    uid = ps.uid if ps is not None else cs[0] if cs is not None else None
+    key = keys.get(uid) if uid is not None else None
+    if key is None:
+        return None
+    return Owner.pod(key, cs[1] if cs is not None else None)
+
+
+def recorded_keys(applied: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Pod uid → its pod's key, from the record of each pod slice sync applied."""
+    out = {}
+    for unit, rec in applied.items():
+        key = rec.get(POD_KEY)
+        if isinstance(key, str) and (ps := parse_pod_slice(unit)) is not None:
+            out[ps.uid] = key
+    return out

@@ -15,6 +15,7 @@ from typing import Mapping
 
 from sdqos.kube import eviction as ev
 from sdqos.kube.model import MEMORY
+from sdqos.kube.naming import parse_podman_conmon_scope, parse_podman_scope, podman_conmon_scope, podman_scope
 from sdqos.plan.engine import Plan
 
 
@@ -331,9 +332,9 @@ async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
         ours = {c.scope for c in pp.containers}
         running = await _units_in(sd, pp.slice)
         podman_units: list[str] = []
-        if any(u.startswith("libpod-") for u in running):
+        if any(parse_podman_scope(u) or parse_podman_conmon_scope(u) for u in running):
             mine = podman_pods.pod_containers(pp)
-            own = {f"libpod-{c.id}.scope" for c in mine} | {f"libpod-conmon-{c.id}.scope" for c in mine}
+            own = {podman_scope(c.id) for c in mine} | {podman_conmon_scope(c.id) for c in mine}
             podman_units = sorted(running & own)  # the containers and their conmon: podman's to stop
             podman.remove([c.name for c in mine], grace_s=grace)
         scopes = sorted(u for u in running if u in ours)

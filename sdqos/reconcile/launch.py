@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from sdqos.errors import InvalidInput, ScopeBusy, SdqosError, SystemdError, UnitExists
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import UNIT, Systemd
-from sdqos.kube.naming import MACHINE_SLICE, machine_scope
+from sdqos.kube.naming import (
+    MACHINE_SLICE,
+    Owner,
+    description,
+    machine_scope,
+    marked,
+    parse_libvirt_scope,
+    scope_maker,
+)
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
 from sdqos.reconcile.apply import create_properties
 
@@ -81,8 +89,9 @@ def vm_target(plan: Plan, name: str) -> Target:
         raise InvalidInput(f"VM {name} is libvirt's (spec.libvirt.domain: {vp.vm.libvirt_domain}): libvirt starts it "
                            "and sdqos tunes it in libvirt's scope; run --vm and adopt --vm are for VMs no manager runs")
     scope = vp.scope or machine_scope(name)
-    unit = plan.unit(scope) or UnitPlan(scope, MACHINE_SLICE, "vm", f"sdqos vm {name} ({vp.qos})", dict(vp.properties),
-                                        vp.resources, owner=f"vm:{name}", create=False)
+    owner = Owner.vm(name)
+    unit = plan.unit(scope) or UnitPlan(scope, MACHINE_SLICE, "vm", description("vm", owner, vp.qos), dict(vp.properties),
+                                        vp.resources, owner=owner, create=False)
     return Target(unit, ancestors(plan, MACHINE_SLICE), vp.oom_score_adj, f"vm {name}",
                   machine=name if scope == machine_scope(name) else None)
 
@@ -247,11 +256,6 @@ def set_oom(pids: list[int], target: Target) -> list[str]:
 
 
 # Scopes other managers make, by name: (prefix, who). A process there is theirs; moving it breaks them.
-OTHER_MANAGERS = (("machine-qemu", "libvirt"), ("libpod-conmon-", "podman's conmon"), ("libpod-", "podman"),
-                  ("docker-", "docker"), ("cri-containerd-", "containerd"), ("crio-conmon-", "CRI-O's conmon"),
-                  ("crio-", "CRI-O"), ("machine-", "systemd-machined"))
-
-
 def owner_of(pid: int, target: Target) -> tuple[str, bool] | None:
     """Whose the process is when not free to adopt: (its unit and who manages it, whether --force
     may override). None: it may be adopted (no unit, a session or ``systemd-run --scope`` scope, or
@@ -267,11 +271,11 @@ def owner_of(pid: int, target: Target) -> tuple[str, bool] | None:
     if unit.endswith(".service"):
         return f"{unit} (a service: systemd manages its processes)", True
     if unit.endswith(".scope"):
-        if unit.startswith("sdqos-pod"):
+        maker = scope_maker(unit)
+        if maker == "sdqos":
             return f"{unit} (another container's scope)", True
-        for prefix, who in OTHER_MANAGERS:
-            if unit.startswith(prefix):
-                return f"{unit} ({who})", True
+        if maker is not None:
+            return f"{unit} ({maker})", True
         if "/machine.slice/" in f"{path}/":
             return f"{unit} (a machine in machine.slice)", True
     return None
@@ -306,17 +310,14 @@ def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
 async def vm_owned_elsewhere(sd: Systemd, target: Target, name: str) -> str | None:
     """The scope of a running machine called ``name`` that libvirt or machined manage (not sdqos):
     ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
-    from sdqos.kube.naming import systemd_unescape
-    from sdqos.reconcile.scopes import _LIBVIRT_SCOPE
-
     units = await sd.read_units(["machine-*.scope"], {UNIT: ["Description"]})
     for unit, st in units.items():
         if st.active_state not in ("active", "activating"):
             continue
-        m = _LIBVIRT_SCOPE.match(unit)
-        if m and systemd_unescape(m.group(1)) == name:
+        lv = parse_libvirt_scope(unit)
+        if lv is not None and lv[1] == name:
             return unit
-        if unit == target.unit.name and not str(st.props.get("Description", "")).startswith("sdqos vm "):
+        if unit == target.unit.name and not marked(str(st.props.get("Description", ""))):
             return unit
     return None
 

@@ -15,7 +15,15 @@ from sdqos import humanize as H
 from sdqos.errors import SdqosError
 from sdqos.host import cgroupfs, facts
 from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
-from sdqos.kube.naming import MACHINE_SLICE
+from sdqos.kube.naming import (
+    CONTAINER_SCOPE_GLOB,
+    MACHINE_SLICE,
+    in_tree,
+    parse_container_scope,
+    parse_podman_conmon_scope,
+    parse_podman_scope,
+    tree_globs,
+)
 from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
 from sdqos.reconcile.binding import (
@@ -41,9 +49,9 @@ KUBELET = "kubelet.service"  # listed with the tree (no call of its own): sync w
 def live_patterns(plan: Plan) -> list[str]:
     """Globs covering every unit sdqos may manage: the kubepods tree, container scopes, and the
     plan's other units (machine.slice, VM scopes, reserved cgroups) by name."""
-    stem = plan.root_slice[: -len(".slice")]
-    patterns = [f"{stem}.slice", f"{stem}-*.slice", "sdqos-pod*.scope", KUBELET]
-    extra = [u.name for u in plan.units if not u.name.startswith((stem, "sdqos-pod"))]
+    patterns = [*tree_globs(plan.root_slice), CONTAINER_SCOPE_GLOB, KUBELET]
+    extra = [u.name for u in plan.units
+             if not (in_tree(u.name, plan.root_slice) or parse_container_scope(u.name) is not None)]
     return patterns + sorted(set(extra))
 
 
@@ -179,7 +187,7 @@ async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *
     errors: list[str] = []
     containers = memo.podman(scopes, lambda: podman_containers(scopes, errors)) if memo is not None \
         else podman_containers(scopes, errors)
-    unsure = frozenset(n for n in scopes if containers is None and n.startswith("libpod-"))
+    unsure = frozenset(n for n in scopes if containers is None and (parse_podman_scope(n) or parse_podman_conmon_scope(n)))
     containers = containers or {}
     machine = machine_scopes(scopes)
     if not machine:
@@ -219,7 +227,7 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
     page = facts.page_size()
     for u in plan.units:
         lu, sc = live.get(u.name), scopes.get(u.name)
-        if u.create or u.name.startswith("sdqos-pod") or lu is None or sc is None or lu.kernel_drift:
+        if u.create or parse_container_scope(u.name) is not None or lu is None or sc is None or lu.kernel_drift:
             continue  # (sdqos's own container scopes were checked by read_live)
         check = {k: v for k, v in u.properties.items() if k in lu.props}
         if PERIOD_PROPERTY in check or "CPUQuotaPerSecUSec" in check:

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from sdqos.errors import HostError
 from sdqos.host import cgroupfs, rundir
 from sdqos.host.inputs import MACHINED_STATE
-from sdqos.reconcile.scopes import PODMAN_CONMON_ID, PODMAN_SCOPE, LiveScope
+from sdqos.kube.naming import parse_podman_conmon_scope, parse_podman_scope
+from sdqos.reconcile.scopes import LiveScope
 
 if TYPE_CHECKING:  # imported when something runs in machine.slice or a libpod scope, not on every sync
     from sdqos.host import libvirt
@@ -92,8 +93,8 @@ class Memo:
     def podman(self, scopes: dict[str, LiveScope],
                ask: Callable[[], dict[str, PodmanContainer] | None]) -> dict[str, PodmanContainer] | None:
         """podman's containers by id (``ask``: :func:`sdqos.reconcile.binding.podman_containers`)."""
-        names = sorted(n for n in scopes if PODMAN_SCOPE.match(n) or PODMAN_CONMON_ID.match(n))
-        if not any(PODMAN_SCOPE.match(n) for n in names):
+        names = sorted(n for n in scopes if parse_podman_scope(n) or parse_podman_conmon_scope(n))
+        if not any(parse_podman_scope(n) for n in names):
             return ask()  # no container scope: podman is not asked at all
         from sdqos.host.podman import PodmanContainer
 

@@ -7,7 +7,6 @@ kernel has counted since.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,14 +14,13 @@ from pathlib import Path
 from sdqos import humanize as H
 from sdqos.errors import HostError
 from sdqos.host import cgroupfs, oomevents, rundir
-from sdqos.kube.naming import MACHINE_SLICE
+from sdqos.kube.naming import MACHINE_SLICE, POD, ROOT_SLICE, VM, parent_slice
 from sdqos.plan.engine import Plan
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.oomkills import Kill, Result, Watched, account
 
 COUNTED = ("container", "vm")  # the leaves: a kill below a pod or tier is its container's
 PLACED = ("pod", "container", "vm")  # a log record below none of these (a tier, the node) is not a workload's
-_DESCRIPTION = re.compile(r"sdqos (?:pod|container|vm) (\S+)(?: \((\w+)\))?$")
 
 
 def watched(plan: Plan, kinds: tuple[str, ...] | None = None, only=None) -> list[Watched]:
@@ -30,14 +28,16 @@ def watched(plan: Plan, kinds: tuple[str, ...] | None = None, only=None) -> list
     paths, names and memory limits."""
     out = []
     slices: dict[str, str] = {}
+    qos = {(POD, pp.key): pp.qos for pp in plan.pods} | {(VM, v.vm.name): v.qos for v in plan.vms}
     for u in plan.units:
         if kinds is not None and u.kind not in kinds or only is not None and u.name not in only:
             continue
-        m = _DESCRIPTION.match(u.description or "")
-        name = (f"vm {m.group(1)}" if u.kind == "vm" else m.group(1)) if m else ""
+        o = u.owner
+        name = "" if o is None else f"vm {o.name}" if o.kind == VM else f"{o.name}/{o.container}" if o.container else o.name
         mem = memory_limit(u.properties)
         cgroup = _slice_path(u.name, slices) if u.name.endswith(".slice") else f"{_slice_path(u.slice, slices)}/{u.name}"
-        out.append(Watched(u.name, cgroup, u.kind, name, m.group(2) if m else None, None if mem == INFINITY else mem))
+        out.append(Watched(u.name, cgroup, u.kind, name, qos.get((o.kind, o.name)) if o is not None else None,
+                           None if mem == INFINITY else mem))
     if (kinds is None or "vm" in kinds) and only is None:  # a declared VM whose scope ended (its qemu OOM-killed?)
         bound = {u.name for u in plan.units}
         for v in plan.vms:
@@ -53,10 +53,7 @@ def _slice_path(name: str, memo: dict[str, str]) -> str:
     for thousands of scopes in a few hundred slices."""
     path = memo.get(name)
     if path is None:
-        stem = name[: -len(".slice")]
-        cut = stem.rfind("-")
-        path = "" if stem in ("", "-") else (
-            (_slice_path(stem[:cut] + ".slice", memo) if cut > 0 else "") + "/" + name)
+        path = "" if name == ROOT_SLICE else _slice_path(parent_slice(name), memo) + "/" + name
         memo[name] = path
     return path
 

@@ -16,6 +16,7 @@ from sdqos.errors import InvalidInput, PodRunning, SdqosError
 from sdqos.host import podman
 from sdqos.host import volumes as host_volumes
 from sdqos.host.systemd import Systemd
+from sdqos.kube.naming import podman_scope
 from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
 from sdqos.plan import podman as flags
@@ -42,7 +43,7 @@ def live_scopes(pp: PodPlan) -> dict[str, tuple[str, str]]:
     for c in pod_containers(pp):
         name = c.labels.get(flags.CONTAINER_LABEL)
         if c.state in RUNNING_STATES and name:
-            out[name] = (f"libpod-{c.id}.scope", f"podman container {c.name}")
+            out[name] = (podman_scope(c.id), f"podman container {c.name}")
     return out
 
 

@@ -28,7 +28,7 @@ class Report:
     dbus_calls: int = 0
     disconnects: int = 0
     oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
-    descriptions: dict[str, str] = field(default_factory=dict)  # removed units' Descriptions (who they were for)
+    whose: dict[str, str] = field(default_factory=dict)  # removed units → who they were for (ns/pod[/container])
     plan: object = None  # the plan synced to (with what runs in machine.slice counted)
     oom_kills: list = field(default_factory=list)  # new OOM kills (reconcile.oomkills.Kill), each reported once
 

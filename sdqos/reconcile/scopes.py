@@ -32,7 +32,13 @@ import re
 from dataclasses import dataclass, field
 
 from sdqos.kube.manifests import SCOPES_ANNOTATION, parse_scopes_annotation
-from sdqos.kube.naming import machine_scope, systemd_unescape
+from sdqos.kube.naming import (
+    machine_scope,
+    parse_libvirt_scope,
+    parse_podman_conmon_scope,
+    parse_podman_scope,
+    systemd_unescape,
+)
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
 from sdqos.plan.podman import CONTAINER_LABEL, UID_LABEL
 
@@ -90,32 +96,18 @@ def annotation_hits(scope_name: str, pod: PodPlan) -> list[tuple[str, str]]:
     return sorted(hits, key=lambda h: _specificity(h[1]), reverse=True)
 
 
-_PODMAN_POD_SLICE = re.compile(r"^(.+)-libpod_pod_[0-9a-f]{64}\.slice$")
-
-
-def owning_slice(slice_name: str) -> str:
-    """The slice a scope counts under: a podman pod's sub-slice (``podman pod create
-    --cgroup-parent=<slice>`` makes ``<slice stem>-libpod_pod_<id>.slice``) counts as its parent."""
-    m = _PODMAN_POD_SLICE.match(slice_name)
-    return f"{m.group(1)}.slice" if m else slice_name
-
-
-PODMAN_SCOPE = re.compile(r"^libpod-([0-9a-f]{64})\.scope$")
-PODMAN_CONMON_SCOPE = PODMAN_CONMON_ID = re.compile(r"^libpod-conmon-([0-9a-f]{64})\.scope$")
-
-
 def runtime_scope(name: str) -> bool:
     """A scope a container runtime keeps for itself (podman's conmon), never a container's."""
-    return PODMAN_CONMON_SCOPE.match(name) is not None
+    return parse_podman_conmon_scope(name) is not None
 
 
 def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str, str]] | None = None) -> str | None:
     """The container of ``pod`` a foreign scope in its slice belongs to, by the rule above.
     ``labelled``: podman's container id → labels."""
     names = [c.name for c in pod.containers]
-    m = PODMAN_SCOPE.match(scope.name)
-    if m and labelled and m.group(1) in labelled:
-        labels = labelled[m.group(1)]
+    cid = parse_podman_scope(scope.name)
+    if cid is not None and labelled and cid in labelled:
+        labels = labelled[cid]
         if labels.get(UID_LABEL) == pod.uid and labels.get(CONTAINER_LABEL) in names:
             return labels[CONTAINER_LABEL]
     hits = annotation_hits(scope.name, pod)
@@ -126,15 +118,6 @@ def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str
         if len(named) == 1:
             return named[0]
     return None
-
-
-_LIBVIRT_SCOPE = re.compile(r"^machine-qemu\\x2d[0-9]+\\x2d(.+)\.scope$")
-
-
-def in_machine_tree(slice_name: str) -> bool:
-    """machine.slice or a slice below it (a libvirt partition ``/machine/tenant1`` is
-    ``machine-tenant1.slice``)."""
-    return slice_name == "machine.slice" or slice_name.startswith("machine-")
 
 
 def vm_scope_for(vm: VMPlan, live: dict[str, LiveScope], pid: int | None = None) -> str | None:
@@ -151,8 +134,8 @@ def vm_scope_for(vm: VMPlan, live: dict[str, LiveScope], pid: int | None = None)
         return None
     if spec.libvirt_domain:  # no record from libvirt (another pid namespace): its usual scope name
         for name in live:
-            m = _LIBVIRT_SCOPE.match(name)
-            if m and systemd_unescape(m.group(1)) == spec.libvirt_domain:
+            lv = parse_libvirt_scope(name)
+            if lv is not None and lv[1] == spec.libvirt_domain:
                 return name
         return None
     if spec.pid_file:

@@ -21,7 +21,15 @@ from sdqos.host.systemd import Systemd
 from sdqos.plan.engine import MachineCharge, Plan, recount
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
-from sdqos.reconcile.diff import RemovalLimit, clamp_to_usage, compute_diff, kept_pods, pod_requests_record
+from sdqos.reconcile.diff import (
+    RemovalLimit,
+    clamp_to_usage,
+    compute_diff,
+    kept_pods,
+    pod_requests_record,
+    recorded_keys,
+    recorded_owner,
+)
 from sdqos.reconcile import oomwatch
 from sdqos.reconcile.live import KUBELET, container_kernel_off, container_refusals, kernel_refusals, observe
 from sdqos.reconcile.memo import Memo
@@ -110,8 +118,9 @@ async def sync(
     report.kept_why = dict(diff.kept_why)
     report.foreign = diff.foreign + unmatched
     report.unchanged = list(diff.unchanged)
-    report.descriptions = {a.unit: live[a.unit].description for a in diff.actions
-                           if a.kind == "stop" and a.unit in live and live[a.unit].description}
+    keys = recorded_keys(applied) if any(a.kind == "stop" for a in diff.actions) else {}
+    report.whose = {a.unit: f"{o.name}/{o.container}" if o.container else o.name for a in diff.actions
+                    if a.kind == "stop" and (o := recorded_owner(a.unit, keys)) is not None}
     if diff.abort:
         report.aborted = True
         report.duration_s = time.monotonic() - t0
@@ -162,8 +171,8 @@ async def sync(
 def _only_pod(plan: Plan, key: str, diff, obs, report: Report) -> None:
     """Narrow a diff to one pod's units: updates of its slice, the slices above it and the scopes
     in it; the rest of the tree (and what other pods' problems say) is the next sync's."""
+    from sdqos.kube.naming import owning_slice
     from sdqos.reconcile.launch import ancestors
-    from sdqos.reconcile.scopes import owning_slice
 
     pp = plan.pod(key)
     units = {u.name for u in ancestors(plan, pp.slice)} if pp is not None else set()
@@ -190,25 +199,24 @@ def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
     every pod's side by side with its own grace period, so podman's own record is right and a pod
     that comes back starts afresh. If podman cannot, the slices holding its containers stay and the
     error says why."""
-    from sdqos.reconcile.diff import pod_slice_pattern
+    from sdqos.kube.naming import owning_slice, parse_podman_conmon_scope, parse_podman_scope
+    from sdqos.reconcile.diff import pod_slice_in
 
     if not any(a.kind == "stop" for a in diff.actions):
         return  # nothing stops (every warm sync): podman's modules are not even imported
     from sdqos.host import podman
     from sdqos.host import volumes as host_volumes
     from sdqos.reconcile import podman_pods
-    from sdqos.reconcile.scopes import PODMAN_CONMON_ID, PODMAN_SCOPE, owning_slice
 
-    pattern = pod_slice_pattern(plan)
     stopping: dict[str, str] = {}  # uid → slice
     for a in diff.actions:
-        m = pattern.match(a.unit) if a.kind == "stop" else None
-        if m:
-            stopping[m.group(1).replace("_", "-")] = a.unit
+        ps = pod_slice_in(plan, a.unit) if a.kind == "stop" else None
+        if ps is not None:
+            stopping[ps.uid] = a.unit
     if not stopping or (not obs.podman_managed and not podman.installed()):
         return  # no podman on this host: no containers of it either
     holding = {owning_slice(sc.slice) for name, sc in obs.scopes.items()
-               if PODMAN_SCOPE.match(name) or PODMAN_CONMON_ID.match(name)}
+               if parse_podman_scope(name) or parse_podman_conmon_scope(name)}
     try:
         found = podman_pods.managed_containers(set(stopping))
     except SdqosError as exc:  # its containers stay, running ones in their slice

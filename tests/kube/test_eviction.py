@@ -231,7 +231,7 @@ def test_node_yaml_no_allocatable_threshold_without_pods_enforcement():
     ("evictionPressureTransitionPeriod: 5x\n", "node.yaml: evictionPressureTransitionPeriod: '5x' is not a duration (e.g. 100ms, 1s)"),
     ("evictionSoft: [memory.available]\n", "node.yaml: evictionSoft: must be a mapping of eviction signal to value"),
     ("evictionHard: {memory.available: -1}\n",
-     "node.yaml: evictionHard.memory.available: must be a quantity or a percentage, not -1"),
+     "node.yaml: evictionHard.memory.available: must be a quantity or a percentage (a string), not -1"),
 ])
 def test_node_yaml_errors_one_line_each(text, line):
     _, errors = node(text)
@@ -599,3 +599,25 @@ def test_pid_rank_and_victim(cands):
     v = ev.victim(ranked)
     evictable = [c for c in ranked if not c.critical]
     assert v == (evictable[0] if evictable else None)
+
+
+# One parser for evictionHard: node.yaml's allocatable (read on every load) and the eviction
+# settings read the same statement the same way — kubelet parses it once (parseThresholdStatement).
+@pytest.mark.parametrize("value", [
+    "5%", "5%%", "25.5%", "1e1%", "0x1p-2%", "0%", "100%", "100Mi", "1Gi",  # taken
+    "inf%", "150%", "-5%", "1e400%", "x%", "%", "-1Gi", "0", "abc", "0x1p-2",  # refused
+])
+def test_eviction_hard_read_the_same_by_both_call_sites(value):
+    _, node_errors = node(f"evictionHard: {{memory.available: {value!r}}}\nenforceNodeAllocatable: [pods]\n")
+    cfg, eviction_errors = ev.parse_eviction_config({"evictionHard": {"memory.available": value}}, ["pods"])
+    assert [e.line() for e in node_errors] == [e.line() for e in eviction_errors]
+    if not eviction_errors:
+        hard = [t.value for t in cfg.thresholds if t.signal == "memory.available"]
+        assert hard == ([] if value in ("0%", "100%") else [ev.parse_threshold_statement("memory.available", value)])
+
+
+def test_double_percent_is_kubelets_percentage_in_node_yaml():
+    """parsePercentage's TrimRight takes every '%': "5%%" is 5 % for allocatable too (it was refused)."""
+    cfg, errors = node("evictionHard: {memory.available: 5%%}\n")
+    assert errors == []
+    assert ev.config_of(cfg).thresholds[0].value == pct(0.05)

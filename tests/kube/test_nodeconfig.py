@@ -106,10 +106,10 @@ def test_percentage():
     ("50.5%", 0.5049999952316284),
 ])
 def test_eviction_threshold_accepted(value, expected):
-    from sdqos.kube.nodeconfig import parse_eviction_threshold
+    from sdqos.kube.thresholds import parse_threshold_statement
 
-    t = parse_eviction_threshold("memory.available", value)
-    assert (t.value() if hasattr(t, "value") else t) == expected
+    t = parse_threshold_statement("memory.available", value)
+    assert (None if t is None else t.quantity if t.quantity is not None else t.percentage) == expected
 
 
 @pytest.mark.parametrize("signal, value, message", [
@@ -124,10 +124,10 @@ def test_eviction_threshold_accepted(value, expected):
     ("memory.avail", "1Gi", "unsupported eviction signal memory.avail"),
 ])
 def test_eviction_threshold_refused(signal, value, message):
-    from sdqos.kube.nodeconfig import parse_eviction_threshold
+    from sdqos.kube.thresholds import parse_threshold_statement
 
     with pytest.raises(ValueError) as e:
-        parse_eviction_threshold(signal, value)
+        parse_threshold_statement(signal, value)
     assert message in str(e.value)
 
 
@@ -179,7 +179,8 @@ def test_node_values_that_could_not_be_sent_are_refused(tmp_path, text, field, m
 def test_eviction_percentage_of_capacity_is_kubelets_float32_figure():
     """kubelet: int64(float64(capacity) * float64(float32 percentage)): 10% of 8Gi is 858993472
     (float64 arithmetic would say 858993459); that much less allocatable for pods."""
-    from sdqos.kube.nodeconfig import _eviction_memory, parse_eviction_threshold
+    from sdqos.kube.nodeconfig import _eviction_memory
+    from sdqos.kube.thresholds import parse_threshold_statement as parse_eviction_threshold
 
     assert _eviction_memory({"memory.available": parse_eviction_threshold("memory.available", "10%")}, 8 * 2**30) \
         == 858993472

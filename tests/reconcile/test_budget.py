@@ -12,7 +12,7 @@ from sdqos.kube.model import BURSTABLE
 from sdqos.plan.engine import KeptPod, MachineCharge, build_plan, recount
 from sdqos.plan.properties import INFINITY
 from sdqos.reconcile.budget import cpu_millis, machine_charges
-from sdqos.reconcile.diff import (REQUEST_CPU, REQUEST_MEMORY, Diff, LiveUnit, clamp_to_usage, kept_pods,
+from sdqos.reconcile.diff import (POD_KEY, REQUEST_CPU, REQUEST_MEMORY, Diff, LiveUnit, clamp_to_usage, kept_pods,
                                   pod_requests_record)
 from sdqos.reconcile.scopes import LiveScope
 
@@ -275,7 +275,7 @@ def test_a_kept_pod_counts_in_its_tier_exactly_as_if_its_file_were_unchanged():
     full = build_plan(n, [a, b], [], "v1")
     pb = full.pod("t/b")
     record = pod_requests_record(pb)
-    assert record == {REQUEST_CPU: 700, REQUEST_MEMORY: 200 * MiB}
+    assert record == {REQUEST_CPU: 700, REQUEST_MEMORY: 200 * MiB, POD_KEY: "t/b"}
     without = build_plan(n, [a], [], "v1")
     kept = recount(without, [KeptPod(pb.slice, BURSTABLE, 700, 200 * MiB, "held back by --max-removals 0")])
     tiers = lambda p: {u.name: u.properties for u in p.units if u.kind in ("node", "tier")}

@@ -146,3 +146,44 @@ def test_clamp_tier_limit_to_usage():
     clamp_to_usage(plan, live, warnings)
     assert plan.unit("kubepods-burstable.slice").properties["MemoryLimit"] == 2 * 2**30
     assert warnings == ["kubepods-burstable.slice: MemoryLimit clamped to current usage 2147483648 (qosReserved wanted 1073741824)"]
+
+
+def _uid_pod(uid):
+    return pod_from({"metadata": {"name": "web", "namespace": "default", "uid": uid},
+                     "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}})
+
+
+def test_a_kept_slice_is_known_by_the_record_sync_kept_never_by_its_description():
+    """Who an old pod slice is for comes from applied.json (sync records the pod's key), not from
+    its Description: a slice whose Description names another pod is still web's, and with a
+    record written before the key was, the slice is known by its name alone (a stale pod)."""
+    from sdqos.reconcile.diff import pod_requests_record
+    from sdqos.reconcile.scopes import LiveScope
+
+    before, after = plan_of(_uid_pod("1111")), plan_of(_uid_pod("2222"))
+    old = before.pods[0]
+    live = live_from(before)
+    live[old.slice].description = "sdqos pod elsewhere/other (Burstable)"  # misleading: must not matter
+    scope = old.containers[0].scope
+    live[scope] = LiveUnit(scope, description="sdqos container elsewhere/other/c (Burstable)")
+    scopes = {scope: LiveScope(scope, old.slice, f"/x/{scope}", pids=[4242])}
+    applied = {old.slice: {**old.properties, **pod_requests_record(old)}}
+    d = compute_diff(after, live, applied, scopes=scopes)
+    assert d.frozen == {old.slice: "default/web"}  # the uid change is refused while it runs
+    assert d.invalid and "metadata.uid: changed from 1111 to 2222" in d.invalid[0]
+    assert not any(a.kind == "stop" for a in d.actions)
+    # the same with an old record (no key): nothing says whose it is; the slice is a stale pod's
+    old_record = {old.slice: {k: v for k, v in applied[old.slice].items() if k != "sdqos.pod"}}
+    d = compute_diff(after, live, old_record, scopes=scopes)
+    assert d.frozen == {} and [a.unit for a in d.actions if a.kind == "stop"] == [scope, old.slice]
+
+
+def test_an_invalid_pod_is_protected_by_its_recorded_key():
+    from sdqos.reconcile.diff import pod_requests_record
+
+    gone = mk("broken", requests={"cpu": "100m"})
+    before, after = plan_of(gone), plan_of()
+    pp = before.pods[0]
+    applied = {pp.slice: pod_requests_record(pp)}
+    d = compute_diff(after, live_from(before), applied, invalid_keys={"pod:default/broken"}, allow_empty=True)
+    assert pp.slice in d.kept and not any(a.kind == "stop" for a in d.actions)

@@ -38,7 +38,7 @@ def test_podman_labels_decide_and_conmon_is_never_a_container():
                                                              "sdqos.io/managed": "true"}, "running")}
     warnings: list[str] = []
     bindings, unmatched = bind_scopes(plan, scopes, warnings, containers)
-    assert bindings[f"libpod-{A}.scope"].owner == "pod shop/web container sidecar"
+    assert str(bindings[f"libpod-{A}.scope"].owner) == "pod shop/web container sidecar"
     assert unmatched == [f"libpod-{B}.scope"]  # no labels: nothing says whose it is
     assert f"libpod-conmon-{A}.scope" not in bindings and f"libpod-conmon-{A}.scope" not in unmatched
     assert managed_podman_scopes(scopes, containers) == {f"libpod-{A}.scope": "shop_web_sidecar",
@@ -59,8 +59,8 @@ def test_the_most_specific_glob_wins_whatever_the_order():
     scopes = dict([scope(plan, f"libpod-{A}.scope"), scope(plan, f"libpod-{B}.scope")])
     warnings: list[str] = []
     bindings, _ = bind_scopes(plan, scopes, warnings)
-    assert bindings[f"libpod-{A}.scope"].owner == "pod shop/web container nginx"
-    assert bindings[f"libpod-{B}.scope"].owner == "pod shop/web container sidecar"
+    assert str(bindings[f"libpod-{A}.scope"].owner) == "pod shop/web container nginx"
+    assert str(bindings[f"libpod-{B}.scope"].owner) == "pod shop/web container sidecar"
     assert warnings == []
 
 
@@ -69,7 +69,7 @@ def test_a_glob_matching_several_scopes_or_never_deciding_is_a_warning():
     scopes = dict([scope(plan, f"libpod-{A}.scope"), scope(plan, f"libpod-{B}.scope"), scope(plan, f"libpod-{C}.scope")])
     warnings: list[str] = []
     bindings, _ = bind_scopes(plan, scopes, warnings)
-    assert bindings[f"libpod-{A}.scope"].owner == "pod shop/web container sidecar"
+    assert str(bindings[f"libpod-{A}.scope"].owner) == "pod shop/web container sidecar"
     assert warnings == [f"pod shop/web: sdqos.io/scopes nginx=libpod-*.scope matches 2 scopes "
                         f"(libpod-{B}.scope, libpod-{C}.scope); each gets nginx's values: make the glob specific"]
     plan = plan_with(f"nginx=libpod-*.scope,sidecar=libpod-{A}.scope")
@@ -88,7 +88,7 @@ def test_a_podman_pods_sub_slice_counts_as_its_pod_slice():
     containers = {A: PodmanContainer(A, "n", {"io.kubernetes.pod.uid": pp.uid, "io.kubernetes.container.name": "nginx"},
                                      "running")}
     bindings, unmatched = bind_scopes(plan, scopes, [], containers)
-    assert bindings[name].owner == "pod shop/web container nginx" and unmatched == []
+    assert str(bindings[name].owner) == "pod shop/web container nginx" and unmatched == []
     assert plan.unit(name).slice == sub  # tuned where it is
 
 
@@ -112,6 +112,6 @@ def test_a_glob_match_and_a_scope_in_machine_slice_in_one_pass():
     scopes[other] = LiveScope(other, "machine.slice", f"/machine.slice/{other}", [100])
     warnings: list[str] = []
     bindings, _ = bind_scopes(plan, scopes, warnings, {}, names={other: "podman container web1"})
-    assert bindings[f"libpod-{A}.scope"].owner == "pod shop/web container nginx"
+    assert str(bindings[f"libpod-{A}.scope"].owner) == "pod shop/web container nginx"
     assert warnings == [f"{other} in machine.slice is podman container web1, not a VM: left running, untouched, counted "
                         "in the node budget (run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]
