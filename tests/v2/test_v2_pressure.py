@@ -212,7 +212,7 @@ def test_v2_mixed_node_a_real_hog_and_the_installed_service(v2guest):
             log = f"/root/mx/{name.replace('/', '-')}.log"
             g.check(f"(sdqos run --config {cfg} {who} -- python3 -c \"{HOLDS}\" {mib} {name} >{log} 2>&1 &)")
             deadline = time.monotonic() + 120
-            while g.run(f"pgrep -f '[p]ython3 -c .* {name}$'").rc != 0:
+            while g.run(f"pgrep -f '^python3 -c .* {name}$'").rc != 0:
                 assert time.monotonic() < deadline, g.run(f"cat {log}").stdout
                 time.sleep(1)
         deadline = time.monotonic() + 300
@@ -254,9 +254,9 @@ def test_v2_mixed_node_a_real_hog_and_the_installed_service(v2guest):
               f"{m['gap']:.2f} s")
         assert evicted == ["evicted vm vm/vm1", "evicted pod mx/be"], said
         for name in ("mx/guar", "mx/under", "mx/over"):
-            assert g.run(f"pgrep -f '[p]ython3 -c .* {name}$'").rc == 0, name
+            assert g.run(f"pgrep -f '^python3 -c .* {name}$'").rc == 0, name
         for name in ("vm/vm1", "mx/be"):
-            assert g.run(f"pgrep -f '[p]ython3 -c .* {name}$'").rc != 0, name
+            assert g.run(f"pgrep -f '^python3 -c .* {name}$'").rc != 0, name
         assert g.check("systemctl is-active sdqos-test-hog.service").strip() == "active"  # not sdqos's
         left = set(g.check("systemctl list-units --no-legend --plain --state=active | awk '{print $1}'").split())
         gone = {u for u in units - left if not u.startswith(("sdqos-pod", "machine-vm1"))}
