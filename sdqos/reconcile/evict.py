@@ -426,6 +426,8 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
     from sdqos.host import pressure as hp
 
     root = root or hp.ROOT
+    if evict_on:
+        _warm(bus_address, say)
     state: ev.ManagerState | None = ev.ManagerState()
     notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
     psi: list[hp.PsiTrigger] = []  # the node's memory stalls (PSI), armed once: wakes a pass on any kernel with PSI
@@ -496,6 +498,26 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
             x.close()
         for trigger in psi:
             trigger.close()
+
+
+def _warm(bus_address: str | None, say) -> None:
+    """Load the eviction's code (the D-Bus library, podman's module) and connect once, at start: on
+    a node short of memory, reading code from disk takes the seconds the first eviction has not got
+    (measured in the v2 guest: a minute from the pass that chose the victim to its scope stopped)."""
+    import asyncio
+
+    import sdqos.host.podman  # noqa: F401
+    import sdqos.reconcile.podman_pods  # noqa: F401
+    from sdqos.host.systemd import Systemd
+
+    async def connect() -> None:
+        async with Systemd(bus_address):
+            pass
+
+    try:
+        asyncio.run(connect())
+    except Exception as exc:  # noqa: BLE001 - the first eviction tries again and says why it fails
+        say(f"no D-Bus connection yet: {exc}")
 
 
 def _newly_met(plan: Plan, a: Assessment, root: Path, proc: Path | None) -> bool:
