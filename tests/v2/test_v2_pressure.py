@@ -228,7 +228,8 @@ def test_v2_mixed_node_a_real_hog_and_the_installed_service(v2guest):
         assert "sdqos-pressure.service" in out
         g.check("systemctl stop sdqos-sync.timer sdqos-sync.path")  # no sync's memory in the figures
         deadline = time.monotonic() + 120
-        while "node conditions: none" not in g.run("journalctl -b -o cat -u sdqos-pressure").stdout:
+        while "node conditions: none" not in g.run("journalctl -o cat _SYSTEMD_INVOCATION_ID=$(systemctl show -P "
+                                                   "InvocationID sdqos-pressure)").stdout:
             assert time.monotonic() < deadline, g.run("journalctl -b -o cat -u sdqos-pressure").stdout
             time.sleep(1)
         time.sleep(3)
@@ -245,7 +246,9 @@ def test_v2_mixed_node_a_real_hog_and_the_installed_service(v2guest):
             assert time.monotonic() < deadline, g.run("journalctl -b -o cat -u sdqos-pressure").stdout
             time.sleep(3)
         m = json.loads(g.check("cat /run/monitor.json"))
-        said = g.check("journalctl -b -o cat -u sdqos-pressure").splitlines()
+        # this instance's lines only (an earlier test may have run the service in this guest)
+        invocation = g.check("systemctl show -P InvocationID sdqos-pressure").strip()
+        said = g.check(f"journalctl -o cat _SYSTEMD_INVOCATION_ID={invocation}").splitlines()
         evicted = [ln.split(":")[0] for ln in said if ln.startswith("evicted ")]
         reaction = m["stopped"] - m["crossed"] if m["crossed"] and m["stopped"] else None
         print(f"\nv2 {g.suite}: hog {hog} MiB, available before {a0 / Mi:.0f} MiB, lowest {m['low'] / Mi:.0f} MiB, "
