@@ -105,8 +105,13 @@ class SandboxError(SdqosError):
     """The private test systemd could not be brought up, entered or torn down."""
 
 
+class ToolMissing(SandboxError):
+    """A program the sandbox needs (busctl, nsenter) is not installed."""
+
+
 class SystemdError(SdqosError):
-    """A D-Bus call to systemd failed. `name` is the D-Bus error name when there is one."""
+    """A D-Bus call to systemd failed. `name` is the D-Bus error name when there is one: context for
+    the message; callers match the subclasses below (host/systemd.py maps each name to one)."""
 
     def __init__(self, message: str, name: str | None = None, unit: str | None = None):
         self.name = name
@@ -138,6 +143,15 @@ class AccessDenied(SystemdError):
 
 class BusDisconnected(SystemdError):
     """NoReply, a closed connection, or systemd gone from the bus: safe to retry."""
+
+
+class ServiceNotRunning(BusDisconnected):
+    """ServiceUnknown / NameHasNoOwner: the service called is not on the bus. For systemd itself
+    that is a disconnect (retried until it is back); for systemd-machined, that it does not run."""
+
+
+class AlreadySubscribed(SystemdError):
+    """org.freedesktop.systemd1.AlreadySubscribed: Subscribe again on a connection that has it."""
 
 
 class BusUnavailable(SystemdError):

@@ -59,37 +59,17 @@ def usec(n: int | None) -> str:
     return f"{n}us"
 
 
-def prop(name: str, value: int) -> str:
-    """One property value in human units, by property name."""
-    if name in ("CPUShares", "CPUWeight") and value == INFINITY:
-        return "unset"  # systemd's "not set" for these, not a number of shares
-    if name in _SIZES:
-        return size(value)
-    if name == "CPUQuotaPerSecUSec":
-        return quota(value)
-    if name == "CPUQuotaPeriodUSec":
-        return usec(value)
-    if name == "CPUShares":
-        return f"{value} shares"
-    if name == "CPUWeight":
-        return f"weight {value}"
-    if name == "TasksMax":
-        return f"{count(value)} tasks"
-    return str(value)
-
-
-_SIZES = ("MemoryLimit", "MemoryMax", "MemoryHigh", "MemoryMin", "MemoryLow", "MemorySwapMax")
-
-
-def change(name: str, old, new, *, kernel: bool = False) -> str:
-    """``old → new`` for a property (or, with ``kernel``, a cgroup file): with enough digits that
-    two different values never read the same (19.1 GiB → 19.1 GiB becomes 19.08 GiB → 19.09 GiB,
-    or exact bytes)."""
-    show = (lambda v: kernel_value(name, v)) if kernel else (lambda v: prop(name, v))
+def change(name: str, old, new, *, kernel: bool = False, show=None, sizes: bool = False) -> str:
+    """``old → new`` for a cgroup file (``kernel``) or a value ``show`` renders (a property: see
+    ``plan.properties.change``; ``sizes``: it is a size in bytes): with enough digits that two
+    different values never read the same (19.1 GiB → 19.1 GiB becomes 19.08 GiB → 19.09 GiB, or
+    exact bytes)."""
+    if show is None:
+        show = (lambda v: kernel_value(name, v)) if kernel else str
     a, b = show(old), show(new)
     if a != b or old == new:
         return f"{a} → {b}"
-    if isinstance(old, int) and isinstance(new, int) and (name in _SIZES or (kernel and "memory" in name)):
+    if isinstance(old, int) and isinstance(new, int) and (sizes or (kernel and "memory" in name)):
         for d in (2, 3, 4, 6):
             a, b = size(old, d), size(new, d)
             if a != b:

@@ -121,7 +121,7 @@ def _completion_config(ctx: typer.Context):
     status reads it; None when it cannot be read (completion then offers nothing)."""
     try:
         config = Path(ctx.params.get("config") or os.environ.get("SDQOS_CONFIG") or "/etc/sdqos")
-        return load_cached(config, insecure=True)  # only names are listed
+        return load_planned(config, insecure=True, cgroup=CgroupMode.auto)[0]  # only names are listed
     except (Exception, SystemExit):
         return None
 
@@ -146,29 +146,14 @@ def complete_vms(ctx: typer.Context, incomplete: str) -> list[str]:
     return [n for n in sorted(v.name for v in (cfg.vms if cfg is not None else [])) if n.startswith(incomplete)]
 
 
-def load_cached(config: Path, insecure: bool):
-    """The config, reusing validated files from /run/sdqos when this process may keep a cache.
-    Read-only: the cache is the timer's, kept for the config it syncs; never rewritten from here."""
-    from sdqos.loading.cache import usable_run_dir
-    from sdqos.loading.configdir import load_config
+def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writes: bool = False, machines=None,
+                 explain: bool = False, what_if=()):
+    """(config, plan) through the one loading path, ``sdqos.loading.load.load`` (every command
+    uses it; this only spells the --cgroup option as it wants it)."""
+    from sdqos.loading.load import load
 
-    return load_config(config, insecure=insecure, cache_dir=usable_run_dir(create=False), cache_write=False)
-
-
-def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writes: bool = False, machines=None):
-    """(config, plan), reusing validated files and unchanged pods' plans from /run/sdqos when this
-    process may keep a cache (sdqos.loading.incremental). Only a command that ``writes`` (sync, run, adopt)
-    updates the cache; plan, explain, status and a dry run leave it, and the host, as they are.
-    ``machines``: what runs in machine.slice besides declared VMs (default: what the last sync counted)."""
-    from sdqos.cli.metrics import last_machines
-    from sdqos.loading.cache import usable_run_dir
-    from sdqos.loading.incremental import load_plan
-
-    mode = resolve_cgroup(cgroup) if isinstance(cgroup, CgroupMode) else cgroup
-    run_dir = usable_run_dir(create=writes)
-    if machines is None:
-        machines = last_machines(run_dir) if run_dir is not None else ()
-    return load_plan(config, mode, insecure=insecure, cache_dir=run_dir, cache_write=writes, machines=machines)
+    mode = cgroup.value if isinstance(cgroup, CgroupMode) else cgroup
+    return load(config, mode, insecure=insecure, writes=writes, machines=machines, explain=explain, what_if=what_if)
 
 
 def run_async(coro):
@@ -248,63 +233,61 @@ def explain(
     insecure: bool = InsecureOpt,
     output: Output = typer.Option(Output.text, "--output", "-o", help="text, or json (values and their reasons)."),
 ) -> None:
-    """Every value of one pod (or VM) with the formula and inputs that produced it."""
-    from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents
-    from sdqos.kube.yamlsafe import YamlError
-    from sdqos.plan.engine import build_plan
+    """Every value of one pod (or VM) with the formula and inputs that produced it, and a pod's
+    place in the eviction order. Plans as sync does: with what the last sync counted in machine.slice."""
     from sdqos.plan.explain import explain_pod
 
     with cli_errors():
-        cfg = load_cached(config, insecure)
         if vm is not None or pod is None:
-            _explain_vm(cfg, vm, pod, cgroup, output)
+            _explain_vm(config, insecure, vm, pod, cgroup, output)
             return
-        pods = list(cfg.pods)
-        wanted: list[str] = []
+        what_if = []
         path = Path(pod)
         if path.exists() or path.is_symlink():
-            from sdqos.loading.configdir import parse_documents, read_checked_file
+            from sdqos.loading.load import what_if_pods
 
-            text = read_checked_file(path, insecure)
-            try:
-                docs = parse_documents(text, str(path))
-            except YamlError as exc:  # its position only: the problem may quote the file
-                at = str(exc).split(": ", 1)[0] if str(exc).startswith("line ") else "somewhere"
-                raise InvalidInput(f"is not valid YAML ({at})", where=str(path)) from None
-            if not docs or not all(isinstance(d, dict) and d.get("kind") in ("Pod", "List", "PodList") for d in docs):
-                raise InvalidInput("is not a Pod manifest (every document must be kind: Pod, or a List of Pods); "
-                                   "nothing of it is shown", where=str(path))
-            result = ParseResult()
-            parse_pod_documents(docs, str(path), result)
-            if result.errors:
-                print_errors(result.errors)
-                raise typer.Exit(EXIT_INVALID)
-            for new in result.pods:
-                pods = [p for p in pods if p.key != new.key] + [new]
-                wanted.append(new.key)
-            check = ParseResult(pods=pods)
-            check_duplicates(check)
-            if check.errors:
-                print_errors(check.errors)
+            what_if = what_if_pods(path, insecure)
+        cfg, p = load_planned(config, insecure, cgroup, explain=True, what_if=what_if)
+        if what_if:
+            wanted = [new.key for new in what_if]
+            if not all(p.pod(k) is not None for k in wanted):  # the file's pods are invalid (duplicates, values)
+                print_errors([e for e in cfg.errors if str(path) in str(e)] or cfg.errors)
                 raise typer.Exit(EXIT_INVALID)
         else:
             key = pod if "/" in pod else None
-            matches = [p.key for p in pods if p.key == pod or (key is None and p.name == pod)]
+            matches = [pp.key for pp in p.pods if pp.key == pod or (key is None and pp.pod.name == pod)]
             if not matches:
                 raise InvalidInput(f"no such file, and no configured pod named {pod!r}")
             wanted = matches[:1]
-        p = build_plan(cfg.node, pods, cfg.vms, resolve_cgroup(cgroup), explain=True)
-        live = {} if path.exists() or path.is_symlink() else _live_containers(p, wanted)
+        live = {} if what_if else _live_containers(p, wanted)
+        ranks = _eviction_ranks(p, wanted, measure=not what_if)
         if output == Output.json:
-            from sdqos.plan.explain import explain_json
+            from sdqos.plan.explain import explain_json, machines_json, tiers_json
 
-            typer.echo(json.dumps({"pods": [explain_json(pp, live.get(pp.key)) for pp in p.pods if pp.key in wanted],
-                                   "warnings": list(p.warnings)}, indent=2))
+            typer.echo(json.dumps({"pods": [{**explain_json(pp, live.get(pp.key)), "tiers": tiers_json(p, pp),
+                                             "eviction": ranks.get(pp.key)}
+                                            for pp in p.pods if pp.key in wanted],
+                                   "machines": machines_json(p), "warnings": list(p.warnings)}, indent=2))
             return
-        texts = [explain_pod(p, pp, live.get(pp.key)) for pp in p.pods if pp.key in wanted]
+        texts = [explain_pod(p, pp, live.get(pp.key), ranks.get(pp.key)) for pp in p.pods if pp.key in wanted]
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
             warn(f"{w}")
+
+
+def _eviction_ranks(p, keys: list[str], measure: bool) -> dict[str, dict]:
+    """pod → its place in the eviction orders, with the usage read from the kernel (read only);
+    a what-if pod (``measure`` False) or unreadable usage: no rank, and why."""
+    from sdqos.reconcile import evict
+
+    pods = vms = None
+    why = "a what-if pod does not run"
+    if measure:
+        try:
+            _, pods, vms = evict.measure(p)
+        except (OSError, SdqosError) as exc:
+            why = f"{exc}"
+    return {k: evict.rank_of(p, k, pods, vms, why) for k in keys}
 
 
 def _live_containers(p, keys: list[str]) -> dict[str, dict[str, tuple[str, str]]]:
@@ -322,24 +305,20 @@ def _live_containers(p, keys: list[str]) -> dict[str, dict[str, tuple[str, str]]
     return out
 
 
-def _explain_vm(cfg, vm: str | None, pod: str | None, cgroup, output) -> None:
-    from sdqos.cli.metrics import last_machines
+def _explain_vm(config: Path, insecure: bool, vm: str | None, pod: str | None, cgroup, output) -> None:
     from sdqos.kube.manifests import closest
-    from sdqos.loading.cache import usable_run_dir
-    from sdqos.plan.engine import build_plan
-    from sdqos.plan.explain import explain_vm, explain_vm_json
+    from sdqos.plan.explain import explain_vm, explain_vm_json, machines_json
 
     if vm is None or pod is not None:
         raise InvalidInput("give a pod (NS/NAME or a manifest file), or --vm NAME")
-    run_dir = usable_run_dir(create=False)
-    p = build_plan(cfg.node, cfg.pods, cfg.vms, resolve_cgroup(cgroup), explain=True,
-                   machines=last_machines(run_dir) if run_dir is not None else ())
+    _, p = load_planned(config, insecure, cgroup, explain=True)
     vp = next((v for v in p.vms if v.vm.name == vm), None)
     if vp is None:
         hint = closest(vm, [v.vm.name for v in p.vms])
         raise InvalidInput(f"no VM {vm!r} in the config (vms/*.yaml)" + (f"; did you mean {hint!r}?" if hint else ""))
     if output == Output.json:
-        typer.echo(json.dumps({"vms": [explain_vm_json(p, vp)], "warnings": list(p.warnings)}, indent=2))
+        typer.echo(json.dumps({"vms": [explain_vm_json(p, vp)], "machines": machines_json(p),
+                               "warnings": list(p.warnings)}, indent=2))
         return
     typer.echo(explain_vm(p, vp))
     for w in p.warnings:

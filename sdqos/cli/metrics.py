@@ -17,7 +17,7 @@ from sdqos.host import rundir
 if TYPE_CHECKING:  # a sync records its metrics without importing the status machinery
     from sdqos.cli.status import Status
 
-LAST_SYNC = "last-sync.json"
+LAST_SYNC = rundir.LAST_SYNC_NAME
 
 
 def _esc(value: str) -> str:
@@ -143,22 +143,6 @@ def load_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
         return data if isinstance(data, dict) else {}
     except ValueError:
         return {}
-
-
-def last_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple:
-    """What the last sync counted in machine.slice besides declared VMs (plan, explain and status
-    show the budget that sync applied); () when unknown."""
-    from sdqos.plan.engine import MachineCharge
-
-    out = []
-    for m in load_sync_record(run_dir).get("machines") or []:
-        try:
-            out.append(MachineCharge(str(m["unit"]), str(m["what"]), int(m["cpu"]), int(m["memory"]),
-                                     bool(m.get("bounded", True)),
-                                     None if m.get("limit") is None else int(m["limit"])))
-        except (KeyError, TypeError, ValueError):
-            return ()
-    return tuple(sorted(out, key=lambda m: m.unit))
 
 
 def sync_metrics(rec: dict, out: _Out) -> None:

@@ -2,7 +2,9 @@
 
 The JSON keys are a contract other tools rely on: ``cgroup``, ``node.capacity``,
 ``node.allocatable``, ``units[].{name,slice,kind,description,properties}``,
-``pods[].{name,namespace,uid,qos,slice,containers[].{name,oomScoreAdj,properties}}``, ``warnings``.
+``pods[].{name,namespace,uid,qos,slice,containers[].{name,oomScoreAdj,properties,oomPolicy,create}}``,
+``units[].create`` (what systemd gets when sdqos creates the unit), ``eviction`` (the thresholds in
+force), ``warnings``.
 Property names and values are exactly what goes over D-Bus.
 """
 
@@ -14,9 +16,9 @@ from sdqos import humanize as H
 from sdqos.kube.model import CPU, MEMORY, PID
 from sdqos.kube.naming import MARK, VM
 from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.plan import properties as P
 
-_SHOWN = ("CPUShares", "CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "MemoryMax",
-          "MemoryHigh", "MemoryLow", "MemoryMin", "TasksMax")
+_SHOWN = P.SUMMARY
 
 
 def cpu_quantity(milli: int) -> str:
@@ -42,7 +44,78 @@ def resources_json(values: dict[str, int]) -> dict[str, str]:
     return out
 
 
+def eviction_json(plan: Plan) -> dict:
+    """The eviction settings in force (node.yaml read as kubelet reads it: evictionHard's default,
+    the allocatable copies of hard memory thresholds), for ``plan``."""
+    from sdqos.kube import eviction as ev
+    from sdqos.kube.nodeconfig import DEFAULT_EVICTION_HARD
+
+    cfg = ev.config_of(plan.node)
+
+    def tv(v):
+        if v is None:
+            return None
+        return {"quantity": v.quantity} if v.quantity is not None else {"percentage": str(v)}
+
+    def origin(t) -> str:
+        if not t.hard:
+            return "evictionSoft"
+        if t.signal == ev.ALLOCATABLE_MEMORY_AVAILABLE and t.signal not in plan.node.eviction_hard:
+            return "copied from evictionHard memory.available: enforceNodeAllocatable has pods"
+        return "evictionHard, kubelet's default" if dict(plan.node.eviction_hard) == DEFAULT_EVICTION_HARD \
+            else "evictionHard"
+    return {
+        "thresholds": [{"signal": t.signal, "hard": t.hard, "value": tv(t.value), "from": origin(t),
+                        "gracePeriodSeconds": t.grace_period_ns / 1e9, "minimumReclaim": tv(t.min_reclaim)}
+                       for t in cfg.thresholds],
+        "maxPodGracePeriodSeconds": cfg.max_pod_grace_period,
+        "pressureTransitionPeriodSeconds": cfg.pressure_transition_period_ns / 1e9,
+    }
+
+
+def eviction_text(plan: Plan) -> list[str]:
+    """``eviction_json`` in words: one line per threshold, short enough for an 80-column terminal."""
+    doc = eviction_json(plan)
+    out = ["eviction thresholds in force (docs/eviction.md)"]
+
+    def amount(signal: str, v: dict | None) -> str:
+        if v is None:
+            return "-"
+        if "percentage" in v:
+            return v["percentage"]
+        return str(v["quantity"]) if signal == "pid.available" else bytes_quantity(v["quantity"])
+    for t in doc["thresholds"]:
+        if not t["hard"]:
+            kind = f"soft, after {t['gracePeriodSeconds']:g}s"
+        elif t["from"].startswith("copied"):
+            kind = "hard (copy of memory.available)"
+        else:
+            kind = "hard (kubelet's default)" if "default" in t["from"] else "hard"
+        out.append(f"  {t['signal']} < {amount(t['signal'], t['value'])}  {kind}")
+        if t["minimumReclaim"]:
+            out.append(f"    minimum reclaim {amount(t['signal'], t['minimumReclaim'])}")
+    if not doc["thresholds"]:
+        out.append("  none (evictionHard is empty)")
+    out.append(f"  evictionMaxPodGracePeriod {doc['maxPodGracePeriodSeconds']}s, "
+               f"evictionPressureTransitionPeriod {doc['pressureTransitionPeriodSeconds']:g}s")
+    return out
+
+
+def _create(plan: Plan, u: UnitPlan) -> dict | None:
+    """What systemd gets when sdqos creates the unit (sync for slices, run/adopt for container
+    scopes: plan/creation.py, the function they use); None for a unit sdqos never creates."""
+    from sdqos.plan.creation import create_properties, grace_period_us
+
+    if u.kind == "container":
+        pp = next((p for p in plan.pods if p.slice == u.slice), None)
+        return create_properties(u, grace_period_us(pp.grace_period if pp is not None else None))
+    return create_properties(u) if u.create else None
+
+
 def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
+    from sdqos.plan.creation import create_properties, grace_period_us
+    from sdqos.plan.properties import oom_policy
+
     pods = []
     for pp in plan.pods:
         pods.append(
@@ -63,6 +136,9 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
                         "scope": c.scope,
                         "oomScoreAdj": c.oom_score_adj,
                         "properties": c.properties,
+                        "oomPolicy": oom_policy(c.resources),
+                        "create": create_properties(u, grace_period_us(pp.grace_period))
+                        if (u := plan.unit(c.scope)) is not None else None,
                     }
                     for c in pp.containers
                 ],
@@ -89,7 +165,8 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
             "vms": resources_json(plan.vm_reserved),
         },
         "units": [
-            {"name": u.name, "slice": u.slice, "kind": u.kind, "description": u.description, "properties": u.properties}
+            {"name": u.name, "slice": u.slice, "kind": u.kind, "description": u.description, "properties": u.properties,
+             "create": _create(plan, u)}
             for u in plan.units
         ],
         "pods": pods,
@@ -99,13 +176,14 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
              "limit": m.limit}
             for m in plan.machines
         ],
+        "eviction": eviction_json(plan),
         "warnings": list(plan.warnings),
         "errors": list(errors or []),
     }
 
 
 def props_text(props: dict[str, int]) -> str:
-    return " · ".join(H.prop(k, props[k]) for k in _SHOWN if k in props)
+    return " · ".join(P.shown(k, props[k]) for k in _SHOWN if k in props)
 
 
 def _label(u: UnitPlan, ooms: dict[str, int]) -> str:
@@ -186,6 +264,10 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
             f"VMs reserve      {H.cpu(plan.vm_reserved[CPU])} CPU, {H.size(plan.vm_reserved[MEMORY])};"
             f" pods get {H.cpu(budget[CPU])} CPU, {H.size(budget[MEMORY])}"
         )
+    if plan.machines:  # the budget sync applied: what it found running in machine.slice besides VMs
+        m = plan.machines
+        head.append(f"machine.slice    + {len(m)} unit(s) counted by the last sync: "
+                    f"{H.cpu(sum(x.cpu for x in m))} CPU, {H.size(sum(x.memory for x in m))}")
     out = head + [""] + tree_lines(plan, color=color, width=width)
     for i, v in enumerate(plan.vms):
         if v.vm.libvirt_domain:
@@ -197,6 +279,7 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
         branch = "└─" if i == len(plan.vms) - 1 else "├─"
         out.append(f"  {branch}{where}  vm {v.vm.name} ({v.qos}) · oom_score_adj {v.oom_score_adj}"
                    f"  [{props_text(v.properties)}]")
+    out += [""] + eviction_text(plan)
     for w in plan.warnings:
         out.append(f"warning: {w}")
     for e in errors or []:
@@ -227,7 +310,7 @@ def _named(plan: Plan | None, unit: str, whose: dict[str, str]) -> str:
 
 def drift_text(changes: dict, kernel: dict) -> str:
     """What drifted, live → planned: systemd's properties, else the kernel files that differ."""
-    props = ", ".join(f"{p} {H.change(p, o, n)}" for p, (o, n) in changes.items())
+    props = ", ".join(f"{p} {P.change(p, o, n)}" for p, (o, n) in changes.items())
     files = ", ".join(f"{f.split('/')[-1]} {H.change(f, o, n, kernel=True)}" for f, (o, n) in kernel.items())
     return props or files or "a kernel file differed from systemd's value"
 
@@ -280,7 +363,7 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
         if u is not None:
             lines.append(f"           {props_text(u.properties)}")
     for u in report.updated:
-        changes = ", ".join(f"{p} {H.change(p, o, n)}" for p, (o, n) in u["changes"].items())
+        changes = ", ".join(f"{p} {P.change(p, o, n)}" for p, (o, n) in u["changes"].items())
         lines.append(f"  {verbs['updated']:<8} {_named(plan, u['unit'], descriptions)}" + (f": {changes}" if changes else ""))
     for name in report.removed:
         lines.append(f"  {verbs['removed']:<8} {_named(plan, name, descriptions)}")

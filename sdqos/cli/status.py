@@ -14,8 +14,9 @@ from typing import TypedDict
 
 from sdqos.cli.metrics import budget_record  # noqa: F401 - status's name for it
 from sdqos.host import facts, procfs
-from sdqos.host.systemd import SCOPE, SLICE, Systemd
+from sdqos.host.systemd import SCOPE, SLICE, SystemdAPI
 from sdqos import humanize as H
+from sdqos.plan.properties import STATUS_KEYS  # (the property table)
 from sdqos.humanize import ellipsize
 from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
@@ -174,8 +175,7 @@ def not_found(status: "Status", namespace: str | None, pod: str | None) -> str:
 
 def _entitled(props: dict[str, int]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
-    for name, key in (("CPUShares", "cpuShares"), ("CPUWeight", "cpuWeight"), ("CPUQuotaPerSecUSec", "cpuQuotaPerSecUSec"),
-                      ("TasksMax", "tasksMax")):
+    for name, key in STATUS_KEYS.items():
         if name in props:
             out[key] = None if props[name] == INFINITY else props[name]
     mem = memory_limit(props)
@@ -205,7 +205,7 @@ def applied_budget(plan: Plan, last: dict) -> tuple[Plan, dict[str, str]]:
     return plan, clamped
 
 
-async def collect(sd: Systemd, plan: Plan, applied: dict, *, interval: float = 1.0, last: dict | None = None) -> Status:
+async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float = 1.0, last: dict | None = None) -> Status:
     """``last``: the last sync's record (:func:`budget_record`): what it kept and clamped."""
     last = last or {}
     kept_why: dict[str, str] = dict(last.get("keptWhy") or {})

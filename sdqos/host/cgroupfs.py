@@ -13,13 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sdqos.plan.properties import INFINITY
+from sdqos.plan import properties as P
+from sdqos.plan.properties import ANY_PERIOD
 
 ROOT = Path("/sys/fs/cgroup")
-V1_UNLIMITED_MEMORY = 0x7FFFFFFFFFFFF000  # PAGE_COUNTER_MAX × 4 KiB: memory.limit_in_bytes with no limit
-USEC_PER_SEC = 1_000_000
-QUOTA_RESOLUTION_US = 1000  # the kernel's 1 ms minimum for period and quota
-MAX_PERIOD_US = 1_000_000
 
 
 def available(proc: Path = Path("/proc"), root: Path = ROOT) -> bool:
@@ -78,61 +75,10 @@ def cgroup_of(unit: str, parent: str) -> str:
     return f"{base}/{unit}"
 
 
-def _quota_files(per_sec: int, period_prop: int, mode: str) -> dict[str, int | tuple]:
-    """systemd's cgroup_apply for CPUQuota*: the period is raised so that period and quota are at
-    least 1 ms (cgroup_cpu_adjust_period), at most 1 s."""
-    period = 100_000 if period_prop in (INFINITY, 0) else period_prop
-    if per_sec == INFINITY:
-        quota = -1
-    else:
-        period = min(max(period, QUOTA_RESOLUTION_US, QUOTA_RESOLUTION_US * USEC_PER_SEC // per_sec), MAX_PERIOD_US)
-        quota = per_sec * period // USEC_PER_SEC
-    if mode == "v1":
-        return {"cpu/cpu.cfs_quota_us": quota, "cpu/cpu.cfs_period_us": period}
-    # cgroup v2 with no quota: systemd (252 and 257, measured in tests/v2) does not write the period
-    # into cpu.max, so the kernel keeps whatever period it had; only "max" is systemd's to keep.
-    return {"cpu.max": ("max", ANY_PERIOD) if quota < 0 else (quota, period)}
-
-
-def _page(value: int, page: int) -> int:
-    return value // page * page
-
-
 def expected(props: dict[str, int], mode: str, page: int = 4096) -> dict[str, object] | None:
-    """Kernel file → value a unit with these properties has. None: properties we cannot predict."""
-    out: dict[str, object] = {}
-    if mode == "v1":
-        for name in props:
-            if name not in ("CPUShares", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "TasksMax"):
-                return None
-        if "CPUShares" in props:
-            out["cpu/cpu.shares"] = props["CPUShares"]
-        if "CPUQuotaPerSecUSec" in props:
-            out.update(_quota_files(props["CPUQuotaPerSecUSec"], props.get("CPUQuotaPeriodUSec", INFINITY), mode))
-        if "MemoryLimit" in props:
-            mem = props["MemoryLimit"]
-            out["memory/memory.limit_in_bytes"] = V1_UNLIMITED_MEMORY if mem == INFINITY else _page(mem, page)
-    else:
-        for name in props:
-            if name not in ("CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryMax", "MemoryMin",
-                            "MemoryLow", "MemoryHigh", "TasksMax", "MemorySwapMax"):
-                return None
-        if "CPUWeight" in props:
-            out["cpu.weight"] = props["CPUWeight"]
-        if "CPUQuotaPerSecUSec" in props:
-            out.update(_quota_files(props["CPUQuotaPerSecUSec"], props.get("CPUQuotaPeriodUSec", INFINITY), mode))
-        for name, file in (("MemoryMax", "memory.max"), ("MemoryHigh", "memory.high"),
-                           ("MemoryMin", "memory.min"), ("MemoryLow", "memory.low"),
-                           ("MemorySwapMax", "memory.swap.max")):
-            if name in props:
-                out[file] = "max" if props[name] == INFINITY else _page(props[name], page)
-    if "TasksMax" in props:
-        key = "pids/pids.max" if mode == "v1" else "pids.max"
-        out[key] = "max" if props["TasksMax"] == INFINITY else props["TasksMax"]
-    return out
-
-
-ANY_PERIOD = None  # in an expected cpu.max: the period is not systemd's (see _quota_files)
+    """Kernel file → value a unit with these properties has (each property's row in
+    ``plan/properties.py`` names its file and converts). None: properties we cannot predict."""
+    return P.kernel_files(props, mode, page)
 
 
 def _parse(file: str, text: str) -> object:
@@ -178,12 +124,3 @@ def read(cgroup: str, files, root: Path = ROOT) -> dict[str, object] | None:
 def differing(want: dict[str, object], have: dict[str, object]) -> dict[str, list]:
     """Kernel file → [what it holds, what it should] for the files that differ."""
     return {f: [have[f], want[f]] for f in want if have[f] != want[f]}
-
-
-def in_sync(props: dict[str, int], cgroup: str, mode: str, page: int = 4096, root: Path = ROOT) -> bool:
-    """Whether the kernel holds exactly what these properties produce for this cgroup."""
-    want = expected(props, mode, page)
-    if want is None:
-        return False
-    have = read(cgroup, want, root)
-    return have is not None and have == want

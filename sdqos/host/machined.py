@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from sdqos.errors import SystemdError
-from sdqos.host.systemd import Systemd
+from sdqos.errors import ServiceNotRunning, SystemdError
+from sdqos.host.systemd import SystemdAPI
 from sdqos.kube.naming import machine_scope
 
 MACHINED = "org.freedesktop.machine1"
 PATH = "/org/freedesktop/machine1"
 MANAGER = MACHINED + ".Manager"
-NOT_RUNNING = ("org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner")
 # What machined puts on every scope it creates itself: the caller must not send these twice.
 MACHINED_SETS = frozenset({"Slice", "PIDs", "Delegate", "CollectMode", "AddRef"})
 
@@ -37,10 +36,11 @@ class Machine:
 
 
 def not_running(exc: SystemdError) -> bool:
-    return getattr(exc, "name", None) in NOT_RUNNING
+    """machined is not on the bus (never started: sdqos does not start it)."""
+    return isinstance(exc, ServiceNotRunning)
 
 
-async def list_machines(sd: Systemd) -> list[Machine] | None:
+async def list_machines(sd: SystemdAPI) -> list[Machine] | None:
     """Every machine machined knows; None when machined does not run."""
     try:
         (rows,) = await sd.call_service(MACHINED, PATH, MANAGER, "ListMachines")
@@ -51,7 +51,7 @@ async def list_machines(sd: Systemd) -> list[Machine] | None:
     return [Machine(name, cls, service) for name, cls, service, _path in rows]
 
 
-async def create_machine(sd: Systemd, name: str, leader: int, scope_properties: Mapping[str, Any],
+async def create_machine(sd: SystemdAPI, name: str, leader: int, scope_properties: Mapping[str, Any],
                          service: str = "sdqos") -> None:
     """Register ``leader`` as VM ``name``; machined creates ``machine-<name>.scope`` in machine.slice
     around it with ``scope_properties`` (limits, Description) added to its own."""

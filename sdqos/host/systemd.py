@@ -27,10 +27,11 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sdqos.errors import (
     AccessDenied,
+    AlreadySubscribed,
     BusDisconnected,
     BusUnavailable,
     CallTimeout,
@@ -38,9 +39,11 @@ from sdqos.errors import (
     InvalidProperty,
     JobFailed,
     NoSuchUnit,
+    ServiceNotRunning,
     SystemdError,
     UnitExists,
 )
+from sdqos.plan.properties import SIGNATURES as RESOURCE_SIGNATURES
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -61,16 +64,16 @@ GETALL_FROM = 3  # from this many properties of one interface on, one GetAll is 
 MAX_ADDREF = 256  # AddRef=true units per connection: each pins a match rule in systemd
 CONNECT_GRACE = 10.0  # seconds the first connection may wait for a restarting bus or re-executing systemd
 
-#: D-Bus signature of every property sdqos sends (callers pass plain Python values).
+#: D-Bus signature of every property sdqos sends (callers pass plain Python values): the resource
+#: properties' from their rows in plan/properties.py, then the unit's own.
 PROPERTY_SIGNATURES: dict[str, str] = {
-    "CPUShares": "t", "StartupCPUShares": "t", "CPUWeight": "t", "StartupCPUWeight": "t",
-    "CPUQuotaPerSecUSec": "t", "CPUQuotaPeriodUSec": "t", "AllowedCPUs": "ay", "AllowedMemoryNodes": "ay",
-    "MemoryLimit": "t", "MemoryMax": "t", "MemoryHigh": "t", "MemoryLow": "t", "MemoryMin": "t",
-    "MemorySwapMax": "t", "TasksMax": "t", "IOWeight": "t", "BlockIOWeight": "t",
+    **RESOURCE_SIGNATURES,
+    "StartupCPUShares": "t", "StartupCPUWeight": "t", "AllowedCPUs": "ay", "AllowedMemoryNodes": "ay",
+    "IOWeight": "t", "BlockIOWeight": "t",
     "Description": "s", "Slice": "s", "Wants": "as", "Requires": "as", "After": "as", "Before": "as",
     "PartOf": "as", "DefaultDependencies": "b", "Delegate": "b", "CollectMode": "s", "PIDs": "au",
     "AddRef": "b", "CPUAccounting": "b", "MemoryAccounting": "b", "TasksAccounting": "b",
-    "BlockIOAccounting": "b", "IOAccounting": "b", "OOMPolicy": "s", "OOMScoreAdjust": "i",
+    "BlockIOAccounting": "b", "IOAccounting": "b", "OOMScoreAdjust": "i",
     "KillMode": "s", "TimeoutStopUSec": "t", "RuntimeMaxUSec": "t",
     "ExecStart": "a(sasb)", "Type": "s", "RemainAfterExit": "b",  # transient services (tests, tools)
 }
@@ -78,13 +81,14 @@ PROPERTY_SIGNATURES: dict[str, str] = {
 _E = "org.freedesktop.DBus.Error."
 _ERRORS: dict[str, type[SystemdError]] = {
     f"{SYSTEMD}.UnitExists": UnitExists, f"{SYSTEMD}.NoSuchUnit": NoSuchUnit,
+    f"{SYSTEMD}.AlreadySubscribed": AlreadySubscribed,
     **dict.fromkeys((_E + "PropertyReadOnly", _E + "InvalidArgs", _E + "UnknownProperty"), InvalidProperty),
     **dict.fromkeys((_E + "AccessDenied", _E + "InteractiveAuthorizationRequired"), AccessDenied),
-    # LimitsExceeded: a full queue or too many pending replies; ServiceUnknown/NameHasNoOwner: systemd1 gone
-    **dict.fromkeys((_E + "NoReply", _E + "Disconnected", _E + "LimitsExceeded", _E + "ServiceUnknown",
-                     _E + "NameHasNoOwner"), BusDisconnected),
+    # LimitsExceeded: a full queue or too many pending replies
+    **dict.fromkeys((_E + "NoReply", _E + "Disconnected", _E + "LimitsExceeded"), BusDisconnected),
+    # the service called is not on the bus: systemd1 gone (a disconnect), machined not running
+    **dict.fromkeys((_E + "ServiceUnknown", _E + "NameHasNoOwner"), ServiceNotRunning),
 }
-_GONE = (_E + "ServiceUnknown", _E + "NameHasNoOwner")
 _STU = "ssa(sv)a(sa(sv))"
 _CGROUP_KINDS = (".Slice", ".Scope", ".Service", ".Socket", ".Mount", ".Swap")
 _LISTED = ("Id", "Description", "LoadState", "ActiveState", "SubState", "Following")  # in ListUnits rows
@@ -154,6 +158,51 @@ class Stats:
     retries: int = 0
     disconnects: int = 0  # our connection closed, or systemd left the bus
     reconnects: int = 0
+
+
+class SystemdAPI(Protocol):
+    """What reconcile, the CLI's status and the host adapters (machined) use of a systemd manager:
+    the members they call, and nothing else. :class:`Systemd` is the real one (over D-Bus); the
+    tests' in-memory fake (tests/fakesystemd.py) is another, so the reconciler is tested without
+    root too. Code that only uses a connection takes this type; code that opens one makes a Systemd."""
+
+    stats: Stats
+
+    async def start_transient_unit(self, name: str, properties: Mapping[str, Any], mode: str = "fail",
+                                   aux: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> None: ...
+
+    async def start_transient_units(self, items: Iterable[tuple[str, Mapping[str, Any]]], mode: str = "fail",
+                                    window: int | None = None) -> list[SystemdError | None]: ...
+
+    async def set_unit_properties(self, name: str, properties: Mapping[str, Any], runtime: bool = True) -> None: ...
+
+    async def set_units_properties(self, items: Iterable[tuple[str, Mapping[str, Any]]], runtime: bool = True,
+                                   window: int | None = None) -> list[SystemdError | None]: ...
+
+    async def start_unit(self, name: str, mode: str = "replace") -> None: ...
+
+    async def stop_unit(self, name: str, mode: str = "replace") -> None: ...
+
+    async def stop_units(self, names: Sequence[str], window: int | None = None) -> list[SystemdError | None]: ...
+
+    async def reset_failed_unit(self, name: str) -> None: ...
+
+    async def kill_unit(self, name: str, who: str = "all", signal: int = 9) -> None: ...
+
+    async def attach_processes(self, name: str, pids: Sequence[int], subcgroup: str = "") -> None: ...
+
+    async def get_unit_processes(self, name: str) -> list[tuple[str, int, str]]: ...
+
+    async def get_properties(self, unit: str, interface: str,
+                             names: Sequence[str] | None = None) -> dict[str, Any]: ...
+
+    async def read_units(self, patterns: Sequence[str],
+                         interfaces_props: Mapping[str, Sequence[str]]) -> dict[str, UnitState]: ...
+
+    async def call_service(self, dest: str, path: str, iface: str, member: str, sig: str = "",
+                           body: Sequence[Any] = (), *, repeatable: bool = False) -> list[Any]: ...
+
+    def variant_properties(self, properties: Mapping[str, Any], unit: str) -> list[list[Any]]: ...
 
 
 def _lists(v: Any) -> Any:
@@ -314,9 +363,8 @@ class Systemd:
             if self._need_subscribe:
                 try:
                     await self._call(MANAGER_PATH, MANAGER, "Subscribe")
-                except SystemdError as e:
-                    if e.name != f"{SYSTEMD}.AlreadySubscribed":
-                        raise
+                except AlreadySubscribed:
+                    pass
                 self._need_subscribe = False
 
     def _on_message(self, msg: Any) -> None:
@@ -379,10 +427,11 @@ class Systemd:
             raise SystemdError(f"{member}: {type(e).__name__}: {e}", unit=unit) from e
         if reply.message_type is d.MessageType.ERROR:
             text = reply.body[0] if reply.body and isinstance(reply.body[0], str) else "(no message)"
-            if reply.error_name in _GONE and dest == SYSTEMD:
+            cls = _ERRORS.get(reply.error_name, SystemdError)
+            if cls is ServiceNotRunning and dest == SYSTEMD:
                 self._up.clear()
                 self._need_subscribe = True
-            raise _ERRORS.get(reply.error_name, SystemdError)(f"{member}: {text}", reply.error_name, unit)
+            raise cls(f"{member}: {text}", reply.error_name, unit)
         return reply.body
 
     def _timed_out(self, epoch: int, what: str, unit: str | None) -> SystemdError:
@@ -768,3 +817,8 @@ class Systemd:
             t = u.props.get("Transient", None if u.fragment_path is None else u.fragment_path.startswith(_TRANSIENT))
             u.transient = None if t is None else bool(t)
         return units
+
+
+if TYPE_CHECKING:
+    def _conforms(sd: Systemd) -> SystemdAPI:
+        return sd  # mypy: the real client has every member of the protocol, with the same signatures

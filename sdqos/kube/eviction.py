@@ -47,7 +47,6 @@ assert SIGNALS == frozenset(SIGNAL_CONDITION)
 # The signals sdqos observes; the disk ones are accepted (a kubelet config works as-is) but
 # never observed: sdqos runs no image store or container log rotation it could reclaim from.
 OBSERVED_SIGNALS = (MEMORY_AVAILABLE, ALLOCATABLE_MEMORY_AVAILABLE, PID_AVAILABLE)
-DEFAULT_PRESSURE_TRANSITION_PERIOD = "5m0s"  # KubeletConfiguration default
 NS_PER_S = 10**9
 INT32 = (-(2**31), 2**31 - 1)
 

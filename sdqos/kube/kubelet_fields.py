@@ -13,7 +13,7 @@ Pure data: no behaviour lives here.
 # The only difference from the 1.36.3 release (kubelet tag v0.36.3,
 # bbb4f8f0907ace5f317f33e06413a55a5f4636f6, Kubernetes-commit 45b76a34) is
 # "defaultPodSysctls" (KEP-5996, kubelet a5a32909 / k8s cee13f67, 2026-06-26), unknown to a
-# 1.36 kubelet; see KUBELET_CONFIG_FIELDS_ADDED_AFTER_1_36. (A kubelet does not refuse unknown
+# 1.36 kubelet, and accepted here as the newer kubelet accepts it. (A kubelet does not refuse unknown
 # fields: DecodeKubeletConfiguration retries leniently and only logs "Using lenient decoding as
 # strict decoding failed".)
 KUBELET_CONFIG_FIELDS: frozenset[str] = frozenset(
@@ -148,8 +148,6 @@ KUBELET_CONFIG_FIELDS: frozenset[str] = frozenset(
         "userNamespaces",
     }
 )
-
-KUBELET_CONFIG_FIELDS_ADDED_AFTER_1_36: frozenset[str] = frozenset({"defaultPodSysctls"})
 
 # Defaults in Kubernetes 1.36 (keys are the gate names as written in featureGates / --feature-gates).
 # Sources (kubernetes/website content/en/docs/reference/command-line-tools-reference/feature-gates/*.md,

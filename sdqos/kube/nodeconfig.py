@@ -11,7 +11,7 @@ import re
 from typing import Mapping
 
 from sdqos.errors import InvalidInput, QuantityError
-from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
+from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS, KUBELET_FEATURE_GATE_DEFAULTS_1_36
 from sdqos.kube.manifests import closest
 from sdqos.kube.model import CPU, MEMORY, PID, SWAP, NodeConfig
 from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
@@ -22,13 +22,10 @@ API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
 SDQOS_FIELDS = frozenset({"capacity"})
 
-# Kubernetes 1.36 defaults for the gates sdqos looks at (overridable with featureGates).
-GATE_DEFAULTS: dict[str, bool] = {
-    "PodLevelResources": True,
-    "MemoryQoS": False,
-    "QOSReserved": False,
-    "CustomCPUCFSQuotaPeriod": True,
-}
+# Kubernetes 1.36 defaults for the gates sdqos looks at (overridable with featureGates); each
+# default's source is in kubelet_fields.
+GATE_DEFAULTS: dict[str, bool] = {g: KUBELET_FEATURE_GATE_DEFAULTS_1_36[g] for g in (
+    "PodLevelResources", "MemoryQoS", "QOSReserved", "CustomCPUCFSQuotaPeriod")}
 
 ENFORCEMENT_KEYS = frozenset(
     {"pods", "system-reserved", "kube-reserved", "system-reserved-compressible", "kube-reserved-compressible", "none"}

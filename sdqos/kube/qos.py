@@ -14,10 +14,10 @@ Each function names the upstream function it matches:
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Container, Pod, ResourceList
-from sdqos.kube.quantity import Quantity, parse_quantity
+from sdqos.kube.quantity import Quantity
 
 MIN_SHARES = 2
 MAX_SHARES = 262144
@@ -35,7 +35,6 @@ CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 CONFIG_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 QOS_RESOURCES = (CPU, MEMORY)
-ZERO = parse_quantity("0")
 
 ContainerFn = Callable[[ResourceList, Container], None]
 
@@ -309,10 +308,6 @@ def milli(q: Quantity | None) -> int:
 
 def value(q: Quantity | None) -> int:
     return q.value() if q is not None else 0
-
-
-def sum_values(items: Iterable[int]) -> int:
-    return sum(items)
 
 
 def limit_is_zero(res: Mapping[str, Quantity], name: str) -> bool:

@@ -99,9 +99,14 @@ def load_plan(
     cache_write: bool = True,
     workers: int | None = None,
     machines: Sequence[engine.MachineCharge] = (),
+    explain: bool = False,
+    what_if: Sequence[Pod] = (),
 ) -> tuple[Config, engine.Plan]:
     """``load_config`` and ``build_plan`` in one, with the same results and errors, reusing
-    fragments from ``cache_dir`` (none without one: then it only does what the two do)."""
+    fragments from ``cache_dir`` (none without one: then it only does what the two do).
+    ``explain``: plan with reasons (fragments are neither read nor written). ``what_if``: pods laid
+    over the config's, replacing those with the same namespace/name (``explain FILE``).
+    Commands call this through :func:`sdqos.loading.load.load`."""
     scan = scan_config(config_dir, detected=detected, insecure=insecure, cache_dir=cache_dir,
                        cache_write=cache_write, workers=workers)
     cache = scan.cache
@@ -114,9 +119,9 @@ def load_plan(
             add_entry(vm_files, vm_failed, f.rel, scan.objects(f))
     vms = ParseResult(vms=vm_files.vms)
     check_duplicate_vms(vms)
-    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines)
+    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain)
     ctx = basis.context
-    key = context_key(ctx) if cache.path is not None else ""
+    key = context_key(ctx) if cache.path is not None and not explain else ""
 
     pod_files = ParseResult()
     plans: list[engine.PodPlan] = []
@@ -134,7 +139,7 @@ def load_plan(
         add_entry(pod_files, scan.failed, f.rel, objs)
         fresh, unsendable = [], []
         for p in pods:
-            pp = engine.plan_pod(p, ctx)
+            pp = engine.plan_pod(p, ctx, explain=explain)
             problems = engine.pod_problems(pp)
             if problems:  # invalid input like any other: its units are kept, the file gets no fragment
                 unsendable += problems
@@ -149,10 +154,23 @@ def load_plan(
     cache.save()
     cache.release()
 
+    if what_if:
+        replaced = {p.key for p in what_if}
+        kept_ = [i for i, ident in enumerate(idents) if ident.key not in replaced]
+        plans, idents = [plans[i] for i in kept_], [idents[i] for i in kept_]
+        for p in what_if:
+            pp = engine.plan_pod(p, ctx, explain=explain)
+            problems = engine.pod_problems(pp)
+            if problems:
+                pod_files.errors += problems
+                pod_files.invalid_keys.update((f"pod:{p.key}", f"uid:{p.uid}"))
+            else:
+                plans.append(pp)
+                idents.append(p)
     dup_errors, bad, dup_invalid = duplicate_pods(idents)
     if bad:
         plans = [pp for i, pp in enumerate(plans) if i not in bad]
-    plan = engine.assemble(basis, plans)
+    plan = engine.assemble(basis, plans, explain=explain)
     scan.failed += vm_failed
     result = ParseResult(vms=vms.vms, errors=pod_files.errors + vm_files.errors + dup_errors + vms.errors,
                          invalid_keys=pod_files.invalid_keys | vm_files.invalid_keys | dup_invalid | vms.invalid_keys)

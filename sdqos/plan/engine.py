@@ -261,7 +261,29 @@ def pod_resource_config(pod: Pod, qos_class: str, node: NodeConfig, cgroup: str,
 
     if why is not None:
         _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared)
+        if cgroup == "v2":
+            _why_memory_reservation(why, node, qos_class, mem_req, "pod memory request")
+            why["memory_high"] = "max: kubelet sets memory.high on containers only (MemoryQoS), never on pod slices"
     return ResourceConfig(**rc), {CPU: cpu_req, MEMORY: mem_req}, {CPU: cpu_lim, MEMORY: mem_lim}
+
+
+def _why_memory_reservation(why: dict, node: NodeConfig, qos_class: str, mem_req: int, what: str) -> None:
+    """Why memory.min / memory.low have their value (MemoryQoS, KEP-2570: memoryReservationPolicy
+    TieredReservation protects Guaranteed requests with memory.min, Burstable ones with memory.low)."""
+    if not node.gate("MemoryQoS"):
+        why["memory_min"] = why["memory_low"] = "0: the MemoryQoS feature gate is off"
+    elif node.memory_reservation_policy != TIERED:
+        why["memory_min"] = why["memory_low"] = (f"0: memoryReservationPolicy is {node.memory_reservation_policy} "
+                                                 "(TieredReservation sets them)")
+    elif qos_class == GUARANTEED:
+        why["memory_min"] = f"{what} {H.size(mem_req)} (TieredReservation: Guaranteed requests are held by memory.min)"
+        why["memory_low"] = "0: a Guaranteed request is held by memory.min"
+    elif qos_class == BURSTABLE:
+        why["memory_min"] = "0: a Burstable request is protected by memory.low"
+        why["memory_low"] = f"{what} {H.size(mem_req)} (TieredReservation: Burstable requests are protected by memory.low)"
+    else:
+        why["memory_min"] = why["memory_low"] = "0: BestEffort requests nothing"
+
 
 
 def _why_pod(why, pod, qos_class, node, rc, cpu_req, cpu_lim, mem_lim, declared) -> None:
@@ -354,7 +376,7 @@ def container_resource_config(
     mem_req = _bytes(c.requests.get(MEMORY))
     rc: dict = dict(cpu_shares=shares, cpu_quota=quota or None, cpu_period=period if quota else None, memory=mem_lim or None)
     if cgroup == "v2":
-        _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits)
+        _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits, why)
         rc["swap"], swap_why = container_swap(pod, c, qos_class, node)
         rc["oom_group"] = not node.single_process_oom_kill  # kubelet's v2 default: unset = False
         if why is not None:
@@ -401,11 +423,17 @@ def container_swap(pod: Pod, c: Container, qos_class: str, node: NodeConfig) -> 
                   " (LimitedSwap)")
 
 
-def _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits) -> None:
+def _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits,
+                          why: dict | None = None) -> None:
     """MemoryQoS on cgroup v2 (KEP-2570 as of 1.36): memory.min/low by reservation policy, and
-    memory.high = floor((req + factor × (limit − req)) / page) × page for throttling."""
+    memory.high = floor((req + factor × (limit − req)) / page) × page for throttling
+    (kuberuntime_container_linux.go generateLinuxContainerResources)."""
+    if why is not None:
+        _why_memory_reservation(why, node, qos_class, mem_req, "the container's memory request")
     if not node.gate("MemoryQoS"):
         rc["memory_high"] = -1  # kubelet writes "max" when the gate is off (rollback)
+        if why is not None:
+            why["memory_high"] = "max: the MemoryQoS feature gate is off (kubelet writes max)"
         return
     if node.memory_reservation_policy == TIERED:
         if qos_class == GUARANTEED:
@@ -415,6 +443,9 @@ def _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, po
     factor = node.memory_throttling_factor
     own_lim = _bytes(c.limits.get(MEMORY))
     if factor is None or (own_lim == 0 and pod_level and MEMORY in pod_limits):
+        if why is not None:
+            why["memory_high"] = ("max: memoryThrottlingFactor is unset" if factor is None else
+                                  "max: the container has no memory limit of its own (the pod-level limit bounds it)")
         return
     if mem_req != own_lim or mem_req == 0:
         limit = own_lim or alloc_memory
@@ -422,6 +453,13 @@ def _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, po
         high = int(math.floor((mem_req + factor * (limit - mem_req)) / page)) * page
         if high > mem_req and high != 0:
             rc["memory_high"] = high
+        if why is not None:
+            lim_what = "memory limit" if own_lim else "node allocatable memory (no memory limit)"
+            formula = (f"floor(({H.size(mem_req)} request + memoryThrottlingFactor {factor:g} × "
+                       f"({H.size(limit)} {lim_what} − {H.size(mem_req)} request)) / page {page}) × page")
+            why["memory_high"] = formula if "memory_high" in rc else f"max: {formula} = {high} is not above the request"
+    elif why is not None:
+        why["memory_high"] = "max: the memory request equals the limit (nothing to throttle before it)"
 
 
 # --- VMs ------------------------------------------------------------------------------------------
@@ -824,6 +862,8 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
         why_b["memory"] = why_be["memory"] = "no limit: qosReserved memory is not in effect"
     if tiered:
         burst_rc["memory_low"] = tier_mem[BURSTABLE]
+    if explain and cgroup == "v2":
+        _why_tier_memory_qos(node, tier_mem, why_node, why_b, why_be)
 
     node_res = ResourceConfig(**node_rc)
     burst_res = ResourceConfig(**burst_rc)
@@ -836,6 +876,24 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
         UnitPlan(tier_slice[BESTEFFORT], kubepods, "tier", naming.description("tier", qos=BESTEFFORT),
                  to_properties(be_res, cgroup, period), be_res, why=why_be),
     ]
+
+
+def _why_tier_memory_qos(node: NodeConfig, tier_mem: dict[str, int], why_node: dict, why_b: dict, why_be: dict) -> None:
+    """Why kubepods and the tiers have their memory.min/low/high (MemoryQoS TieredReservation:
+    kubepods holds the Guaranteed and Burstable requests with memory.min, the Burstable tier
+    protects its requests with memory.low; kubelet sets memory.high on no slice)."""
+    off = ("0: the MemoryQoS feature gate is off" if not node.gate("MemoryQoS") else
+           f"0: memoryReservationPolicy is {node.memory_reservation_policy} (TieredReservation sets it)")
+    tiered = node.gate("MemoryQoS") and node.memory_reservation_policy == TIERED
+    for why in (why_node, why_b, why_be):
+        why["memory_min"] = why["memory_low"] = off
+        why["memory_high"] = "max: kubelet sets memory.high on containers only, never on its slices"
+    if tiered:
+        why_node["memory_min"] = (f"Σ Guaranteed requests {H.size(tier_mem[GUARANTEED])} + Σ Burstable requests "
+                                  f"{H.size(tier_mem[BURSTABLE])} (TieredReservation)")
+        why_node["memory_low"] = why_b["memory_min"] = why_be["memory_min"] = "0: TieredReservation sets memory.min on kubepods only"
+        why_b["memory_low"] = f"Σ Burstable requests {H.size(tier_mem[BURSTABLE])} (TieredReservation)"
+        why_be["memory_low"] = "0: BestEffort pods request nothing"
 
 
 def _reserved_units(node: NodeConfig, cgroup: str) -> list[UnitPlan]:

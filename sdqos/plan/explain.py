@@ -1,7 +1,8 @@
 """``sdqos explain``: every value of one pod with the formula and the inputs that produced it.
 
-The numbers come from the engine itself (``build_plan(explain=True)`` records its reasoning as it
-computes), so an explanation can never disagree with what ``plan`` and ``sync`` apply.
+The numbers come from the engine itself (planning with ``explain=True`` records its reasoning as it
+computes), through the loading path every command uses (``sdqos.loading.load``, with what the last
+sync counted in machine.slice), so an explanation never disagrees with what ``plan`` and ``sync`` apply.
 """
 
 from __future__ import annotations
@@ -10,18 +11,10 @@ from sdqos import humanize as H
 from sdqos.kube import qos
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
-from sdqos.plan.properties import INFINITY, kernel_quota_us
+from sdqos.plan.properties import INFINITY, WHY_KEYS, kernel_quota_us, oom_policy, shown as show_value
 
-# Which engine reasoning explains which systemd property.
-_WHY_KEY = {
-    "CPUShares": "cpu_shares",
-    "CPUWeight": "cpu_shares",
-    "CPUQuotaPerSecUSec": "cpu_quota",
-    "MemoryLimit": "memory",
-    "MemoryMax": "memory",
-    "TasksMax": "pids",
-    "MemorySwapMax": "swap",
-}
+# Which engine reasoning explains which systemd property (each property's row says).
+_WHY_KEY = WHY_KEYS
 
 
 def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
@@ -49,7 +42,7 @@ def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
 
 
 def _prop_line(name: str, value: int, why: dict[str, str], period: int) -> str:
-    shown = H.prop(name, value)
+    shown = show_value(name, value)
     raw = "infinity" if value == INFINITY else str(value)
     text = f"    {name:<20} {raw:>20}  {shown}"
     reason = why.get(_WHY_KEY.get(name, ""))
@@ -67,9 +60,45 @@ def _prop_line(name: str, value: int, why: dict[str, str], period: int) -> str:
     return text
 
 
-def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) -> str:
+def machines_lines(plan: Plan) -> list[str]:
+    """What the plan counted in machine.slice besides declared VMs (what the last sync found and
+    counted there, so these values are the ones sync applied), or nothing."""
+    if not plan.machines:
+        return []
+    lines = ["", "  Counted in machine.slice besides declared VMs (as the last sync found it; sync applies these values):"]
+    for m in plan.machines:
+        mem = H.size(m.memory) + ("" if m.bounded else " (unbounded: machine.slice gets no memory limit)")
+        lines.append(f"    {m.unit} ({m.what}): cpu {H.cpu(m.cpu)}, memory {mem}")
+    return lines
+
+
+def machines_json(plan: Plan) -> list[dict]:
+    return [{"unit": m.unit, "what": m.what, "cpu": H.cpu(m.cpu), "memory": m.memory, "bounded": m.bounded,
+             "limit": m.limit} for m in plan.machines]
+
+
+def eviction_lines(rank: dict) -> list[str]:
+    """A pod's place in kubelet's eviction orders (``reconcile.evict.rank_of``), in words."""
+    lines = ["", "  Eviction (kubelet's node-pressure order; docs/eviction.md)",
+             f"    {rank['qosClass']}, priority {rank['priority']}, memory request {H.size(rank['memoryRequest'])}"]
+    if rank.get("notEvictable"):
+        lines.append(f"    never evicted: {rank['notEvictable']}")
+    if rank.get("usage") is None:
+        lines.append(f"    no rank: {rank['why']}")
+        return lines
+    lines.append(f"    usage {H.size(rank['usage'])} ({'over' if rank['exceedsRequest'] else 'within'} its request), "
+                 f"{rank['processes']} processes")
+    for order in rank["orders"]:
+        lines.append(f"    {order['signal']}: {order['rank']} of {order['of']}")
+        lines.append(f"      = {order['why']}")
+    return lines
+
+
+def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None = None,
+                rank: dict | None = None) -> str:
     """``live``: container name → (the scope it runs in now, what runs it), e.g. a podman
-    container's ``libpod-<id>.scope``: named instead of the scope ``sdqos run`` would make."""
+    container's ``libpod-<id>.scope``: named instead of the scope ``sdqos run`` would make.
+    ``rank``: its place in the eviction orders (``reconcile.evict.rank_of``)."""
     pod = pp.pod
     period = plan.node.cpu_cfs_quota_period_us
     pod_level = plan.node.gate("PodLevelResources")
@@ -101,16 +130,29 @@ def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None
         lines.append(f"    {'oom_score_adj':<20} {c.oom_score_adj:>20}")
         if c.why.get("oom_score_adj"):
             lines.append(f"      = {c.why['oom_score_adj']}")
-        if c.resources.oom_group is not None:
-            policy = "kill" if c.resources.oom_group else "continue"
+        policy = oom_policy(c.resources)
+        if policy is not None:
             lines.append(f"    {'OOMPolicy':<20} {policy:>20}  (when sdqos creates the scope)\n      = {c.why.get('oom_group', '')}")
     lines.append("")
     lines.append("  Tiers this pod counts toward")
-    tier_names = [plan.root_slice]
-    if pp.qos in (BURSTABLE, BESTEFFORT):
-        tier_names.insert(0, _parent(plan, pp.slice))
-    lines += _unit_lines(plan, tier_names, period)
+    lines += _unit_lines(plan, tier_names(plan, pp), period)
+    lines += machines_lines(plan)
+    if rank is not None:
+        lines += eviction_lines(rank)
     return "\n".join(lines)
+
+
+def tier_names(plan: Plan, pp: PodPlan) -> list[str]:
+    """The tiers a pod counts toward: its class's tier (Burstable, BestEffort) and kubepods."""
+    names = [plan.root_slice]
+    if pp.qos in (BURSTABLE, BESTEFFORT):
+        names.insert(0, _parent(plan, pp.slice))
+    return names
+
+
+def tiers_json(plan: Plan, pp: PodPlan) -> dict:
+    """The tiers a pod counts toward, with their values and reasons (as ``explain`` prints them)."""
+    return {u.name: _values(u.properties, u.why) for u in (plan.unit(n) for n in tier_names(plan, pp)) if u is not None}
 
 
 def _unit_lines(plan: Plan, names: list[str], period: int) -> list[str]:
@@ -133,7 +175,7 @@ def _parent(plan: Plan, unit_name: str) -> str:
 
 def _values(props: dict[str, int], why: dict[str, str]) -> dict:
     """Each property's value, as people read it, and the reason behind it."""
-    return {name: {"value": value, "shown": H.prop(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
+    return {name: {"value": value, "shown": show_value(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
             for name, value in props.items()}
 
 
@@ -150,6 +192,7 @@ def explain_json(pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) ->
         "slice": pp.slice, "properties": values(pp.properties, pp.why),
         "containers": [{"name": c.name, "kind": c.kind, "scope": c.scope, "oomScoreAdj": c.oom_score_adj,
                         "oomScoreAdjWhy": c.why.get("oom_score_adj"), "properties": values(c.properties, c.why),
+                        "oomPolicy": oom_policy(c.resources), "oomPolicyWhy": c.why.get("oom_group"),
                         **({"liveScope": live[c.name][0]} if live and c.name in live else {})}
                        for c in pp.containers],
     }
@@ -179,6 +222,7 @@ def explain_vm(plan: Plan, vp: VMPlan) -> str:
     lines.append("")
     lines.append("  The node budget it takes from the pods")
     lines += _unit_lines(plan, ["machine.slice", plan.root_slice], period)
+    lines += machines_lines(plan)
     return "\n".join(lines)
 
 

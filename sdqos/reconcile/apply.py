@@ -6,39 +6,19 @@ unit that failed to be created is skipped."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Callable
 
-from sdqos.errors import CallTimeout, SystemdError, UnitExists
-from sdqos.host.systemd import UNIT, Systemd
+from sdqos.errors import CallTimeout, NoSuchUnit, SystemdError, UnitExists
+from sdqos.host.systemd import UNIT, SystemdAPI
 from sdqos.plan.engine import UnitPlan
-from sdqos.plan.properties import oom_policy
+from sdqos.plan.creation import create_properties
 from sdqos.reconcile.diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, Diff
 from sdqos.reconcile.report import Report
-
-CREATE_EXTRAS = {"DefaultDependencies": False, "CPUAccounting": True, "MemoryAccounting": True, "TasksAccounting": True}
 
 Progress = Callable[[int, int], None]
 
 
-def create_properties(u: UnitPlan) -> dict[str, Any]:
-    """Everything a new unit is created with: its owned properties, a Description that says what
-    it is (so `systemctl status` reads well), and what runc's systemd driver adds."""
-    props: dict[str, Any] = dict(u.properties)
-    props["Description"] = u.description
-    props.update(CREATE_EXTRAS)
-    if u.name.endswith(".scope"):
-        props["Slice"] = u.slice
-        props["Delegate"] = True  # processes can later be attached (adopt), as runc does
-        props["CollectMode"] = "inactive-or-failed"  # an OOM-killed scope frees its name
-        policy = oom_policy(u.resources)
-        if policy is not None:  # memory.oom.group, settable only now (kubelet's via runc: Unified)
-            props["OOMPolicy"] = policy
-    elif u.slice != "-.slice":
-        props["Wants"] = [u.slice]  # as runc does: the parent is started first
-    return props
-
-
-async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | None = None) -> set[str]:
+async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress | None = None) -> set[str]:
     """Carry out the diff. Returns the names of units whose planned values are now in place."""
     done: set[str] = set()
     failed_creates: set[str] = set()
@@ -72,10 +52,10 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
                 report.errors.append(f"reset-failed {a.unit}: {e}")
             tick()
         creates = [a for a in actions if a.kind == "create"]
-        if creates:
+        for wave in _waves(creates):  # a slice's result is known before anything is made in it
             todo: list[tuple[Action, UnitPlan]] = []
             skipped: list[Action] = []
-            for a in creates:
+            for a in wave:
                 if a.plan is not None and a.plan.slice not in failed_creates:
                     todo.append((a, a.plan))
                 else:
@@ -102,7 +82,7 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
                 else:
                     failed_creates.add(a.unit)
                     report.errors.append(f"create {a.unit}: {err}")
-            tick(len(creates))
+            tick(len(wave))
         updates = [a for a in actions if a.kind == "update"]
         if updates:
             results = await sd.set_units_properties([(a.unit, a.props) for a in updates])
@@ -120,10 +100,32 @@ async def apply(sd: Systemd, diff: Diff, report: Report, progress: Progress | No
     return done - failed_updates - failed_creates
 
 
+def _waves(creates: list[Action]) -> list[list[Action]]:
+    """The creations in waves: a unit whose slice is created in the same phase goes one wave after
+    it, so that a slice that failed is known before its children are sent (systemd would load the
+    missing slice implicitly, without its limits, and make them in it). Each wave is one pipelined
+    call; a cold sync is three (node; tiers and Guaranteed pods; the other pods), whatever its size."""
+    by_unit = {a.unit: a for a in creates}
+    depth: dict[str, int] = {}
+
+    def level(a: Action) -> int:
+        if a.unit not in depth:
+            parent = by_unit.get(a.plan.slice) if a.plan is not None else None
+            depth[a.unit] = 0 if parent is None or parent is a else level(parent) + 1
+        return depth[a.unit]
+
+    waves: list[list[Action]] = []
+    for a in creates:
+        n = level(a)
+        waves.extend([] for _ in range(n + 1 - len(waves)))
+        waves[n].append(a)
+    return waves
+
+
 SLOW_STOP_S = 1.0
 
 
-async def stop_all(sd: Systemd, units: list[str], report: Report) -> None:
+async def stop_all(sd: SystemdAPI, units: list[str], report: Report) -> None:
     """Stop units side by side (deepest first within the window). Stopping a slice stops what runs
     in it: systemd sends SIGTERM, and SIGKILL to what is left when the scope's stop timeout (a pod's
     grace period, ``sdqos run``) ends — so N pods ignoring SIGTERM cost one grace period, not N.
@@ -133,7 +135,7 @@ async def stop_all(sd: Systemd, units: list[str], report: Report) -> None:
     results = await sd.stop_units(units)
     took = time.monotonic() - t0
     for unit, err in zip(units, results):
-        if err is None or err.name == "org.freedesktop.systemd1.NoSuchUnit":
+        if err is None or isinstance(err, NoSuchUnit):  # already gone
             report.removed.append(unit)
         elif isinstance(err, CallTimeout):
             report.removed.append(unit)
@@ -145,7 +147,7 @@ async def stop_all(sd: Systemd, units: list[str], report: Report) -> None:
                                "on SIGTERM and were killed when their grace period ended")
 
 
-async def _start_if_inactive(sd: Systemd, unit: str) -> None:
+async def _start_if_inactive(sd: SystemdAPI, unit: str) -> None:
     """A unit file that exists but is not running: start it after setting its properties."""
     props = await sd.get_properties(unit, UNIT, ["ActiveState"])
     if props.get("ActiveState") in ("inactive", "failed"):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from sdqos.errors import NoSuchUnit, SdqosError
 from sdqos.host import cgroupfs, procfs
-from sdqos.host.systemd import Systemd
+from sdqos.host.systemd import SystemdAPI
 from sdqos.kube.naming import (
     MACHINE_SLICE,
     Owner,
@@ -41,7 +41,7 @@ from sdqos.reconcile.scopes import (
 )
 
 
-async def discover_scopes(sd: Systemd, plan: Plan, live: dict[str, LiveUnit], *, machine: bool) -> dict[str, LiveScope]:
+async def discover_scopes(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit], *, machine: bool) -> dict[str, LiveScope]:
     """Every scope with processes below kubepods.slice (and machine.slice when ``machine``),
     from one GetUnitProcesses each: the cgroup path of each process names its scope."""
     rows: list[tuple[str, int, str]] = []

@@ -19,7 +19,7 @@ from typing import Mapping
 from sdqos.kube import qos
 from sdqos.kube.manifests import vm_memory_overhead
 from sdqos.plan.engine import MachineCharge, Plan
-from sdqos.plan.properties import INFINITY, memory_limit
+from sdqos.plan.properties import INFINITY, WEIGHT, memory_limit, of_kind
 from sdqos.reconcile.diff import LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
@@ -37,10 +37,10 @@ def round_up(n: int, step: int = USAGE_STEP) -> int:
 def cpu_millis(props: Mapping[str, int], cgroup: str) -> int:
     """The millicores a scope's CPU weight stands for (kubelet's shares rule, inverted)."""
     if cgroup == "v1":  # the fewest millicores kubelet gives these shares
-        shares = props.get("CPUShares", INFINITY)
+        shares = props.get(of_kind(WEIGHT, cgroup), INFINITY)
         shares = V1_DEFAULT_SHARES if shares in (INFINITY, 0) else shares
         return -(-shares * 1000 // qos.SHARES_PER_CPU)
-    weight = props.get("CPUWeight", INFINITY)
+    weight = props.get(of_kind(WEIGHT, cgroup), INFINITY)
     weight = V2_DEFAULT_WEIGHT if weight in (INFINITY, 0) else weight
     # the largest share count kubelet's getCPUWeight maps to this weight (39 → 1024 → 1000m), rounded
     # down to millicores: planned again, they give the same weight

@@ -51,8 +51,9 @@ from sdqos.kube.naming import (
 from sdqos.plan.engine import KeptPod, Plan, PodPlan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
 from sdqos.reconcile.scopes import LiveScope
+from sdqos.plan.properties import LIMITS, RESERVATIONS, RESETS, memory_limit  # (the property table)
 
-LIMIT_PROPERTIES = frozenset({"MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuotaPerSecUSec", "TasksMax"})
+LIMIT_PROPERTIES = LIMITS  # raised top-down, lowered bottom-up (each row of plan/properties.py says)
 DEPENDS_ON_ALL_INPUTS = frozenset({"node", "tier", "machine"})
 # Planned units sdqos creates or takes over by name; scopes (containers, VMs) it claims by binding.
 OWNED_BY_NAME = frozenset({"node", "tier", "pod", "machine"})
@@ -65,10 +66,8 @@ REQUEST_CPU, REQUEST_MEMORY, POD_KEY = "sdqos.cpuRequest", "sdqos.memoryRequest"
 
 PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK = range(4)
 # systemd's defaults for what sdqos sets on a scope it tunes: CPUShares/CPUWeight "unset", no quota,
-# no limits, no protection.
-RESET_VALUES = {"CPUShares": INFINITY, "CPUWeight": INFINITY, "CPUQuotaPerSecUSec": INFINITY,
-                "MemoryLimit": INFINITY, "MemoryMax": INFINITY, "MemoryHigh": INFINITY, "MemorySwapMax": INFINITY,
-                "MemoryMin": 0, "MemoryLow": 0}
+# no limits, no protection (each row of plan/properties.py says).
+RESET_VALUES = RESETS
 
 
 @dataclass(slots=True)
@@ -610,10 +609,10 @@ def _memory_back(props: Mapping[str, int], cls: str) -> int:
     """A pod's memory request from its slice's values: a Guaranteed pod's limit is its request;
     MemoryQoS's reservation where it was set; else nothing known (0)."""
     if cls == GUARANTEED:
-        v = props.get("MemoryLimit", props.get("MemoryMax", INFINITY))
+        v = memory_limit(props)
         if v not in (INFINITY, 0):
             return v
-    for p in ("MemoryMin", "MemoryLow"):
+    for p in RESERVATIONS:
         if props.get(p):
             return props[p]
     return 0

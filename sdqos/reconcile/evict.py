@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
+from sdqos import humanize as H
 from sdqos.kube import eviction as ev
 from sdqos.kube.model import MEMORY
 from sdqos.kube.naming import parse_podman_conmon_scope, parse_podman_scope, podman_conmon_scope, podman_scope
 from sdqos.plan.engine import Plan
+
+if TYPE_CHECKING:
+    from sdqos.host.systemd import SystemdAPI
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,45 @@ def assess(plan: Plan, observations: Mapping[str, ev.Observation], pods: Mapping
     not_observed = sorted({t.signal for t in cfg.thresholds if t.signal not in observations})
     return Assessment(dict(observations), cfg.thresholds, met, conditions, reclaim, ranked, signal,
                       victim, grace, not_observed)
+
+
+def rank_of(plan: Plan, key: str, pods: Mapping[str, Usage] | None, vms: Mapping[str, Usage] | None,
+            unmeasured: str = "") -> dict:
+    """One pod's place in kubelet's eviction orders (memory: rankMemoryPressure, PIDs:
+    rankPIDPressure) among the running pods and VMs, and why — for ``explain``. ``pods``/``vms``
+    None: usage could not be read (``unmeasured`` says why), so there is no rank."""
+    pp = plan.pod(key)
+    assert pp is not None
+    pod_level = plan.node.gate("PodLevelResources")
+    me = ev.pod_candidate(pp.pod, None, None, pod_level=pod_level)
+    out: dict = {"qosClass": me.qos_class, "priority": me.priority, "memoryRequest": me.memory_request,
+                 "notEvictable": me.why_not_evictable(), "usage": None, "processes": None,
+                 "exceedsRequest": None, "orders": [], "why": None}
+    if pods is None or vms is None:
+        out["why"] = f"the rank needs usage, which could not be read ({unmeasured})"
+        return out
+    if key not in pods:
+        out["why"] = ("not running: kubelet ranks only active pods (the rank needs usage; "
+                      "it is ranked once its containers run)")
+        return out
+    u = pods[key]
+    out.update(usage=u.memory, processes=u.processes, exceedsRequest=u.memory > me.memory_request)
+    cands = candidates(plan, pods, vms)
+    for signal in (ev.MEMORY_AVAILABLE, ev.PID_AVAILABLE):
+        ranked = ev.RANK_FUNCS[signal](cands)
+        i = next(n for n, c in enumerate(ranked) if c.name == key)
+        c = ranked[i]
+        ahead = ranked[:i]
+        if signal == ev.PID_AVAILABLE:
+            why = f"priority {c.priority}, then {c.processes} processes (rankPIDPressure: lower priority, then more processes)"
+        else:
+            over = "uses more than it requested" if c.exceeds_memory_request else "uses no more than it requested"
+            why = (f"{over}, priority {c.priority}, usage above request {H.size(max(0, c.memory_usage - c.memory_request))}"  # type: ignore[operator]
+                   " (rankMemoryPressure: over request first, then lower priority, then more above request)")
+        if ahead:
+            why += "; before it: " + ", ".join(a.name for a in ahead[:5]) + (f" and {len(ahead) - 5} more" if len(ahead) > 5 else "")
+        out["orders"].append({"signal": signal, "rank": i + 1, "of": len(ranked), "why": why})
+    return out
 
 
 def collect(plan: Plan, root: Path | None = None, proc: Path | None = None, passed_from: ev.ManagerState | None = None,
@@ -258,7 +301,7 @@ def still_evicted(plan: Plan, record: Mapping[str, dict]) -> dict[str, dict]:
     return out
 
 
-async def _units_in(sd, unit: str) -> set[str]:
+async def _units_in(sd: SystemdAPI, unit: str) -> set[str]:
     """The units (scopes, services) whose processes run below ``unit``'s cgroup, by systemd's own
     list of the processes there."""
     units = set()
@@ -275,13 +318,13 @@ async def _units_in(sd, unit: str) -> set[str]:
     return units
 
 
-async def _kill(sd, scopes: list[str], grace: int) -> None:
+async def _kill(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
     """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
     (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
     import asyncio
     import time
 
-    from sdqos.host.systemd import NoSuchUnit
+    from sdqos.errors import NoSuchUnit
 
     async def alive(s: str) -> bool:
         try:
@@ -310,7 +353,7 @@ async def _kill(sd, scopes: list[str], grace: int) -> None:
             raise e
 
 
-async def evict(sd, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
+async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
     """Stop the assessment's victim, once, and record it: the containers of a pod that podman runs
     with podman (``podman rm -f -t GRACE``), every other scope sdqos made for the pod (or the VM's
     scope) with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that sdqos

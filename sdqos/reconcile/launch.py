@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput, ScopeBusy, SdqosError, SystemdError, UnitExists
 from sdqos.host import cgroupfs, procfs
-from sdqos.host.systemd import UNIT, Systemd
+from sdqos.host.systemd import UNIT, SystemdAPI
 from sdqos.kube.naming import (
     MACHINE_SLICE,
     Owner,
@@ -30,7 +30,8 @@ from sdqos.kube.naming import (
     scope_maker,
 )
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
-from sdqos.reconcile.apply import create_properties
+from sdqos.plan.creation import (  # noqa: F401 (the grace periods: podman_pods reads them here)
+    DEFAULT_GRACE_PERIOD_S, MINIMUM_GRACE_PERIOD_S, create_properties, grace_period_us)
 
 
 @dataclass
@@ -43,18 +44,6 @@ class Target:
     label: str
     stop_timeout_us: int | None = None  # SIGTERM → SIGKILL when the scope is stopped (a pod's grace period)
     machine: str | None = None  # a VM: registered with systemd-machined under this name when it runs
-
-
-# kubelet's default (the API server defaults terminationGracePeriodSeconds to 30) and its floor:
-# pkg/kubelet/kuberuntime/kuberuntime_container.go, minimumGracePeriodInSeconds = 2.
-DEFAULT_GRACE_PERIOD_S = 30
-MINIMUM_GRACE_PERIOD_S = 2
-
-
-def grace_period_us(seconds: int | None) -> int:
-    """How long a pod's processes get between SIGTERM and SIGKILL when its scope is stopped."""
-    s = DEFAULT_GRACE_PERIOD_S if seconds is None else max(MINIMUM_GRACE_PERIOD_S, seconds)
-    return min(s, 2**64 // 1_000_000 - 1) * 1_000_000
 
 
 def find_pod(plan: Plan, pod_ref: str) -> PodPlan:
@@ -106,7 +95,7 @@ def ancestors(plan: Plan, slice_name: str) -> list[UnitPlan]:
     return list(reversed(chain))
 
 
-async def ensure_ancestors(sd: Systemd, target: Target) -> list[str]:
+async def ensure_ancestors(sd: SystemdAPI, target: Target) -> list[str]:
     """Create the missing slices above the scope (each with its planned values). machine.slice,
     usually a unit file, just gets its properties."""
     created = []
@@ -126,13 +115,13 @@ async def ensure_ancestors(sd: Systemd, target: Target) -> list[str]:
     return created
 
 
-async def _scope_state(sd: Systemd, name: str) -> str | None:
+async def _scope_state(sd: SystemdAPI, name: str) -> str | None:
     states = await sd.read_units([name], {UNIT: ["ActiveState"]})
     st = states.get(name)
     return st.active_state if st is not None else None
 
 
-async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: bool = False) -> None:
+async def start_scope(sd: SystemdAPI, target: Target, pids: list[int], *, replace: bool = False) -> None:
     """A new scope holding ``pids`` (processes are moved into it). Existing scope: ScopeBusy
     unless ``replace`` (which stops it first, killing what runs there)."""
     await ensure_ancestors(sd, target)
@@ -143,9 +132,7 @@ async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: 
         await sd.stop_unit(target.unit.name)
     elif state == "failed":
         await sd.reset_failed_unit(target.unit.name)
-    props = create_properties(target.unit)
-    if target.stop_timeout_us is not None:
-        props["TimeoutStopUSec"] = target.stop_timeout_us
+    props = create_properties(target.unit, target.stop_timeout_us)
     if target.machine is not None and len(pids) == 1 and await _register_machine(sd, target, pids[0], props):
         return
     props["PIDs"] = pids
@@ -155,7 +142,7 @@ async def start_scope(sd: Systemd, target: Target, pids: list[int], *, replace: 
 _MACHINE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # what machined takes as a machine name (a hostname)
 
 
-async def _register_machine(sd: Systemd, target: Target, leader: int, props: dict) -> bool:
+async def _register_machine(sd: SystemdAPI, target: Target, leader: int, props: dict) -> bool:
     """A VM is registered with systemd-machined when it runs, as libvirt does: machined creates
     the scope (same name, machine.slice) with sdqos's values in the same call, and machinectl
     knows the VM. False when machined does not run or cannot take the name (then systemd alone)."""
@@ -173,7 +160,7 @@ async def _register_machine(sd: Systemd, target: Target, leader: int, props: dic
         raise
 
 
-async def adopt(sd: Systemd, target: Target, pids: list[int]) -> str:
+async def adopt(sd: SystemdAPI, target: Target, pids: list[int]) -> str:
     """Move running processes into the target scope: create it around them, or attach them to
     the running one. Returns "created" or "attached"."""
     state = await _scope_state(sd, target.unit.name)
@@ -218,7 +205,7 @@ def check_guest_size(target: Target, declared: int, argv: list[str]) -> None:
                            "limits.memory or lower -m (or pass --force)")
 
 
-async def apply_budget(sd: Systemd, plan: Plan) -> list[str]:
+async def apply_budget(sd: SystemdAPI, plan: Plan) -> list[str]:
     """After ``run --vm``/``adopt --vm``: the node budget as this plan has it (the VM may be new since
     the last sync), pods' side first (it shrinks), machine.slice last, each only if it runs. What
     fails is a warning: the timer's next sync sets it."""
@@ -307,7 +294,7 @@ def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
         raise err
 
 
-async def vm_owned_elsewhere(sd: Systemd, target: Target, name: str) -> str | None:
+async def vm_owned_elsewhere(sd: SystemdAPI, target: Target, name: str) -> str | None:
     """The scope of a running machine called ``name`` that libvirt or machined manage (not sdqos):
     ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
     units = await sd.read_units(["machine-*.scope"], {UNIT: ["Description"]})

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sdqos import humanize as H
 from sdqos.errors import SdqosError
 from sdqos.host import cgroupfs, facts
-from sdqos.host.systemd import SCOPE, SLICE, UNIT, Systemd
+from sdqos.host.systemd import SCOPE, SLICE, UNIT, SystemdAPI
 from sdqos.kube.naming import (
     CONTAINER_SCOPE_GLOB,
     MACHINE_SLICE,
@@ -38,6 +38,7 @@ from sdqos.reconcile.binding import (
 from sdqos.reconcile.budget import machine_charges
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
 from sdqos.reconcile.scopes import LiveScope
+from sdqos.plan.properties import BY_NAME, MEMORY_PROPERTIES, QUOTA_PROPERTY  # (the property table)
 
 if TYPE_CHECKING:
     from sdqos.reconcile.memo import Memo
@@ -73,7 +74,7 @@ def _live_unit(name: str, st, props: list[str]) -> LiveUnit:
     )
 
 
-async def read_live(sd: Systemd, plan: Plan, *, usage: bool = False) -> dict[str, LiveUnit]:
+async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[str, LiveUnit]:
     """Every unit sdqos may manage, with its owned properties (and usage counters for status).
 
     Fast path (no usage wanted, and this process sees systemd's cgroup tree): one list call, then
@@ -154,7 +155,7 @@ class Observation:
     errors: list[str] = field(default_factory=list)  # what could not be asked (podman): sync fails with them
 
 
-async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None:
+async def read_marks(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit]) -> None:
     """Whether each planned node, tier, pod or machine unit whose Description is not sdqos's is a
     transient unit (another manager's: kubelet's runc, say) or a unit file or implicit slice (which
     sdqos may take over). One read, for those units only: usually none."""
@@ -168,7 +169,7 @@ async def read_marks(sd: Systemd, plan: Plan, live: dict[str, LiveUnit]) -> None
             live[name].transient = bool(st.transient)
 
 
-async def observe(sd: Systemd, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
+async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
                   memo: "Memo | None" = None) -> Observation:
     """Read the live state in a few calls and bind scopes (extends the plan with matched scopes).
     ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
@@ -230,7 +231,7 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
         if u.create or parse_container_scope(u.name) is not None or lu is None or sc is None or lu.kernel_drift:
             continue  # (sdqos's own container scopes were checked by read_live)
         check = {k: v for k, v in u.properties.items() if k in lu.props}
-        if PERIOD_PROPERTY in check or "CPUQuotaPerSecUSec" in check:
+        if PERIOD_PROPERTY in check or QUOTA_PROPERTY in check:
             check.setdefault(PERIOD_PROPERTY, lu.props.get(PERIOD_PROPERTY, INFINITY))
         want = cgroupfs.expected(check, plan.cgroup, page)
         have = cgroupfs.read(sc.cgroup, want) if want else None
@@ -238,7 +239,7 @@ def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveSc
             lu.kernel_drift = cgroupfs.differing(want, have)
 
 
-async def _machines(sd: Systemd, warnings: list[str]) -> list:
+async def _machines(sd: SystemdAPI, warnings: list[str]) -> list:
     """The machines systemd-machined knows (none when it does not run)."""
     from sdqos.host import machined
 
@@ -249,7 +250,7 @@ async def _machines(sd: Systemd, warnings: list[str]) -> list:
         return []
 
 
-async def _usage_of(sd: Systemd, unit: str) -> int | None:
+async def _usage_of(sd: SystemdAPI, unit: str) -> int | None:
     """A slice's MemoryCurrent (None when systemd does not know it)."""
     try:
         props = await sd.get_properties(unit, SLICE, ["MemoryCurrent"])
@@ -258,7 +259,7 @@ async def _usage_of(sd: Systemd, unit: str) -> int | None:
     return _counter(props.get("MemoryCurrent"))
 
 
-async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool = False) -> dict[str, LiveUnit]:
+async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bool = False) -> dict[str, LiveUnit]:
     props = list(owned(plan.cgroup))
     units = await sd.read_units(names, {SCOPE: props + (list(USAGE) if usage else ["MemoryCurrent"]),
                                         UNIT: ["Description"]})
@@ -266,7 +267,8 @@ async def _read_named(sd: Systemd, plan: Plan, names: list[str], *, usage: bool 
 
 
 CONTAINER_CGROUP = "container"  # crun's own cgroup below a podman container's scope (systemd cgroup manager)
-CONTAINER_FILES = ("memory/memory.limit_in_bytes", "memory.max")
+# The memory limit's file on each cgroup version (its rows in plan/properties.py).
+CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
 
 
 def container_kernel_off(plan: Plan, runtime, scopes: dict[str, LiveScope]) -> dict[str, dict]:
@@ -283,7 +285,7 @@ def container_kernel_off(plan: Plan, runtime, scopes: dict[str, LiveScope]) -> d
         u, sc = planned.get(name), scopes.get(name)
         if u is None or sc is None:
             continue
-        mem = {k: v for k, v in u.properties.items() if k in ("MemoryLimit", "MemoryMax")}
+        mem = {k: v for k, v in u.properties.items() if k in MEMORY_PROPERTIES}
         want = {f: v for f, v in (cgroupfs.expected(mem, plan.cgroup, page) or {}).items() if f in CONTAINER_FILES}
         have = cgroupfs.read(f"{sc.cgroup}/{CONTAINER_CGROUP}", want) if want else None
         if have is not None and have != want:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sdqos.errors import InvalidInput, PodRunning, SdqosError
 from sdqos.host import podman
 from sdqos.host import volumes as host_volumes
-from sdqos.host.systemd import Systemd
+from sdqos.host.systemd import SystemdAPI
 from sdqos.kube.naming import podman_scope
 from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
@@ -70,13 +70,13 @@ def grace_seconds(pp: PodPlan | None = None, labels: dict[str, str] | None = Non
     return max(launch.MINIMUM_GRACE_PERIOD_S, grace)
 
 
-async def start(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, replace: bool = False) -> list[str]:
+async def start(sd: SystemdAPI, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, replace: bool = False) -> list[str]:
     """Start the pod's containers; returns what was done, one line each."""
     done, spec = await prepare(sd, plan, pp, spec, replace=replace)
     return done + run_containers(plan, pp, spec)
 
 
-async def prepare(sd: Systemd, plan: Plan, pp: PodPlan, spec: PodRunSpec, *,
+async def prepare(sd: SystemdAPI, plan: Plan, pp: PodPlan, spec: PodRunSpec, *,
                   replace: bool = False) -> tuple[list[str], PodRunSpec]:
     """What must happen under the sync lock: the checks, earlier containers removed, the pod's
     volumes made ready, its slice and tiers created with their values (a sync that planned

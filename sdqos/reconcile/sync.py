@@ -17,7 +17,7 @@ from typing import Callable
 
 from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
-from sdqos.host.systemd import Systemd
+from sdqos.host.systemd import SystemdAPI
 from sdqos.plan.engine import MachineCharge, Plan, recount
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
@@ -45,7 +45,7 @@ def warn_if_kubelet(live: dict, plan: Plan, warnings: list[str]) -> None:
 
 
 async def sync(
-    sd: Systemd,
+    sd: SystemdAPI,
     plan: Plan,
     *,
     complete: bool,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sdqos.errors import SandboxError
+from sdqos.errors import SandboxError, ToolMissing
 from sdqos.sandbox.cgroups import (
     _cgroup_pids,
     _cgroup_symlinks,
@@ -358,9 +358,9 @@ def _wait_ready(sb: Sandbox, sdir: Path, t0: float, timeout: float) -> None:
                 if state in ("running", "degraded"):
                     return
                 last = f"systemd is on the bus, SystemState={state}"
+            except ToolMissing:
+                raise
             except SandboxError as e:
-                if "not found" in str(e):
-                    raise
                 last = str(e)
         if time.monotonic() > t0 + timeout:
             raise SandboxError(f"sandbox {sb.name}: bus not up after {timeout:g}s ({last})")
@@ -376,7 +376,7 @@ def _manager_properties(address: str, *props: str, timeout: float = 5.0) -> dict
     except subprocess.TimeoutExpired:
         raise SandboxError(f"busctl get-property timed out on {address}") from None
     except FileNotFoundError:
-        raise SandboxError("busctl not found (Debian package systemd)") from None
+        raise ToolMissing("busctl not found (Debian package systemd)") from None
     if cp.returncode != 0:
         raise SandboxError(f"systemd1 not on the bus: {cp.stderr.strip() or cp.returncode}")
     values = [json.loads(ln)["data"] for ln in cp.stdout.splitlines() if ln.strip()]

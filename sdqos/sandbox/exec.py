@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from sdqos.errors import SandboxError
+from sdqos.errors import SandboxError, ToolMissing
 from sdqos.sandbox.state import _ENV_DROP, _PATH, Sandbox, _cwd, _tool, get
 
 # --- running things inside -----------------------------------------------------------------------
@@ -59,7 +59,7 @@ def run(
     except subprocess.TimeoutExpired:
         raise SandboxError(f"`{' '.join(argv)}` in the sandbox did not finish in {timeout}s") from None
     except FileNotFoundError:
-        raise SandboxError("nsenter not found (Debian package util-linux)") from None
+        raise ToolMissing("nsenter not found (Debian package util-linux)") from None
     if check and cp.returncode != 0:
         err = cp.stderr if isinstance(cp.stderr, str) else (cp.stderr or b"").decode(errors="replace")
         raise SandboxError(f"`{' '.join(argv)}` in the sandbox exited {cp.returncode}: {err.strip()[-500:]}")

@@ -61,10 +61,6 @@ class Sandbox:
         """D-Bus address of the instance's system bus, usable from the host."""
         return f"unix:path={self.run_dir}/dbus/system_bus_socket"
 
-    @property
-    def console_log(self) -> Path:
-        return self.state_dir / "console.log"
-
     def cgroup_path(self, controller: str = "systemd") -> Path:
         """Host directory of the instance's root cgroup in the hierarchy of `controller`
         (``cpu``, ``cpuacct``, ``memory``, ``pids``, ``systemd``/``name=systemd``, ``unified``...).

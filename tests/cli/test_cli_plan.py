@@ -32,6 +32,10 @@ def test_plan_json_contract(config):
     assert data["node"]["capacity"] == {"cpu": "8", "memory": "16Gi", "pid": "4194304"}
     assert data["node"]["allocatable"] == {"cpu": "7", "memory": "14Gi", "pid": "4193304"}
     units = {u["name"]: u for u in data["units"]}
+    created = units["kubepods.slice"].pop("create")  # what systemd gets when sync creates it
+    assert created == {**units["kubepods.slice"]["properties"], "Description": units["kubepods.slice"]["description"],
+                       "DefaultDependencies": False, "CPUAccounting": True, "MemoryAccounting": True,
+                       "TasksAccounting": True}
     assert units["kubepods.slice"] == {
         "name": "kubepods.slice",
         "slice": "-.slice",

@@ -89,7 +89,7 @@ def test_plan_fits_the_terminal_and_names_every_container(width):
     ("CPUShares", 100, 1228, "100 shares → 1228 shares"),
 ])
 def test_a_change_never_reads_the_same_on_both_sides(name, old, new, text):
-    from sdqos.humanize import change
+    from sdqos.plan.properties import change
 
     assert change(name, old, new) == text
 

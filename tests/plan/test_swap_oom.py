@@ -11,7 +11,7 @@ from sdqos.kube.nodeconfig import parse_node_config
 from sdqos.kube.quantity import parse_quantity
 from sdqos.plan.engine import build_plan
 from sdqos.plan.properties import oom_policy
-from sdqos.reconcile.apply import create_properties
+from sdqos.plan.creation import create_properties
 
 from ..helpers import node, pod_from
 

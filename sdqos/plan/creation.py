@@ -1,0 +1,44 @@
+"""What a unit is created with: its owned properties plus what only creation sets (a Description,
+accounting, and for a scope Delegate, CollectMode and OOMPolicy). One function, used by sync's
+apply, ``sdqos run``/``adopt`` (reconcile/launch.py) and shown by ``plan -o json``, so what the plan
+shows is what systemd gets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sdqos.plan.engine import UnitPlan
+from sdqos.plan.properties import oom_policy
+
+# kubelet's default (the API server defaults terminationGracePeriodSeconds to 30) and its floor:
+# pkg/kubelet/kuberuntime/kuberuntime_container.go, minimumGracePeriodInSeconds = 2.
+DEFAULT_GRACE_PERIOD_S = 30
+MINIMUM_GRACE_PERIOD_S = 2
+CREATE_EXTRAS = {"DefaultDependencies": False, "CPUAccounting": True, "MemoryAccounting": True, "TasksAccounting": True}
+
+
+def grace_period_us(seconds: int | None) -> int:
+    """How long a pod's processes get between SIGTERM and SIGKILL when its scope is stopped."""
+    s = DEFAULT_GRACE_PERIOD_S if seconds is None else max(MINIMUM_GRACE_PERIOD_S, seconds)
+    return min(s, 2**64 // 1_000_000 - 1) * 1_000_000
+
+
+def create_properties(u: UnitPlan, stop_timeout_us: int | None = None) -> dict[str, Any]:
+    """Everything a new unit is created with: its owned properties, a Description that says what
+    it is (so `systemctl status` reads well), and what runc's systemd driver adds.
+    ``stop_timeout_us``: a container scope's SIGTERM → SIGKILL time (:func:`grace_period_us`)."""
+    props: dict[str, Any] = dict(u.properties)
+    props["Description"] = u.description
+    props.update(CREATE_EXTRAS)
+    if u.name.endswith(".scope"):
+        props["Slice"] = u.slice
+        props["Delegate"] = True  # processes can later be attached (adopt), as runc does
+        props["CollectMode"] = "inactive-or-failed"  # an OOM-killed scope frees its name
+        policy = oom_policy(u.resources)
+        if policy is not None:  # memory.oom.group, settable only now (kubelet's via runc: Unified)
+            props["OOMPolicy"] = policy
+        if stop_timeout_us is not None:
+            props["TimeoutStopUSec"] = stop_timeout_us
+    elif u.slice != "-.slice":
+        props["Wants"] = [u.slice]  # as runc does: the parent is started first
+    return props

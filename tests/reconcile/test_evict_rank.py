@@ -1,0 +1,55 @@
+"""``explain``'s eviction rank (reconcile/evict.py:rank_of, pure): a pod's place in kubelet's memory
+and PID orders among the running pods and VMs, and why; no rank without usage."""
+
+from __future__ import annotations
+
+from sdqos.plan.engine import build_plan
+from sdqos.reconcile.evict import Usage, rank_of
+
+from ..helpers import node, pod_from
+
+MI = 2**20
+
+
+def pod(name: str, mem_request: str | None, priority: int | None = None):
+    spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"memory": mem_request}} if mem_request else {}}]}
+    if priority is not None:
+        spec["priority"] = priority
+    return pod_from({"metadata": {"name": name, "namespace": "t"}, "spec": spec})
+
+
+PLAN = build_plan(node(), [pod("under", "512Mi"), pod("over", "64Mi"), pod("be", None, priority=10),
+                           pod("idle", "64Mi")], cgroup="v1")
+USAGE = {"t/under": Usage(100 * MI, 3), "t/over": Usage(200 * MI, 9), "t/be": Usage(50 * MI, 2)}
+
+
+def orders(r: dict) -> list[tuple[str, int, int]]:
+    return [(o["signal"], o["rank"], o["of"]) for o in r["orders"]]
+
+
+def test_rank_follows_kubelets_orders_with_the_workloads_before_it():
+    over = rank_of(PLAN, "t/over", USAGE, {})
+    assert orders(over) == [("memory.available", 1, 3), ("pid.available", 1, 3)]
+    assert over["exceedsRequest"] and over["usage"] == 200 * MI and over["memoryRequest"] == 64 * MI
+    assert over["orders"][0]["why"].startswith("uses more than it requested, priority 0, usage above request 136 MiB")
+    be = rank_of(PLAN, "t/be", USAGE, {})  # over its request of 0, but priority 10 after t/over
+    assert orders(be) == [("memory.available", 2, 3), ("pid.available", 3, 3)]
+    assert be["orders"][0]["why"].endswith("before it: t/over")
+    under = rank_of(PLAN, "t/under", USAGE, {})
+    assert orders(under) == [("memory.available", 3, 3), ("pid.available", 2, 3)]
+    assert under["orders"][0]["why"].startswith("uses no more than it requested")
+
+
+def test_no_rank_without_usage_and_why():
+    idle = rank_of(PLAN, "t/idle", USAGE, {})
+    assert idle["orders"] == [] and idle["usage"] is None and "not running" in idle["why"]
+    unread = rank_of(PLAN, "t/over", None, None, "no memory controller at /sys/fs/cgroup")
+    assert unread["orders"] == [] and unread["why"] == ("the rank needs usage, which could not be read "
+                                                        "(no memory controller at /sys/fs/cgroup)")
+
+
+def test_a_critical_pod_is_ranked_and_said_never_evicted():
+    crit = pod("crit", None, priority=2000001000)
+    plan = build_plan(node(), [crit, pod("over", "64Mi")], cgroup="v1")
+    r = rank_of(plan, "t/crit", {"t/crit": Usage(10 * MI, 1), "t/over": Usage(200 * MI, 1)}, {})
+    assert r["notEvictable"].startswith("critical pod") and orders(r)[0] == ("memory.available", 2, 2)
