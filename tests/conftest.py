@@ -148,6 +148,7 @@ def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     sbx.run(sandbox, ["systemctl", "stop", "machine.slice"], timeout=60)
     sbx.run(sandbox, ["systemctl", "revert", "machine.slice"])
     sbx.run(sandbox, ["systemctl", "start", "machine.slice"])  # as the instance boots it
-    sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json"])
+    sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json",
+                      "/run/sdqos/noop.json"])
     forget_oom_kills(sandbox)
     return sandbox

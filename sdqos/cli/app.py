@@ -438,15 +438,8 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
     from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import sync as reconcile
-
-    from sdqos.reconcile.diff import RemovalLimit
 
     with cli_errors():
-        try:
-            limit = RemovalLimit.parse(max_removals)
-        except ValueError as exc:
-            raise InvalidInput(str(exc), where="--max-removals") from None
         mode = resolve_cgroup(cgroup)
         if not os.path.lexists(DEFAULT_RUN_DIR):
             # A first sync on this host: no bus (no systemd as PID 1) must fail before the parse
@@ -457,6 +450,18 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         with contextlib.ExitStack() as held:
             if not dry_run:
                 held.enter_context(SyncLock(DEFAULT_RUN_DIR, lock_timeout))
+            digest = None if dry_run else _noop_pass(
+                config, mode, bus_address, output, quiet, documents, {
+                    "insecure": insecure, "allowEmpty": allow_empty, "maxRemovals": max_removals,
+                    "adoptExisting": adopt_existing, "bus": bus_address},
+                fast=not recreate and not verbose and metrics_textfile is None)  # returns only to take the full path
+            from sdqos.reconcile import sync as reconcile  # (the plan's and the diff's modules: after the proof)
+            from sdqos.reconcile.diff import RemovalLimit
+
+            try:  # (a stamp is only ever made with a valid one)
+                limit = RemovalLimit.parse(max_removals)
+            except ValueError as exc:
+                raise InvalidInput(str(exc), where="--max-removals") from None
             cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
             unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
 
@@ -511,6 +516,8 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                     m.write_atomic(metrics_textfile, m.render(observed, rec))
             except HostError as exc:
                 report.errors.append(str(exc))
+            if digest is not None:
+                _noop_stamp(report, p, digest, bus_address)
         if output == Output.json and documents is not None:
             documents.append(report.as_json())
         elif output == Output.json:
@@ -533,6 +540,71 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         if report.errors:
             raise typer.Exit(EXIT_ERROR)
         raise typer.Exit(EXIT_PENDING if dry_run and (report.changed or report.drift) else EXIT_OK)
+
+
+def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Output, quiet: bool,
+               documents: list[dict] | None, options: dict, fast: bool) -> str | None:
+    """A sync with nothing to do, proven by the last one's stamp (sdqos.reconcile.noop) without
+    loading the plan: recorded and reported as the full sync reports it, and exit 0. Otherwise the
+    stamp is dropped and the digest of the inputs returned, for the full sync to stamp with (None:
+    not ``fast``, a sync whose options the proof does not cover, which neither uses nor stamps)."""
+    from sdqos.host.rundir import DEFAULT_RUN_DIR
+    from sdqos.host.systemd import Systemd
+    from sdqos.reconcile import noop
+
+    if not fast:
+        noop.discard(DEFAULT_RUN_DIR)
+        return None
+    digest = noop.inputs(config, mode, options)
+
+    async def check(data: dict):
+        async with Systemd(bus_address) as sd:
+            return await noop.check(sd, DEFAULT_RUN_DIR, digest, data)
+    try:
+        data = noop.load(DEFAULT_RUN_DIR)
+        report = run_async(check(data)) if data is not None and data.get("inputs") == digest else None
+    except SdqosError:
+        report = None  # the full path meets it again and says it properly
+    if report is None:
+        noop.discard(DEFAULT_RUN_DIR)
+        return digest
+    from sdqos.cli import metrics as m
+    from sdqos.errors import HostError
+
+    try:
+        m.record_sync(report, DEFAULT_RUN_DIR, warnings=[])
+    except HostError as exc:  # as the full path reports it
+        err(f"error: {exc}")
+        raise typer.Exit(EXIT_ERROR) from None
+    if output == Output.json and documents is not None:
+        documents.append(report.as_json())
+    elif output == Output.json:
+        typer.echo(json.dumps(report.as_json(), indent=2))
+    elif not quiet:  # sync_text's lines for a sync with nothing to do (render imports the plan's model)
+        typer.echo(f"nothing to do: {len(report.unchanged)} units already match the plan\n"
+                   f"({report.duration_s:.2f}s, {report.dbus_calls} D-Bus calls)")
+    raise typer.Exit(EXIT_OK)
+
+
+def _noop_stamp(report, plan, digest: str, bus_address: Optional[str]) -> None:
+    """After a full sync that found nothing to do: stamp it, for the next sync's proof."""
+    from sdqos.host import rundir
+    from sdqos.host.systemd import Systemd
+    from sdqos.reconcile import noop
+
+    run_dir = rundir.DEFAULT_RUN_DIR
+    if not noop.nothing_done(report):  # (a sync that changed something: not even applied.json is read again)
+        return
+
+    async def write() -> None:
+        async with Systemd(bus_address) as sd:
+            await noop.stamp(sd, plan, report, run_dir, digest)
+    try:
+        with rundir.SyncLock(run_dir, 0.0):  # taken again: another command that holds it now has changed something
+            if noop.stampable(report, plan, rundir.load_applied(run_dir), run_dir):
+                run_async(write())
+    except SdqosError:
+        noop.discard(run_dir)  # no stamp: the next sync takes the full path
 
 
 @app.command("diff")

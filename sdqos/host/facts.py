@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sdqos.kube.model import CPU, MEMORY, PID, SWAP
-from sdqos.kube.quantity import Quantity, parse_quantity
+if TYPE_CHECKING:  # imported by detect_capacity: a sync the last one's stamp proves a no-op needs none of it
+    from sdqos.kube.quantity import Quantity
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -15,6 +16,9 @@ def detect_capacity(proc: Path = Path("/proc")) -> dict[str, Quantity]:
     """CPUs this process may run on, MemTotal, and kernel.pid_max — what kubelet reports as capacity —
     and SwapTotal (``swap``: cadvisor's SwapCapacity, LimitedSwap's pool). A resource that cannot be
     read is left out (node.yaml's ``capacity`` must then name it)."""
+    from sdqos.kube.model import CPU, MEMORY, PID, SWAP
+    from sdqos.kube.quantity import parse_quantity
+
     out: dict[str, Quantity] = {}
     try:
         out[CPU] = parse_quantity(str(len(os.sched_getaffinity(0))))

@@ -79,8 +79,10 @@ RuntimeDirectoryPreserve=yes
 {hardening}"""
 
 # kubelet's eviction manager as a daemon: it must outlive the pressure it acts on, so the kernel's
-# OOM killer never picks it first (-999, as kubelet's own score) and its own memory is bounded (it
-# and the podman rm it runs; measured in tests/reconcile/test_pressure_service_sandbox.py).
+# OOM killer never picks it first (-999, as kubelet's own score), systemd-oomd never picks it
+# (ManagedOOMPreference=omit: where oomd watches -.slice, as Fedora's and Ubuntu's defaults do), and
+# its own memory is bounded (it and the podman rm it runs; measured in
+# tests/reconcile/test_pressure_service_sandbox.py).
 _PRESSURE = """\
 [Unit]
 Description=sdqos: evict pods and VMs under node pressure as kubelet's eviction manager ({config})
@@ -101,6 +103,7 @@ OOMScoreAdjust=-999
 # gets the CPU before what it is to stop.
 MemoryMin=32M
 CPUWeight=1000
+ManagedOOMPreference=omit
 MemoryHigh=96M
 MemoryMax=160M
 StandardOutput=journal

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
 from sdqos.kube import qos
-from sdqos.kube.model import MEMORY, Pod, VirtualMachine
+from sdqos.kube.model import MEMORY, VM_EVICTION_ALLOWED, Pod, VirtualMachine
 from sdqos.kube.nodeconfig import DEFAULT_EVICTION_HARD, parse_go_duration
 from sdqos.kube.quantity import parse_quantity
 from sdqos.kube.thresholds import SIGNALS, ThresholdValue, parse_minimum_reclaim, parse_threshold_statement
@@ -50,7 +50,6 @@ OBSERVED_SIGNALS = (MEMORY_AVAILABLE, ALLOCATABLE_MEMORY_AVAILABLE, PID_AVAILABL
 NS_PER_S = 10**9
 INT32 = (-(2**31), 2**31 - 1)
 
-VM_EVICTION_ALLOWED = "Allowed"
 
 
 # --- thresholds ----------------------------------------------------------------------------------

@@ -88,6 +88,8 @@ class Pod:
         """Init containers (sidecars included) first, then app containers, as kubelet walks them."""
         return self.init_containers + self.containers
 
+VM_EVICTION_ALLOWED = "Allowed"  # spec.eviction that lets node-pressure eviction stop a VM
+
 
 @dataclass(frozen=True, slots=True)
 class VirtualMachine:
@@ -103,7 +105,7 @@ class VirtualMachine:
     pid_file: str | None = None
     source: Source | None = None
     priority: int = 0  # spec.priority: ranks the VM among pods under node pressure (sdqos/kube/eviction.py)
-    eviction: str = "Never"  # spec.eviction: Never | Allowed (docs/eviction.md says why Never)
+    eviction: str = "Never"  # spec.eviction: Never | VM_EVICTION_ALLOWED (docs/eviction.md says why Never)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """What a unit is created with: its owned properties plus what only creation sets (a Description,
-accounting, and for a scope Delegate, CollectMode and OOMPolicy). One function, used by sync's
+accounting, and for a scope Delegate, CollectMode, OOMPolicy and ManagedOOMPreference). One function, used by sync's
 apply, ``sdqos run``/``adopt`` (reconcile/launch.py) and shown by ``plan -o json``, so what the plan
 shows is what systemd gets."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdqos.plan.engine import UnitPlan
-from sdqos.plan.properties import oom_policy
+from sdqos.plan.properties import DEFAULT_PERIOD_US, PROPERTIES
 
 # kubelet's default (the API server defaults terminationGracePeriodSeconds to 30) and its floor:
 # pkg/kubelet/kuberuntime/kuberuntime_container.go, minimumGracePeriodInSeconds = 2.
@@ -34,9 +34,12 @@ def create_properties(u: UnitPlan, stop_timeout_us: int | None = None) -> dict[s
         props["Slice"] = u.slice
         props["Delegate"] = True  # processes can later be attached (adopt), as runc does
         props["CollectMode"] = "inactive-or-failed"  # an OOM-killed scope frees its name
-        policy = oom_policy(u.resources)
-        if policy is not None:  # memory.oom.group, settable only now (kubelet's via runc: Unified)
-            props["OOMPolicy"] = policy
+        # What systemd takes only now (the table's rows that are not owned): OOMPolicy (memory.oom.group,
+        # kubelet's via runc's Unified), ManagedOOMPreference (the cgroup's oomd xattr).
+        for row in PROPERTIES:
+            value = None if row.owned else row.value(u.resources, DEFAULT_PERIOD_US, True)
+            if value is not None:
+                props[row.name] = value
         if stop_timeout_us is not None:
             props["TimeoutStopUSec"] = stop_timeout_us
     elif u.slice != "-.slice":

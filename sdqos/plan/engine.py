@@ -33,6 +33,7 @@ from sdqos.kube.model import (
     GUARANTEED,
     MEMORY,
     PID,
+    VM_EVICTION_ALLOWED,
     Container,
     NodeConfig,
     Pod,
@@ -40,7 +41,7 @@ from sdqos.kube.model import (
 )
 from sdqos.errors import InvalidInput
 from sdqos.plan import properties
-from sdqos.plan.properties import ResourceConfig, to_properties
+from sdqos.plan.properties import ResourceConfig, oomd_preference, to_properties
 
 TIER_NAMES = naming.TIERS
 TIERED = "TieredReservation"
@@ -379,8 +380,10 @@ def container_resource_config(
         _container_memory_qos(rc, pod, c, qos_class, node, alloc_memory, mem_req, pod_level, pod_limits, why)
         rc["swap"], swap_why = container_swap(pod, c, qos_class, node)
         rc["oom_group"] = not node.single_process_oom_kill  # kubelet's v2 default: unset = False
+        rc["oomd_preference"], oomd_why = oomd_preference(qos_class, critical=qos.is_critical(pod))
         if why is not None:
             why["swap"] = swap_why
+            why["oomd_preference"] = oomd_why
             why["oom_group"] = (
                 "singleProcessOOMKill: true: the kernel kills only the process it chose"
                 if node.single_process_oom_kill else
@@ -933,11 +936,13 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
     reqs, lims = vm_values(vm)
     period = node.cpu_cfs_quota_period_us
     quota = qos.milli_cpu_to_quota(lims[CPU], period) if node.cpu_cfs_quota else 0
+    preference, oomd_why = oomd_preference(cls, evictable=vm.eviction == VM_EVICTION_ALLOWED)
     rc = ResourceConfig(
         cpu_shares=qos.milli_cpu_to_shares(reqs[CPU]),
         cpu_quota=quota or None,
         cpu_period=period if quota else None,
         memory=lims[MEMORY],
+        oomd_preference=preference if cgroup == "v2" else None,
     )
     if cls == GUARANTEED:
         adj = qos.GUARANTEED_OOM_SCORE_ADJ
@@ -968,6 +973,8 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
             why["cpu_quota"] = "no cpu limit" if not lims[CPU] else "cpuCFSQuota is off in node.yaml"
         why["memory"] = (f"limits.memory {H.size(lims[MEMORY] - oh_mem)} (guest RAM) + overhead {H.size(oh_mem)}"
                          f" ({src})")
+        if cgroup == "v2":
+            why["oomd_preference"] = oomd_why
         if cls == GUARANTEED:
             why["oom_score_adj"] = "Guaranteed VM: -997, as kubelet gives Guaranteed pods"
         else:

@@ -133,6 +133,9 @@ def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None
         policy = oom_policy(c.resources)
         if policy is not None:
             lines.append(f"    {'OOMPolicy':<20} {policy:>20}  (when sdqos creates the scope)\n      = {c.why.get('oom_group', '')}")
+        if c.resources.oomd_preference is not None:
+            lines.append(f"    {'ManagedOOMPreference':<20} {c.resources.oomd_preference:>20}  (when sdqos creates the scope)"
+                         f"\n      = {c.why.get('oomd_preference', '')}")
     lines.append("")
     lines.append("  Tiers this pod counts toward")
     lines += _unit_lines(plan, tier_names(plan, pp), period)
@@ -193,6 +196,8 @@ def explain_json(pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) ->
         "containers": [{"name": c.name, "kind": c.kind, "scope": c.scope, "oomScoreAdj": c.oom_score_adj,
                         "oomScoreAdjWhy": c.why.get("oom_score_adj"), "properties": values(c.properties, c.why),
                         "oomPolicy": oom_policy(c.resources), "oomPolicyWhy": c.why.get("oom_group"),
+                        "managedOOMPreference": c.resources.oomd_preference,
+                        "managedOOMPreferenceWhy": c.why.get("oomd_preference"),
                         **({"liveScope": live[c.name][0]} if live and c.name in live else {})}
                        for c in pp.containers],
     }

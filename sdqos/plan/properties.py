@@ -52,6 +52,7 @@ class ResourceConfig:
     memory_high: int | None = None
     swap: int | None = None  # memory.swap.max (v2 containers); None: left as it is
     oom_group: bool | None = None  # memory.oom.group (v2 containers), sent as the scope's OOMPolicy
+    oomd_preference: str | None = None  # systemd-oomd's ManagedOOMPreference (v2 scopes): see oomd_preference()
 
 
 def quota_per_sec_usec(quota: int | None, period: int | None) -> int:
@@ -81,6 +82,31 @@ def oom_policy(rc: ResourceConfig) -> str | None:
     if rc.oom_group is None:
         return None
     return "kill" if rc.oom_group else "continue"
+
+
+# systemd-oomd's ManagedOOMPreference values (systemd.resource-control(5)).
+OOMD_NONE, OOMD_AVOID, OOMD_OMIT = "none", "avoid", "omit"
+
+
+def oomd_preference(qos_class: str, *, critical: bool = False, evictable: bool = True) -> tuple[str, str]:
+    """(ManagedOOMPreference, why) for a container's or VM's scope on cgroup v2, so that when
+    systemd-oomd acts (Fedora and Ubuntu run it: ManagedOOMSwap=kill on -.slice, or an operator's
+    ManagedOOMMemoryPressure=kill on kubepods.slice) it picks in kubelet's QoS order, not by
+    reclaim rate alone. oomd's candidates are the leaf cgroups (and those with memory.oom.group=1)
+    below a monitored unit; it skips ``omit`` and takes ``avoid`` only when nothing else is left
+    (src/oom/oomd-util.c oomd_sort_cgroup_contexts, oomd_fetch_cgroup_oom_preference). Three levels
+    for kubelet's order: what kubelet never evicts (a critical pod; a VM with spec.eviction: Never)
+    is omitted, a Guaranteed workload avoided, Burstable and BestEffort left to oomd's own order
+    (reclaim rate, then usage). systemd writes the preference as the cgroup's user.oomd_* xattr
+    when it realizes the cgroup, so it is sent when the scope is created (measured on 257: a later
+    SetUnitProperties is not applied until something else re-realizes the cgroup)."""
+    if critical:
+        return OOMD_OMIT, "critical pod: kubelet never evicts it, so systemd-oomd never picks it"
+    if not evictable:
+        return OOMD_OMIT, "spec.eviction: Never: sdqos never evicts this VM, so systemd-oomd never picks it"
+    if qos_class == "Guaranteed":
+        return OOMD_AVOID, "Guaranteed: systemd-oomd picks it only when no Burstable or BestEffort workload is left"
+    return OOMD_NONE, f"{qos_class}: systemd-oomd's own order (reclaim rate, then usage), before any Guaranteed one"
 
 
 # ---- the kernel's side: which file shows a property, and how its value converts ---------------------
@@ -180,8 +206,8 @@ def _oom_group(file: str) -> Kernel:
 # ---- the table ----------------------------------------------------------------------------------------
 
 # kinds: what a value does (the diff, status and budget reason about kinds, not names)
-WEIGHT, QUOTA, PERIOD, MEMORY_LIMIT, MEMORY_HIGH, RESERVATION, SWAP, PIDS, OOM = (
-    "weight", "quota", "period", "memory-limit", "memory-high", "reservation", "swap", "pids", "oom")
+WEIGHT, QUOTA, PERIOD, MEMORY_LIMIT, MEMORY_HIGH, RESERVATION, SWAP, PIDS, OOM, OOMD = (
+    "weight", "quota", "period", "memory-limit", "memory-high", "reservation", "swap", "pids", "oom", "oomd")
 V1, V2 = frozenset({"v1"}), frozenset({"v2"})
 BOTH = V1 | V2
 
@@ -266,6 +292,11 @@ PROPERTIES: tuple[Property, ...] = (
     # Taken only when a scope is created (see oom_policy); not in to_properties, never diffed.
     Property("OOMPolicy", BOTH, OOM, "s", value=lambda rc, p, c: oom_policy(rc), reset=None, limit=False,
              kernel={"v2": _oom_group("memory.oom.group")}, show=str, why="oom_group", summary=None, owned=False),
+    # systemd-oomd's choice in kubelet's QoS order (see oomd_preference); taken only when a scope is
+    # created; the kernel keeps it as an xattr of the cgroup (user.oomd_avoid/omit), in no file (kernel: none;
+    # tests/v2/test_v2_oomd.py reads the xattr).
+    Property("ManagedOOMPreference", V2, OOMD, "s", value=lambda rc, p, c: rc.oomd_preference, reset=None,
+             limit=False, kernel={}, show=str, why="oomd_preference", summary=None, owned=False),
 )
 BY_NAME: dict[str, Property] = {p.name: p for p in PROPERTIES}
 

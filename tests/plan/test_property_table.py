@@ -20,7 +20,7 @@ from sdqos.plan.properties import INFINITY, ResourceConfig
 
 from ..helpers import node, pod_from
 
-KINDS = {P.WEIGHT, P.QUOTA, P.PERIOD, P.MEMORY_LIMIT, P.MEMORY_HIGH, P.RESERVATION, P.SWAP, P.PIDS, P.OOM}
+KINDS = {P.WEIGHT, P.QUOTA, P.PERIOD, P.MEMORY_LIMIT, P.MEMORY_HIGH, P.RESERVATION, P.SWAP, P.PIDS, P.OOM, P.OOMD}
 PAGE = 4096
 GI = 2**30
 

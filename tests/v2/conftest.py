@@ -22,7 +22,7 @@ GUEST_GONE = r"guest is gone"
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if {"v2session", "v2podman_session"} & set(getattr(item, "fixturenames", ())):
+        if {"v2session", "v2podman_session", "v2oomd_session"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.v2)
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_GONE]))
 
@@ -126,3 +126,30 @@ def v2podman(v2podman_session):
     v2podman_session.run("$SDQOS_PODMAN rm --all --force --time 0; systemctl stop kubepods.slice; "
                          "systemctl reset-failed; rm -rf /run/sdqos", env=PODMAN_ENV, timeout=120)
     return v2podman_session
+
+
+# systemd-oomd as Fedora and Ubuntu run it: trixie's systemd 257 with the "oomd" layer (guest.LAYERS).
+OOMD_SUITE = "trixie"
+
+
+@pytest.fixture(scope="session")
+def v2oomd_session(sdqos_wheel_dir):
+    if OOMD_SUITE not in SUITES:
+        pytest.skip(f"the systemd-oomd guest is {OOMD_SUITE}'s, not in SDQOS_V2_SUITES")
+    _require_prerequisites()
+    guest = g.Guest.boot(OOMD_SUITE, share=sdqos_wheel_dir, layer="oomd")
+    try:
+        _prepare(guest)
+        yield guest
+    finally:
+        guest.close()
+
+
+@pytest.fixture
+def v2oomd(v2oomd_session):
+    """The systemd-oomd guest with no kubepods tree and no /run/sdqos left by earlier tests."""
+    if not v2oomd_session.alive():
+        v2oomd_session.revive()
+        _prepare(v2oomd_session)
+    v2oomd_session.run("systemctl stop kubepods.slice; systemctl reset-failed; rm -rf /run/sdqos", timeout=120)
+    return v2oomd_session

@@ -52,8 +52,10 @@ PACKAGES = ("systemd,systemd-sysv,dbus,udev,kmod,linux-image-amd64,initramfs-too
 REQUIREMENTS = ("dbus-next>=0.2.3", "pyyaml>=6.0", "typer>=0.12,<0.29", "tenacity>=8.2", "dbus-fast>=2.0")
 # Packages some tests need on top of a suite's image, as a layer of their own (its own cache entry):
 # the base images, their recipe and their keys stay as they are. Real podman + crun on cgroup v2
-# (tests/v2/test_v2_podman.py); busybox-static for a local image.
-LAYERS = {"podman": ("podman", "crun", "conmon", "catatonit", "busybox-static")}
+# (tests/v2/test_v2_podman.py); busybox-static for a local image. systemd-oomd.
+LAYERS = {"podman": ("podman", "crun", "conmon", "catatonit", "busybox-static"),
+          # systemd-oomd, as Fedora and Ubuntu run it (tests/v2/test_v2_oomd.py)
+          "oomd": ("systemd-oomd",)}
 AGENT_UNIT = """\
 [Unit]
 Description=sdqos v2 test agent

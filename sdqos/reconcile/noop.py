@@ -1,0 +1,387 @@
+"""A warm sync with nothing to do, proven without loading or building the plan.
+
+The timer syncs every 30 s, and almost every time nothing changed. A full sync still loads the
+cached plan (a fragment per pod file, the tree assembled), computes every unit's expected kernel
+values and diffs them: work that only repeats the last sync's answer. Here the last sync that found
+nothing to do leaves a *stamp* in the run dir (``noop.json``), and the next sync compares against it
+what a sync must look at anyway — the unit listing, the kernel values of every unit the plan
+trusts the kernel for, and the few units it always reads over D-Bus — plus the identity of
+everything the plan is a function of. Only when all of it agrees is "nothing to do" reported;
+anything else takes the full path, which removes the stamp first. It holds:
+
+- *inputs* (:func:`inputs`, taken before the full path loads anything): the sync's options, the
+  environment that steers it, every entry of the config dir, ``pods/`` and ``vms/`` by name,
+  mode, owner, inode, size, mtime and ctime (through symlinks too), the config dir's parents (the
+  loader refuses a writable one), the host facts node.yaml falls back on (CPUs, memory, swap,
+  pid_max), the cgroup version and the kernel's OOM-kill count (``/proc/vmstat``: any kill on the
+  host, reported by the full path);
+- the run dir's own records (applied, parse cache, observed, OOM kills, evictions, anything
+  else), by the same identity, taken after the full sync wrote them; the last-sync record is
+  rewritten by every sync and is checked by content (no machine.slice charge, no standing warning);
+- the listing: every row of the one ``ListUnitsByPatterns`` over the plan's patterns (name, load,
+  active and sub state, Description);
+- the kernel: the files the full path checks for each unit it trusts the kernel for (pods), as
+  bytes (a digest of all of them, read in order as the recheck floor reads them). When the stamp
+  is written they are read, parsed and compared with what the planned properties produce, and
+  read again: a value that drifted in between is never stamped;
+- the units the full path always reads over D-Bus (node, tiers, reserved, machine.slice, a unit
+  whose values cannot be predicted): their planned properties, compared as the diff compares
+  them, and their memory limits, which usage must not exceed (the qosReserved clamp);
+- no process below the tree or in machine.slice (the kernel's ``populated``): containers, VMs and
+  foreign scopes need the full path (binding, OOM scores, podman, libvirt), so it takes it.
+
+A stamp is written only after a sync (not a dry run) that changed nothing and reported no drift,
+warning, error, invalid input, kept or foreign unit, clamp or OOM kill, with no pending OOM
+record and applied.json naming planned units only; and only if the observation above, taken
+again right then, matches the plan. The fast path is never taken for --dry-run, --recreate,
+--verbose or --metrics-textfile, nor where this process does not see systemd's cgroup tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from sdqos.errors import HostError
+from sdqos.humanize import INFINITY
+from sdqos.host import cgroupfs, rundir
+from sdqos.reconcile.report import Report
+
+if TYPE_CHECKING:  # the stamp is written from them; the fast path never imports them
+    from sdqos.host.systemd import Systemd
+    from sdqos.plan.engine import Plan
+
+STAMP = "noop.json"
+VERSION = 2
+LAST_SYNC = "last-sync.json"  # sdqos.cli.metrics.LAST_SYNC (reconcile may not import cli)
+NOT_INPUTS = frozenset({STAMP, rundir.LOCK_NAME, LAST_SYNC})
+ENV_PREFIXES = ("SDQOS_", "CONTAINERS_")
+NEED_KINDS = ("node", "tier", "reserved", "machine")  # read over D-Bus by every full sync (live.read_live)
+MACHINE_SLICE = "machine.slice"
+
+
+def _ident(st: os.stat_result) -> tuple:
+    return (st.st_mode, st.st_uid, st.st_gid, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _entries(path: str, out: list) -> list[str]:
+    """Each entry of a directory as (name, lstat identity[, link target, stat identity]); the
+    names of its subdirectories. A directory that cannot be read: its error."""
+    subdirs = []
+    try:
+        with os.scandir(path) as it:
+            rows = []
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError as exc:
+                    rows.append((e.name, exc.errno))
+                    continue
+                row: tuple = (e.name, _ident(st))
+                if stat.S_ISLNK(st.st_mode):
+                    try:
+                        row += (os.readlink(e.path), _ident(os.stat(e.path)))
+                    except OSError as exc:
+                        row += (exc.errno,)
+                elif stat.S_ISDIR(st.st_mode):
+                    subdirs.append(e.name)
+                rows.append(row)
+    except OSError as exc:
+        out.append((path, exc.errno))
+        return []
+    rows.sort()
+    out.append((path, rows))
+    return subdirs
+
+
+def _facts() -> tuple:
+    """What node.yaml's capacity falls back on (sdqos.host.facts.detect_capacity), unparsed."""
+    try:
+        cpus: object = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count()
+    out: list[object] = [cpus, os.sysconf("SC_PAGE_SIZE")]
+    for path in ("/proc/meminfo", "/proc/sys/kernel/pid_max"):
+        try:
+            with open(path, "rb") as fh:
+                text = fh.read()
+        except OSError:
+            out.append(None)
+            continue
+        if path.endswith("meminfo"):
+            out.append([ln for ln in text.split(b"\n") if ln.startswith((b"MemTotal:", b"SwapTotal:"))])
+        else:
+            out.append(text.strip())
+    return tuple(map(repr, out))
+
+
+def oom_kills_total() -> int | None:
+    """The kernel's count of OOM kills since boot (``oom_kill`` in /proc/vmstat)."""
+    try:
+        with open("/proc/vmstat", "rb") as fh:
+            for line in fh.read().split(b"\n"):
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def inputs(config: Path, cgroup: str, options: Mapping[str, Any]) -> str:
+    """A digest of everything the plan (and the full sync's decisions) is a function of, outside
+    the run dir and the live state; taken before the full path loads the config."""
+    rows: list = [VERSION, cgroup, sorted(options.items()),
+                  sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)), _facts(),
+                  oom_kills_total()]
+    root = os.path.abspath(config)
+    try:
+        real = os.path.realpath(root)
+        rows.append((root, _ident(os.lstat(root)), real))
+        parent = real
+        while True:  # the loader refuses a config dir below a directory others may write
+            parent = os.path.dirname(parent)
+            st = os.lstat(parent)  # who may write it (not its times: /tmp's move all the time)
+            rows.append((parent, st.st_mode, st.st_uid, st.st_gid, st.st_ino, st.st_dev))
+            if parent == os.path.dirname(parent):
+                break
+    except OSError as exc:
+        rows.append((root, exc.errno))
+    for sub in _entries(root, rows):
+        if sub in ("pods", "vms"):
+            _entries(os.path.join(root, sub), rows)
+    return hashlib.blake2b(repr(rows).encode(), digest_size=20).hexdigest()
+
+
+def run_dir_identity(run_dir: Path) -> str:
+    """The run dir's records (all but the lock, the stamp and the last-sync record), by identity."""
+    rows: list = []
+    _entries(str(run_dir), rows)
+    if rows and isinstance(rows[0][1], list):
+        rows = [(rows[0][0], [r for r in rows[0][1] if r[0] not in NOT_INPUTS])]
+    return hashlib.blake2b(repr(rows).encode(), digest_size=20).hexdigest()
+
+
+def _empty(cgroup: str) -> bool:
+    """No process runs in the cgroup or below it, by the kernel (False where it cannot tell)."""
+    return cgroupfs.populated(cgroup) is False
+
+
+def _last_sync_quiet(run_dir: Path) -> bool:
+    """The last-sync record counts nothing in machine.slice and holds no standing warning (a
+    full sync plans with the first and prints against the second)."""
+    raw = rundir.read_private(run_dir / LAST_SYNC, 16 * 1024 * 1024)
+    try:
+        rec = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return False
+    return isinstance(rec, dict) and not rec.get("machines") and not rec.get("warnings")
+
+
+def _rows(units: Mapping[str, Any]) -> dict[str, list]:
+    return {n: [st.load_state, st.active_state, st.sub_state, str(st.props.get("Description", ""))]
+            for n, st in units.items()}
+
+
+def _raw(units: list, shapes: list, root: str = str(cgroupfs.ROOT)) -> str | None:
+    """A digest of the bytes of every kernel file of ``units`` ([cgroup, shape]; a shape is a list
+    of :func:`cgroupfs.expected`'s file names), read in order as the recheck floor reads them: one
+    open and read each, nothing parsed; None when one cannot be read."""
+    h = hashlib.blake2b(digest_size=20)
+    split = [[f.split("/", 1) if "/" in f else ["", f] for f in files] for files in shapes]
+    flags = os.O_RDONLY | os.O_CLOEXEC
+    for rel, k in units:
+        for controller, name in split[k]:
+            path = f"{root}/{controller}/{rel}/{name}" if controller else f"{root}/{rel}/{name}"
+            try:
+                fd = os.open(path, flags)
+            except OSError:
+                return None
+            try:
+                h.update(os.read(fd, 128))
+            except OSError:
+                return None
+            finally:
+                os.close(fd)
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str], period: str) -> bool:
+    """As the diff compares a unit read over D-Bus (diff.unit_changes), and its memory usage
+    under its planned limits (diff.clamp_to_usage). ``owned``: plan.properties.owned(); ``period``:
+    its PERIOD_PROPERTY (both from the stamp: the proof does not import the plan's modules)."""
+    PERIOD_PROPERTY = period
+    have = {k: int(v) for k, v in st.props.items() if k in owned}
+    want = dict(planned)
+    if PERIOD_PROPERTY in have and PERIOD_PROPERTY not in want and kind != "reserved":
+        want[PERIOD_PROPERTY] = INFINITY
+    if any(have.get(k) != v for k, v in want.items()):
+        return False
+    current = st.props.get("MemoryCurrent")
+    if current is not None and int(current) < INFINITY:
+        for prop in ("MemoryLimit", "MemoryMax"):
+            limit = want.get(prop)
+            if limit is not None and limit != INFINITY and int(current) > limit:
+                return False
+    return True
+
+
+def _ifaces(owned: list[str]) -> dict[str, list[str]]:
+    from sdqos.host.systemd import SCOPE, SLICE, UNIT
+
+    return {SLICE: owned + ["MemoryCurrent"], SCOPE: list(owned), "org.freedesktop.systemd1.Service": list(owned),
+            UNIT: ["Description"]}
+
+
+def load(run_dir: Path) -> dict | None:
+    raw = rundir.read_private(run_dir / STAMP, ours=True)
+    try:
+        data = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and data.get("version") == VERSION else None
+
+
+def discard(run_dir: Path) -> None:
+    """Before a full sync: whatever it finds, the old stamp no longer speaks for it."""
+    try:
+        os.unlink(run_dir / STAMP)
+    except OSError:
+        pass
+
+
+async def check(sd: Systemd, run_dir: Path, digest: str, data: dict) -> Report | None:
+    """The report of a sync with nothing to do, when the stamp (``data``, from :func:`load`)
+    proves it; None: take the full path. ``digest``: :func:`inputs` now. The caller holds the
+    sync lock."""
+    t0 = time.monotonic()
+    calls0 = sd.stats.calls
+    if data.get("inputs") != digest or not cgroupfs.available():
+        return None
+    try:
+        if data["rundir"] != run_dir_identity(run_dir) or not _last_sync_quiet(run_dir):
+            return None
+        if not (_empty(data["root"]) and _empty(MACHINE_SLICE)):
+            return None
+        if (await sd.version())[1] != data["systemd"]:
+            return None
+        listed = await sd.read_units(data["patterns"], {"org.freedesktop.systemd1.Unit": ["Description"]})
+        if _rows(listed) != data["units"]:
+            return None
+        kernel = data["kernel"]
+        if _raw(kernel["units"], kernel["shapes"]) != kernel["digest"]:
+            return None  # a value drifted (or a cgroup went): the full path says which, and restores it
+        need = data["need"]
+        if need:
+            owned = data["owned"]
+            units = await sd.read_units(list(need), _ifaces(owned))
+            if set(units) != set(need) or _rows(units) != {n: data["units"][n] for n in need}:
+                return None
+            for name, (kind, planned) in need.items():
+                if not _props_in_place(kind, planned, units[name], owned, data["period"]):
+                    return None
+        unchanged = list(data["unchanged"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    report = Report(unchanged=unchanged)
+    report.dbus_calls = sd.stats.calls - calls0
+    report.duration_s = time.monotonic() - t0
+    return report
+
+
+def nothing_done(report: Report) -> bool:
+    """The report of a sync that found nothing to do and had nothing to say (its final report:
+    config warnings and invalid input merged in); the first thing :func:`stampable` asks."""
+    return not (report.changed or report.drift or report.warnings or report.errors or report.invalid
+                or report.kept or report.foreign or report.aborted or report.oom_kills or report.oom_adjusted
+                or report.dry_run)
+
+
+def stampable(report: Report, plan: Plan, applied: Mapping[str, Any], run_dir: Path) -> bool:
+    """Whether a full sync's outcome may be stamped (the caller passes its final report: config
+    warnings and invalid input merged in)."""
+    from sdqos.host import oomevents
+
+    if not nothing_done(report):
+        return False
+    if plan.machines or plan.clamped or plan.kept:
+        return False
+    names = {u.name for u in plan.units}
+    if not set(applied) <= names:
+        return False
+    record = oomevents.load_record(run_dir)
+    units = record.get("units") if isinstance(record, dict) else None
+    if isinstance(units, dict) and any(isinstance(v, dict) and v.get("pending") for v in units.values()):
+        return False
+    return _last_sync_quiet(run_dir)
+
+
+async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: str) -> bool:
+    """Observe the live state the way :func:`check` will, check it against ``plan``, and write
+    the stamp; False (and none written) when anything does not match the plan."""
+    from sdqos.kube.naming import marked
+    from sdqos.plan.properties import PERIOD_PROPERTY, owned
+    from sdqos.reconcile.live import KUBELET, live_patterns
+
+    if not cgroupfs.available() or not (_empty(cgroupfs.cgroup_of(plan.root_slice, "")) and _empty(MACHINE_SLICE)):
+        return False
+    planned = {u.name: u for u in plan.units}
+    _, version = await sd.version()
+    patterns = live_patterns(plan)
+    listed = await sd.read_units(patterns, {"org.freedesktop.systemd1.Unit": ["Description"]})
+    rows = _rows(listed)
+    for name, (load_state, active, _sub, description) in rows.items():
+        if name in planned:
+            if active != "active" or not marked(description):
+                return False
+        elif name != KUBELET or active == "active":
+            return False
+    if any(u.create and u.name not in rows for u in plan.units):
+        return False  # a unit to create (a container's scope is made when it starts: not listed, no process)
+    page = os.sysconf("SC_PAGE_SIZE")
+    units: list = []
+    shapes: dict[tuple, int] = {}
+    checked: list[tuple[str, dict]] = []
+    need: dict[str, list] = {}
+    for name in rows:
+        u = planned.get(name)
+        if u is None:
+            continue  # kubelet.service, not active
+        want = None
+        if u.kind not in NEED_KINDS:
+            check_props = dict(u.properties)
+            check_props.setdefault(PERIOD_PROPERTY, INFINITY)
+            want = cgroupfs.expected(check_props, plan.cgroup, page)
+        if want is None:
+            need[u.name] = [u.kind, dict(u.properties)]
+            continue
+        cg = cgroupfs.cgroup_of(u.name, u.slice)
+        checked.append((cg, want))
+        units.append([cg.strip("/"), shapes.setdefault(tuple(want), len(shapes))])
+    props = list(owned(plan.cgroup))
+    if need:
+        got = await sd.read_units(list(need), _ifaces(props))
+        if set(got) != set(need):
+            return False
+        for name, (kind, want_props) in need.items():
+            if not _props_in_place(kind, want_props, got[name], props, PERIOD_PROPERTY):
+                return False
+    shape_list = [list(files) for files in shapes]
+    raw = _raw(units, shape_list)
+    if raw is None or any(cgroupfs.read(cg, want) != want for cg, want in checked) \
+            or _raw(units, shape_list) != raw:
+        return False  # a value changed while it was read: whatever it is now, it is not stamped
+    kernel = {"shapes": shape_list, "units": units, "digest": raw}
+    data = {"version": VERSION, "taken": time.time(), "inputs": digest, "root": cgroupfs.cgroup_of(plan.root_slice, ""),
+            "systemd": version, "patterns": patterns, "units": rows, "kernel": kernel, "need": need,
+            "owned": props, "period": PERIOD_PROPERTY, "unchanged": list(report.unchanged), "rundir": run_dir_identity(run_dir)}
+    try:
+        rundir.write_atomic(run_dir / STAMP, [json.dumps(data, separators=(",", ":"))], 0o600)
+    except HostError:
+        return False
+    return True
