@@ -149,7 +149,7 @@ def main() -> int:
     wrap(Systemd, "read_units", SUB + "D-Bus ListUnitsByPatterns + property reads")
     wrap(L, "discover_scopes", "D-Bus read: scopes (GetUnitProcesses)")
     wrap(L, "bind_scopes", "diff")
-    wrap(S, "clamp_to_usage", "diff")
+    wrap(S, "desired", "diff")
     wrap(S, "compute_diff", "diff")
     wrap(rundir, "load_applied", "diff")
     wrap(S, "apply", "apply: D-Bus writes")
@@ -163,6 +163,7 @@ def main() -> int:
     wrap(L, "_usage_of", "D-Bus read: machine.slice usage")
     wrap(L, "machine_names", "diff")
     wrap(L, "check_kernel", "kernel: check bound scopes")
+    wrap(S, "check_kernel", "kernel: check bound scopes")
     wrap(L, "machine_charges", "diff")
     wrap(L, "managed_podman_scopes", "diff")
     import sdqos.cli.metrics as M

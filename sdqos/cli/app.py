@@ -19,7 +19,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING, InvalidInput, SdqosError
+from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, InvalidInput, SdqosError
 
 if TYPE_CHECKING:  # imported where used: each command loads only what it needs
     from sdqos.plan.engine import Plan
@@ -435,7 +435,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
     appended there instead of printed (--settle prints one document for all its passes)."""
     import asyncio
 
-    from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
+    from sdqos.errors import HostError
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
 
@@ -491,7 +491,8 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 from sdqos.host import rundir
 
                 async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
-                    return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR),
+                    synced = report.desired.plan if report.desired is not None else p  # (collect binds and adjusts)
+                    return report, await st.collect(sd, synced, rundir.load_applied(DEFAULT_RUN_DIR),
                                                     interval=0, last=st.budget_record(report))
 
             report, observed = run_async(run_and_measure())
@@ -535,11 +536,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         print_errors(cfg.errors)
         for e in refused + report.errors:
             err(f"error: {e}")
-        if report.aborted or (report.invalid and not report.errors):
-            raise typer.Exit(EXIT_INVALID)
-        if report.errors:
-            raise typer.Exit(EXIT_ERROR)
-        raise typer.Exit(EXIT_PENDING if dry_run and (report.changed or report.drift) else EXIT_OK)
+        raise typer.Exit(report.exit_code)
 
 
 def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Output, quiet: bool,
@@ -841,7 +838,7 @@ def run(
         # The sync lock while the scope is made (released at exec: the lock file is close-on-exec):
         # a sync that planned without this pod or VM never removes what this run just made.
         with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
-            _, p = load_planned(config, insecure, cgroup, writes=True)
+            cfg, p = load_planned(config, insecure, cgroup, writes=True)
             target = _launch_target(p, vm, pod, container)
             if vm is not None and not force:
                 from sdqos.kube.qos import value
@@ -857,7 +854,7 @@ def run(
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
                     await launch.start_scope(sd, target, [os.getpid()], replace=replace)
-                    return await launch.apply_budget(sd, p) if vm is not None else []
+                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
 
             warnings = asyncio.run(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
@@ -891,6 +888,7 @@ def adopt(
     import asyncio
 
     from sdqos.host import procfs
+    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import launch
 
@@ -907,7 +905,7 @@ def adopt(
         missing = [p for p in pids if not procfs.pid_exists(p)]
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
-        _, p = load_planned(config, insecure, cgroup, writes=True)
+        cfg, p = load_planned(config, insecure, cgroup, writes=True)
         target = _launch_target(p, vm, pod, container)
         launch.check_adoptable(list(pids), target, force)  # a refused PID: its children are not listed too
         all_pids = procfs.descendants(pids) if children else list(pids)
@@ -922,12 +920,29 @@ def adopt(
                                            "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
                                            "Pass --force to take it anyway")
                 how = await launch.adopt(sd, target, all_pids)
-                return how, (await launch.apply_budget(sd, p) if vm is not None else [])
+                return how, await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
 
-        how, warnings = asyncio.run(move())
+        with SyncLock(DEFAULT_RUN_DIR):  # the narrow pass writes what it applied, as a sync does
+            how, warnings = asyncio.run(move())
         for w in warnings + launch.set_oom(all_pids, target):
             warn(f"{w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
+
+
+async def _narrow_pass(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, vm: str | None,
+                       pod: str | None) -> list[str]:
+    """After `run`/`adopt` made or filled a scope: its pod's units (a VM: its scope and the node
+    budget it changes) through the sync's own desired state, diff and apply (clamps included,
+    recorded as applied); the caller holds the sync lock. What fails is a warning: the scope runs,
+    and the next sync tries again."""
+    from sdqos.reconcile import launch
+    from sdqos.reconcile import sync as reconcile
+
+    only = reconcile.Narrow(vm=vm) if vm is not None else reconcile.Narrow(pod=launch.find_pod(p, pod or "").key)
+    report = await reconcile.sync(
+        sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only=only,
+        replan=lambda machines: load_planned(config, insecure, cgroup, writes=True, machines=machines)[1])
+    return [f"{e} (the next sync tries again)" for e in report.errors]
 
 
 def _launch_target(p: Plan, vm: str | None, pod: str | None, container: str | None) -> Target:
@@ -1029,14 +1044,15 @@ def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout:
         async def go():
             async with Systemd(bus_address) as sd:
                 return await reconcile.sync(
-                    sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only_pod=key,
+                    sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys,
+                    only=reconcile.Narrow(pod=key),
                     replan=lambda machines: load_planned(config, insecure, mode, writes=True, machines=machines)[1])
 
         report = run_async(go())
     for e in report.errors:
         err(f"error: {e}")
-    if report.errors:
-        raise typer.Exit(EXIT_ERROR)
+    if report.errors:  # (a narrow pass: invalid input elsewhere in the config is the next sync's)
+        raise typer.Exit(report.exit_code)
 
 
 @podman_app.command("stop")

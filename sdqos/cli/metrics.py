@@ -96,17 +96,20 @@ def unit_metrics(status: Status, out: _Out) -> None:
                        _labels(unit=r.unit, kind=r.kind, qos=r.qos, pod=pod, container=container, vm=vm),
                        (r.oom_killed or {}).get("count", 0))
         out.metric("sdqos_unit_drift", "gauge", "1 if a live value differs from the plan.", lab, int("drift" in r.flags))
+        out.metric("sdqos_unit_clamped", "gauge", "1 if the last sync raised a memory limit to the unit's usage "
+                   "(the plan wanted less).", lab, int("clamped-to-usage" in r.flags))
         out.metric("sdqos_unit_flagged", "gauge", "1 if status flags the unit (see sdqos status).", lab, int(bool(r.flags)))
 
 
 def budget_record(report) -> dict:
     """What a sync applied beyond the plan, for status and metrics (kept in the last-sync record):
-    the pod slices it kept and counted, why it kept each unit, the limits it clamped to usage.
+    the pod slices it kept and counted, why it kept each unit, its adjustments (the limits it
+    clamped to usage), as data: its desired state's fields (reconcile.desired.Desired).
     Here, not in status: a sync records it without importing the status machinery."""
-    plan = report.plan
-    return {"kept": [dataclasses.asdict(k) for k in getattr(plan, "kept", ())],
+    want = report.desired
+    return {"kept": [dataclasses.asdict(k) for k in getattr(want, "kept", ())],
             "keptWhy": dict(report.kept_why),
-            "clamped": dict(getattr(plan, "clamped", {}))}
+            "adjustments": [a.as_json() for a in getattr(want, "adjustments", ())]}
 
 
 def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[str] | None = None) -> dict:

@@ -175,7 +175,7 @@ class Plan:
     machines: tuple[MachineCharge, ...] = ()  # undeclared things in machine.slice, counted
     errors: list[InvalidInput] = field(default_factory=list)  # pods left out: they cannot be sent (pod_problems)
     kept: tuple[KeptPod, ...] = ()  # pod slices sync keeps, counted in their tiers
-    clamped: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # unit → {prop: [planned, set]}
+    over_committed: bool = False  # the requests exceed node allocatable (warned)
     basis: "PlanBasis | None" = field(default=None, repr=False, compare=False)  # to count kept pods again
 
     def unit(self, name: str) -> UnitPlan | None:
@@ -701,7 +701,8 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     pods_cpu = sum(tier_cpu.values())
     total_cpu = pods_cpu + basis.declared_cpu
     total_mem = sum(tier_mem.values()) + sum(v.requests[MEMORY] for v in vm_plans)
-    if total_cpu > allocatable[CPU] or total_mem > allocatable[MEMORY]:
+    over_committed = total_cpu > allocatable[CPU] or total_mem > allocatable[MEMORY]
+    if over_committed:
         warnings.append(
             "requests exceed node allocatable:"
             f" cpu {H.cpu(total_cpu)} requested of {H.cpu(allocatable[CPU])},"
@@ -791,6 +792,7 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
         root_slice=kubepods,
         machines=machines,
         kept=kept,
+        over_committed=over_committed,
         basis=basis,
     )
 
@@ -805,7 +807,7 @@ def recount(plan: Plan, kept: Iterable[KeptPod]) -> Plan:
     return dataclasses.replace(plan, units=units, kept=again.kept, pods_budget=again.pods_budget,
                                warnings=again.warnings + [w for w in plan.warnings if w not in again.warnings
                                                           and not w.startswith("requests exceed node allocatable")],
-                               clamped={k: v for k, v in plan.clamped.items() if k not in fresh})
+                               over_committed=again.over_committed)
 
 
 def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allocatable, vm_cpu, vm_mem, tier_cpu,

@@ -116,13 +116,15 @@ def managed_podman_scopes(scopes: dict[str, LiveScope], containers: dict[str, po
 def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
                 containers: dict[str, podman.PodmanContainer] | None = None,
                 domains: dict[str, libvirt.Domain] | None = None,
-                names: dict[str, str] | None = None) -> tuple[dict[str, Binding], list[str]]:
+                names: dict[str, str] | None = None) -> tuple[dict[str, Binding], list[str], list[UnitPlan]]:
     """Match live scopes to containers and VMs (rules in sdqos.scopes). A matched scope that is
-    not sdqos's own name gets a unit in the plan with the container's (VM's) values, so the diff
-    tunes it like any other. Returns the bindings and the unmatched scopes (a runtime's own
-    scopes, podman's conmon, are neither)."""
+    not sdqos's own name gets a unit with the container's (VM's) values, so the diff tunes it like
+    any other (the plan is not edited: the units are returned, :mod:`sdqos.reconcile.desired` adds
+    them). Returns the bindings, the unmatched scopes (a runtime's own scopes, podman's conmon, are
+    neither) and those units."""
     bindings: dict[str, Binding] = {}
     unmatched: list[str] = []
+    bound: list[UnitPlan] = []
     by_slice = pods_by_slice(plan)
     planned = {u.name: u for u in plan.units}
     by_glob: dict[tuple[str, str, str], list[str]] = {}  # (pod, container, glob) → scopes it decided
@@ -154,8 +156,8 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             c = next(x for x in pp.containers if x.name == cname)
             base = planned[c.scope]
             props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
-            plan.units.append(UnitPlan(name, scope.slice, "container", base.description, props, base.resources,
-                                       owner=base.owner, create=False, why=base.why))
+            bound.append(UnitPlan(name, scope.slice, "container", base.description, props, base.resources,
+                                  owner=base.owner, create=False, why=base.why))
         bindings[name] = Binding(Owner.pod(pp.key, c.name), c.oom_score_adj)
     for (pod, container, glob), scope_names in sorted(by_glob.items()):
         if len(scope_names) > 1:
@@ -199,8 +201,8 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
         claimed.add(found)
         if found not in planned:
             owner = Owner.vm(vp.vm.name)
-            plan.units.append(UnitPlan(found, machine[found].slice, "vm", description("vm", owner, vp.qos),
-                                       dict(vp.properties), vp.resources, owner=owner, create=False, why=vp.why))
+            bound.append(UnitPlan(found, machine[found].slice, "vm", description("vm", owner, vp.qos),
+                                  dict(vp.properties), vp.resources, owner=owner, create=False, why=vp.why))
         bindings[found] = Binding(Owner.vm(vp.vm.name), vp.oom_score_adj)
     for name in sorted(set(machine) - claimed - left_alone):
         if runtimes_own(name):
@@ -214,7 +216,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
             what = f" ({what})" if what else ""
             warnings.append(f"{name}{what} in machine.slice is not a VM in the config: left running, untouched, "
                             "counted in the node budget")
-    return bindings, unmatched
+    return bindings, unmatched, bound
 
 
 def guest_size_warnings(vp, ram: int, what: str) -> list[str]:

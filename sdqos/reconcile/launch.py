@@ -205,24 +205,6 @@ def check_guest_size(target: Target, declared: int, argv: list[str]) -> None:
                            "limits.memory or lower -m (or pass --force)")
 
 
-async def apply_budget(sd: SystemdAPI, plan: Plan) -> list[str]:
-    """After ``run --vm``/``adopt --vm``: the node budget as this plan has it (the VM may be new since
-    the last sync), pods' side first (it shrinks), machine.slice last, each only if it runs. What
-    fails is a warning: the timer's next sync sets it."""
-    warnings = []
-    units = [u for kind in ("node", "tier", "machine") for u in plan.units if u.kind == kind]
-    states = await sd.read_units([u.name for u in units], {UNIT: ["ActiveState"]})
-    for u in units:
-        st = states.get(u.name)
-        if st is None or st.active_state != "active":
-            continue
-        try:
-            await sd.set_unit_properties(u.name, u.properties)
-        except SystemdError as exc:
-            warnings.append(f"{u.name}: not updated now ({exc}); the next sync sets it")
-    return warnings
-
-
 def set_oom(pids: list[int], target: Target) -> list[str]:
     """oom_score_adj for the given processes, each written only after checking that it runs in the
     target scope's cgroup; warnings for what the kernel refused and for PIDs found elsewhere."""

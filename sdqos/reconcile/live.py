@@ -24,7 +24,7 @@ from sdqos.kube.naming import (
     parse_podman_scope,
     tree_globs,
 )
-from sdqos.plan.engine import MachineCharge, Plan
+from sdqos.plan.engine import MachineCharge, Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
 from sdqos.reconcile.binding import (
     Binding,
@@ -41,6 +41,7 @@ from sdqos.reconcile.scopes import LiveScope
 from sdqos.plan.properties import BY_NAME, MEMORY_PROPERTIES, QUOTA_PROPERTY  # (the property table)
 
 if TYPE_CHECKING:
+    from sdqos.reconcile.desired import Desired
     from sdqos.reconcile.memo import Memo
 
 SERVICE_IFACE = "org.freedesktop.systemd1.Service"
@@ -153,6 +154,7 @@ class Observation:
     unsure: frozenset[str] = frozenset()  # scopes whose owner could not be asked (podman failed): keep as they are
     machines: tuple[MachineCharge, ...] = ()  # what runs in machine.slice besides declared VMs, and its cost
     errors: list[str] = field(default_factory=list)  # what could not be asked (podman): sync fails with them
+    bound: tuple[UnitPlan, ...] = ()  # units of the scopes bound to planned containers and VMs (not in the plan)
 
 
 async def read_marks(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit]) -> None:
@@ -171,8 +173,9 @@ async def read_marks(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit]) -> N
 
 async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
                   memo: "Memo | None" = None) -> Observation:
-    """Read the live state in a few calls and bind scopes (extends the plan with matched scopes).
-    ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
+    """Read the live state in a few calls and bind scopes (``bound``: their units; the plan is not
+    edited). The bound scopes' kernel files are checked by :func:`check_kernel` once the desired
+    state is known (a clamped value is what the kernel should hold). ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
     live = await read_live(sd, plan, usage=usage)
     await read_marks(sd, plan, live)
     scopes = await discover_scopes(sd, plan, live, machine=True)  # whatever runs there counts (budget.py)
@@ -201,8 +204,7 @@ async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str]
 
         domains = libvirt.running_domains(warnings=warnings)
         names = machine_names(machine, containers, domains, await _machines(sd, warnings))
-    bindings, unmatched = bind_scopes(plan, scopes, warnings, containers, domains, names)
-    check_kernel(plan, live, scopes)
+    bindings, unmatched, bound = bind_scopes(plan, scopes, warnings, containers, domains, names)
     charges: tuple[MachineCharge, ...] = ()
     if machine:
         known = live.get(MACHINE_SLICE)  # read with its usage when planned (read_live)
@@ -216,10 +218,10 @@ async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str]
                 guests[guest_scope] = (d.memory, d.vcpus)
         charges = machine_charges(plan, machine, claimed, live, names, guests, slice_usage)
     return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure, charges,
-                       errors)
+                       errors, tuple(bound))
 
 
-def check_kernel(plan: Plan, live: dict[str, LiveUnit], scopes: dict[str, LiveScope]) -> None:
+def check_kernel(plan: "Desired", live: dict[str, LiveUnit], scopes: dict[str, LiveScope]) -> None:
     """Scopes matched at sync time (VMs, runtimes' containers) are read over D-Bus; their kernel
     files are checked too, as the planned units' are in :func:`read_live`, so a value written
     behind systemd's back is seen (kernel_drift) and restored."""
@@ -271,7 +273,7 @@ CONTAINER_CGROUP = "container"  # crun's own cgroup below a podman container's s
 CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
 
 
-def container_kernel_off(plan: Plan, runtime, scopes: dict[str, LiveScope]) -> dict[str, dict]:
+def container_kernel_off(plan: "Desired", runtime, scopes: dict[str, LiveScope]) -> dict[str, dict]:
     """The kernel has the last word inside a container too: crun keeps a container's limits in its
     own cgroup below the scope (``libpod-<id>.scope/container``), where the scope's values do not
     reach. For each podman container sdqos started (``runtime``: their scopes), the memory limit
@@ -293,7 +295,7 @@ def container_kernel_off(plan: Plan, runtime, scopes: dict[str, LiveScope]) -> d
     return out
 
 
-def container_refusals(plan: Plan, runtime: dict[str, str], bindings: dict[str, Binding],
+def container_refusals(plan: "Desired", runtime: dict[str, str], bindings: dict[str, Binding],
                        scopes: dict[str, LiveScope], report) -> set[str]:
     """Read back after ``podman update``: each podman container whose own cgroup does not hold its
     planned memory limit is an error (every sync, until it does), and its scope is not reported as
@@ -313,7 +315,7 @@ def container_refusals(plan: Plan, runtime: dict[str, str], bindings: dict[str, 
     return set(off)
 
 
-async def kernel_refusals(plan: Plan, done: set[str], scopes: dict[str, LiveScope], report,
+async def kernel_refusals(plan: "Desired", done: set[str], scopes: dict[str, LiveScope], report,
                           settle_s: float = 1.0) -> set[str]:
     """The kernel has the last word: after systemd took new values, each unit's cgroup files are
     read back. systemd keeps a value the kernel refused (v1's EBUSY for a memory limit below usage)
