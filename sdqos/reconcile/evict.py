@@ -262,16 +262,39 @@ def fingerprint(pp) -> str:
     return hashlib.sha256(repr(pp.pod).encode()).hexdigest()[:16]
 
 
-def load_evicted(run_dir: Path) -> dict[str, dict]:
-    """The eviction record (workload key → what was evicted, why, when); {} when there is none or
-    it cannot be read (it only ever adds a flag to status)."""
+def _load(run_dir: Path) -> dict:
     import json
 
     try:
         data = json.loads((run_dir / EVICTED_NAME).read_text())
     except (OSError, ValueError):
         return {}
-    return data.get("evicted", {}) if isinstance(data, dict) and isinstance(data.get("evicted"), dict) else {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_evicted(run_dir: Path) -> dict[str, dict]:
+    """The eviction record (workload key → what was evicted, why, when); {} when there is none or
+    it cannot be read (it only ever adds a flag to status)."""
+    data = _load(run_dir).get("evicted")
+    return data if isinstance(data, dict) else {}
+
+
+def load_counts(run_dir: Path) -> dict[str, dict[str, int]]:
+    """Evictions since boot (the run dir is a tmpfs), workload key → signal → how many: kept when
+    a workload's record goes (it ran again), for the metrics' counter."""
+    data = _load(run_dir).get("counts")
+    if not isinstance(data, dict):
+        return {}
+    return {k: {s: n for s, n in v.items() if isinstance(n, int)} for k, v in data.items() if isinstance(v, dict)}
+
+
+def _save(run_dir: Path, records: Mapping[str, dict], counts: Mapping[str, Mapping[str, int]]) -> None:
+    import json
+
+    from sdqos.host import rundir
+
+    rundir.ensure_dir(run_dir)
+    rundir.write_atomic(run_dir / EVICTED_NAME, json.dumps({"evicted": records, "counts": counts}, indent=1), 0o600)
 
 
 def forget_running(run_dir: Path, a: Assessment) -> list[str]:
@@ -285,8 +308,7 @@ def forget_running(run_dir: Path, a: Assessment) -> list[str]:
     running = {f"{c.kind}:{c.name.removeprefix('vm/')}" for c in a.ranked}
     gone = [k for k in record if k in running]
     if gone:
-        rundir.write_atomic(run_dir / EVICTED_NAME,
-                            json.dumps({"evicted": {k: v for k, v in record.items() if k not in gone}}, indent=1), 0o600)
+        _save(run_dir, {k: v for k, v in record.items() if k not in gone}, load_counts(run_dir))
     return gone
 
 
@@ -395,10 +417,11 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
         "threshold": t.value.amount(obs.capacity), "hard": t.hard, "gracePeriodSeconds": grace,
         "time": time.time(), "stopped": sorted(scopes + podman_units), "leftRunning": left, **extra,
     }
-    rundir.ensure_dir(run_dir)
     all_records = load_evicted(run_dir)
     all_records[key] = record
-    rundir.write_atomic(run_dir / EVICTED_NAME, json.dumps({"evicted": all_records}, indent=1), 0o600)
+    counts = load_counts(run_dir)
+    counts.setdefault(key, {})[t.signal] = counts.get(key, {}).get(t.signal, 0) + 1
+    _save(run_dir, all_records, counts)
     return record
 
 

@@ -53,3 +53,18 @@ def test_a_critical_pod_is_ranked_and_said_never_evicted():
     plan = build_plan(node(), [crit, pod("over", "64Mi")], cgroup="v1")
     r = rank_of(plan, "t/crit", {"t/crit": Usage(10 * MI, 1), "t/over": Usage(200 * MI, 1)}, {})
     assert r["notEvictable"].startswith("critical pod") and orders(r)[0] == ("memory.available", 2, 2)
+
+
+def test_eviction_counts_outlive_the_record_of_a_workload_that_ran_again(tmp_path):
+    """The metrics' counter: evictions since boot, kept when a record goes (its pod ran again)."""
+    from sdqos.cli import metrics as m
+    from sdqos.reconcile import evict
+
+    evict._save(tmp_path, {"pod:t/be": {"name": "t/be"}}, {"pod:t/be": {"memory.available": 2}, "vm:v": {"pid.available": 1}})
+    assert evict.load_evicted(tmp_path) == {"pod:t/be": {"name": "t/be"}}
+    evict._save(tmp_path, {}, evict.load_counts(tmp_path))
+    assert evict.load_counts(tmp_path) == {"pod:t/be": {"memory.available": 2}, "vm:v": {"pid.available": 1}}
+    text = m.render(None, {}, evict.load_counts(tmp_path))
+    assert 'sdqos_evictions_total{kind="pod",pod="t/be",signal="memory.available"} 2' in text.splitlines()
+    assert 'sdqos_evictions_total{kind="vm",vm="v",signal="pid.available"} 1' in text.splitlines()
+    assert text.count("# TYPE sdqos_evictions_total counter") == 1

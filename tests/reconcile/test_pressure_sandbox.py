@@ -176,6 +176,8 @@ def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
         status = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0").stdout)
         flagged = {(u["kind"], u["pod"]) for u in status["units"] if "evicted" in u["flags"]}
         assert flagged == {("pod", "be"), ("container", "be")}
+        metrics = sdqos_in(sb, "metrics", "--config", str(config), "--interval", "0").stdout
+        assert 'sdqos_evictions_total{kind="pod",pod="t/be",signal="memory.available"} 1' in metrics.splitlines(), metrics
 
         again = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
         after = json.loads(again.stdout)
