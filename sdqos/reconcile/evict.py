@@ -142,7 +142,6 @@ def measure(plan: Plan, root: Path | None = None, proc: Path | None = None):
     """(signals, running pods' usage by namespace/name, running VMs' usage by name)."""
     from sdqos.host import pressure as hp
     from sdqos.host.cgroupfs import cgroup_of
-    from sdqos.kube.naming import MACHINE_SLICE
 
     root = root or hp.ROOT
     proc = proc or hp.PROC
@@ -162,12 +161,56 @@ def measure(plan: Plan, root: Path | None = None, proc: Path | None = None):
         if u is not None and u.processes:
             pods[pp.key] = u
     vms = {}
+    for name, cgroup in vm_cgroups(plan, proc).items():
+        u = usage(cgroup)
+        if u is not None and u.processes:
+            vms[name] = u
+    return observations, pods, vms
+
+
+def vm_cgroups(plan: Plan, proc: Path | None = None, libvirt_dir: Path | None = None) -> dict[str, str]:
+    """Each declared VM's scope in machine.slice, as a cgroup path, found the way sync finds it
+    (reconcile/binding.py): by name (spec.scope, or the one ``sdqos run --vm`` makes), else from
+    its QEMU's PID — libvirt's record of the domain (PID checked to be that domain's QEMU), or
+    its pid file (trusted as systemd trusts a PIDFile=) — read from /proc/PID/cgroup. A VM that is
+    not running, or runs outside machine.slice, has none (it is not ranked: sync warns about it)."""
+    from sdqos.host import procfs
+    from sdqos.kube.naming import MACHINE_SLICE
+
+    proc = proc or Path("/proc")
+    out: dict[str, str] = {}
+    domains = None
     for vp in plan.vms:
         if vp.scope:
-            u = usage(f"/{MACHINE_SLICE}/{vp.scope}")
-            if u is not None and u.processes:
-                vms[vp.vm.name] = u
-    return observations, pods, vms
+            out[vp.vm.name] = f"/{MACHINE_SLICE}/{vp.scope}"
+            continue
+        pid = None
+        if vp.vm.pid_file:
+            from sdqos.reconcile.binding import read_pid_file
+
+            pid = read_pid_file(vp.vm.pid_file)
+        elif vp.vm.libvirt_domain:
+            if domains is None:
+                from sdqos.host import libvirt
+
+                domains = libvirt.running_domains(libvirt_dir or libvirt.RUN_DIR, proc=proc)
+            dom = domains.get(vp.vm.libvirt_domain)
+            pid = dom.pid if dom is not None else None
+        paths = procfs.systemd_cgroup_paths(pid, proc) if pid is not None else None
+        scope = _scope_of(paths[-1]) if paths else None
+        if scope is not None and scope.startswith(f"/{MACHINE_SLICE}/"):
+            out[vp.vm.name] = scope
+    return out
+
+
+def _scope_of(path: str) -> str | None:
+    """A process's cgroup path cut after its scope: libvirt's QEMU runs below it
+    (``…/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator``)."""
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        if part.endswith(".scope"):
+            return "/".join(parts[: i + 1])
+    return None
 
 
 def as_json(a: Assessment) -> dict:
@@ -300,9 +343,7 @@ def _save(run_dir: Path, records: Mapping[str, dict], counts: Mapping[str, Mappi
 def forget_running(run_dir: Path, a: Assessment) -> list[str]:
     """Drop the records of workloads that run again (an operator started them): an eviction
     stands only until then. Returns the keys dropped; writes only when there are some."""
-    import json
 
-    from sdqos.host import rundir
 
     record = load_evicted(run_dir)
     running = {f"{c.kind}:{c.name.removeprefix('vm/')}" for c in a.ranked}
@@ -381,10 +422,9 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
     scope) with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that sdqos
     did not make are left running and named in the record. Returns the record, or None when the
     assessment picked no victim (no threshold to act on, or nothing may be evicted)."""
-    import json
     import time
 
-    from sdqos.host import podman, rundir
+    from sdqos.host import podman
     from sdqos.reconcile import podman_pods
 
     v, t = a.victim, a.reclaim
@@ -407,7 +447,8 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
         key, extra = f"pod:{pp.key}", {"fingerprint": fingerprint(pp)}
     else:
         vp = next(p for p in plan.vms if f"vm/{p.vm.name}" == v.name)
-        scopes, podman_units, left = [vp.scope] if vp.scope else [], [], []
+        found = vm_cgroups(plan).get(vp.vm.name)  # its scope, also when libvirt or a pid file finds it
+        scopes, podman_units, left = [found.rsplit("/", 1)[-1]] if found else [], [], []
         key, extra = f"vm:{vp.vm.name}", {}
     if scopes:
         await _kill(sd, scopes, grace)
@@ -601,14 +642,12 @@ def _wait_cleanup(plan: Plan, victim: ev.Candidate, root: Path) -> None:
 
     from sdqos.host import pressure as hp
     from sdqos.host.cgroupfs import cgroup_of
-    from sdqos.kube.naming import MACHINE_SLICE
 
     if victim.kind == "pod":
         pp = plan.pod(victim.name)
         cgroup = cgroup_of(pp.slice, "") if pp else None
     else:
-        vp = next((p for p in plan.vms if f"vm/{p.vm.name}" == victim.name), None)
-        cgroup = f"/{MACHINE_SLICE}/{vp.scope}" if vp and vp.scope else None
+        cgroup = vm_cgroups(plan).get(victim.name.removeprefix("vm/"))
     deadline = time.monotonic() + POD_CLEANUP_TIMEOUT_S
     while cgroup and time.monotonic() < deadline and hp.processes(cgroup, plan.cgroup, root):
         time.sleep(POD_CLEANUP_POLL_S)
