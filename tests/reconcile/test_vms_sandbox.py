@@ -197,8 +197,16 @@ def test_libvirt_domain_started_with_virsh_is_tuned(lv_sandbox, config):
         assert kernel(sb, "memory", f"machine.slice/{dom.scope}", "memory.limit_in_bytes") == VM_MEMORY
         host = vm.host_pid(sb, dom.inner_pid)
         assert host is not None and oom_of(host) == VM_OOM
+        assert "vm/lv" in ranked(sb, config)  # found for node-pressure eviction the way sync finds it
     finally:
         vm.libvirt_destroy_domain(sb, "lvdom")
+
+
+def ranked(sb, config) -> dict[str, dict]:
+    """The workloads `sdqos pressure --once` ranks for eviction, by name."""
+    r = sdqos_in(sb, "pressure", "--once", "--config", str(config), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    return {w["name"]: w for w in json.loads(r.stdout)["ranking"]}
 
 
 def _run_vm(sb, config, name: str = "vm1"):
@@ -395,6 +403,8 @@ def test_pid_file_vm_is_tuned_and_adopt_vm_takes_one_pid(lv_sandbox, config):
         assert vm.machine_info(sb, machine_name="ad")["Leader"] == ad_pid  # registered with machined
         assert assert_budget(sb) == (4 * 2**30 - 2 * VM_MEMORY, 2 * VM_MEMORY)  # set by adopt, before a sync
         assert sync_json(sb, config)["updated"] == []
+        both = ranked(sb, config)  # the pid-file VM by its pid file's PID, the adopted one by its scope's name
+        assert {"vm/pf", "vm/ad"} <= set(both) and all(both[n]["processes"] for n in ("vm/pf", "vm/ad")), both
     finally:
         vm.stop_qemu(pf)
         vm.stop_qemu(ad)
