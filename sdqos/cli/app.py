@@ -19,7 +19,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING, InvalidInput, SdqosError
+from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, InvalidInput, SdqosError
 
 if TYPE_CHECKING:  # imported where used: each command loads only what it needs
     from sdqos.plan.engine import Plan
@@ -435,7 +435,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
     appended there instead of printed (--settle prints one document for all its passes)."""
     import asyncio
 
-    from sdqos.errors import EXIT_ERROR, EXIT_OK, HostError
+    from sdqos.errors import HostError
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
 
@@ -491,7 +491,8 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 from sdqos.host import rundir
 
                 async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
-                    return report, await st.collect(sd, report.plan or p, rundir.load_applied(DEFAULT_RUN_DIR),
+                    synced = report.desired.plan if report.desired is not None else p  # (collect binds and adjusts)
+                    return report, await st.collect(sd, synced, rundir.load_applied(DEFAULT_RUN_DIR),
                                                     interval=0, last=st.budget_record(report))
 
             report, observed = run_async(run_and_measure())
@@ -513,7 +514,9 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
             try:  # after the units changed: a failure here is reported with the rest, never instead of it
                 rec = m.record_sync(report, DEFAULT_RUN_DIR, warnings=standing)
                 if metrics_textfile is not None:
-                    m.write_atomic(metrics_textfile, m.render(observed, rec))
+                    from sdqos.reconcile.evict import load_counts
+
+                    m.write_atomic(metrics_textfile, m.render(observed, rec, load_counts(DEFAULT_RUN_DIR)))
             except HostError as exc:
                 report.errors.append(str(exc))
             if digest is not None:
@@ -535,11 +538,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         print_errors(cfg.errors)
         for e in refused + report.errors:
             err(f"error: {e}")
-        if report.aborted or (report.invalid and not report.errors):
-            raise typer.Exit(EXIT_INVALID)
-        if report.errors:
-            raise typer.Exit(EXIT_ERROR)
-        raise typer.Exit(EXIT_PENDING if dry_run and (report.changed or report.drift) else EXIT_OK)
+        raise typer.Exit(report.exit_code)
 
 
 def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Output, quiet: bool,
@@ -720,7 +719,9 @@ def metrics(
 
     with cli_errors():
         result = _collect_status(config, insecure, cgroup, bus_address, interval)
-        text = m.render(result, m.load_sync_record(rundir.DEFAULT_RUN_DIR))
+        from sdqos.reconcile.evict import load_counts
+
+        text = m.render(result, m.load_sync_record(rundir.DEFAULT_RUN_DIR), load_counts(rundir.DEFAULT_RUN_DIR))
         if textfile:
             m.write_atomic(textfile, text)
         else:
@@ -736,7 +737,9 @@ def pressure(
                                                          "hard threshold)."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="With --once: text or json."),
     interval: float = typer.Option(10.0, "--interval", help="Without --once: seconds between passes when nothing "
-                                                            "wakes it earlier (cgroup v1: memcg notifications)."),
+                                                            "wakes it earlier (memcg notifications on cgroup v1, PSI "
+                                                            "memory stalls, a signal crossing seen by a look "
+                                                            "every 0.5 s)."),
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,
@@ -839,7 +842,7 @@ def run(
         # The sync lock while the scope is made (released at exec: the lock file is close-on-exec):
         # a sync that planned without this pod or VM never removes what this run just made.
         with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
-            _, p = load_planned(config, insecure, cgroup, writes=True)
+            cfg, p = load_planned(config, insecure, cgroup, writes=True)
             target = _launch_target(p, vm, pod, container)
             if vm is not None and not force:
                 from sdqos.kube.qos import value
@@ -855,7 +858,7 @@ def run(
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
                     await launch.start_scope(sd, target, [os.getpid()], replace=replace)
-                    return await launch.apply_budget(sd, p) if vm is not None else []
+                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
 
             warnings = asyncio.run(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
@@ -889,6 +892,7 @@ def adopt(
     import asyncio
 
     from sdqos.host import procfs
+    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import launch
 
@@ -905,7 +909,7 @@ def adopt(
         missing = [p for p in pids if not procfs.pid_exists(p)]
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
-        _, p = load_planned(config, insecure, cgroup, writes=True)
+        cfg, p = load_planned(config, insecure, cgroup, writes=True)
         target = _launch_target(p, vm, pod, container)
         launch.check_adoptable(list(pids), target, force)  # a refused PID: its children are not listed too
         all_pids = procfs.descendants(pids) if children else list(pids)
@@ -920,12 +924,29 @@ def adopt(
                                            "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
                                            "Pass --force to take it anyway")
                 how = await launch.adopt(sd, target, all_pids)
-                return how, (await launch.apply_budget(sd, p) if vm is not None else [])
+                return how, await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
 
-        how, warnings = asyncio.run(move())
+        with SyncLock(DEFAULT_RUN_DIR):  # the narrow pass writes what it applied, as a sync does
+            how, warnings = asyncio.run(move())
         for w in warnings + launch.set_oom(all_pids, target):
             warn(f"{w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
+
+
+async def _narrow_pass(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, vm: str | None,
+                       pod: str | None) -> list[str]:
+    """After `run`/`adopt` made or filled a scope: its pod's units (a VM: its scope and the node
+    budget it changes) through the sync's own desired state, diff and apply (clamps included,
+    recorded as applied); the caller holds the sync lock. What fails is a warning: the scope runs,
+    and the next sync tries again."""
+    from sdqos.reconcile import launch
+    from sdqos.reconcile import sync as reconcile
+
+    only = reconcile.Narrow(vm=vm) if vm is not None else reconcile.Narrow(pod=launch.find_pod(p, pod or "").key)
+    report = await reconcile.sync(
+        sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only=only,
+        replan=lambda machines: load_planned(config, insecure, cgroup, writes=True, machines=machines)[1])
+    return [f"{e} (the next sync tries again)" for e in report.errors]
 
 
 def _launch_target(p: Plan, vm: str | None, pod: str | None, container: str | None) -> Target:
@@ -1027,14 +1048,15 @@ def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout:
         async def go():
             async with Systemd(bus_address) as sd:
                 return await reconcile.sync(
-                    sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only_pod=key,
+                    sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys,
+                    only=reconcile.Narrow(pod=key),
                     replan=lambda machines: load_planned(config, insecure, mode, writes=True, machines=machines)[1])
 
         report = run_async(go())
     for e in report.errors:
         err(f"error: {e}")
-    if report.errors:
-        raise typer.Exit(EXIT_ERROR)
+    if report.errors:  # (a narrow pass: invalid input elsewhere in the config is the next sync's)
+        raise typer.Exit(report.exit_code)
 
 
 @podman_app.command("stop")

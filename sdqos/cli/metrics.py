@@ -96,17 +96,20 @@ def unit_metrics(status: Status, out: _Out) -> None:
                        _labels(unit=r.unit, kind=r.kind, qos=r.qos, pod=pod, container=container, vm=vm),
                        (r.oom_killed or {}).get("count", 0))
         out.metric("sdqos_unit_drift", "gauge", "1 if a live value differs from the plan.", lab, int("drift" in r.flags))
+        out.metric("sdqos_unit_clamped", "gauge", "1 if the last sync raised a memory limit to the unit's usage "
+                   "(the plan wanted less).", lab, int("clamped-to-usage" in r.flags))
         out.metric("sdqos_unit_flagged", "gauge", "1 if status flags the unit (see sdqos status).", lab, int(bool(r.flags)))
 
 
 def budget_record(report) -> dict:
     """What a sync applied beyond the plan, for status and metrics (kept in the last-sync record):
-    the pod slices it kept and counted, why it kept each unit, the limits it clamped to usage.
+    the pod slices it kept and counted, why it kept each unit, its adjustments (the limits it
+    clamped to usage), as data: its desired state's fields (reconcile.desired.Desired).
     Here, not in status: a sync records it without importing the status machinery."""
-    plan = report.plan
-    return {"kept": [dataclasses.asdict(k) for k in getattr(plan, "kept", ())],
+    want = report.desired
+    return {"kept": [dataclasses.asdict(k) for k in getattr(want, "kept", ())],
             "keptWhy": dict(report.kept_why),
-            "clamped": dict(getattr(plan, "clamped", {}))}
+            "adjustments": [a.as_json() for a in getattr(want, "adjustments", ())]}
 
 
 def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[str] | None = None) -> dict:
@@ -160,12 +163,24 @@ def sync_metrics(rec: dict, out: _Out) -> None:
                    float(rec["lastSuccess"]))
 
 
-def render(status: Status | None, rec: dict) -> str:
+def render(status: Status | None, rec: dict, evictions: dict[str, dict[str, int]] | None = None) -> str:
+    """``evictions``: node-pressure evictions since boot, workload key → signal → count
+    (reconcile/evict.py's ``load_counts``)."""
     out = _Out()
     if status is not None:
         unit_metrics(status, out)
     sync_metrics(rec, out)
+    eviction_metrics(evictions or {}, out)
     return "\n".join(out.lines) + "\n"
+
+
+def eviction_metrics(counts: dict[str, dict[str, int]], out: _Out) -> None:
+    for key, by_signal in sorted(counts.items()):
+        kind, _, name = key.partition(":")
+        pod, vm = (name, None) if kind == "pod" else (None, name)
+        for signal, n in sorted(by_signal.items()):
+            out.metric("sdqos_evictions_total", "counter", "Pods and VMs node-pressure eviction stopped, since boot.",
+                       _labels(kind=kind, pod=pod, vm=vm, signal=signal), n)
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:

@@ -19,10 +19,11 @@ from sdqos import humanize as H
 from sdqos.plan.properties import STATUS_KEYS  # (the property table)
 from sdqos.humanize import ellipsize
 from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
-from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
+from sdqos.plan.engine import KeptPod, Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, memory_limit
+from sdqos.reconcile.desired import CLAMPED, Adjustment, desired
 from sdqos.reconcile.diff import LiveUnit, recorded_keys, recorded_owner, unit_changes
-from sdqos.reconcile.live import Observation, observe
+from sdqos.reconcile.live import Observation, check_kernel, observe
 
 NEAR_LIMIT = 0.9  # usage at or above 90 % of a limit is flagged
 
@@ -183,43 +184,36 @@ def _entitled(props: dict[str, int]) -> dict[str, int | None]:
     return out
 
 
-def applied_budget(plan: Plan, last: dict) -> tuple[Plan, dict[str, str]]:
-    """``plan`` as the last sync applied it: its kept pods counted in their tiers, its clamped
-    limits at the value it set (status compares the live tree with that, so a clamp is no drift).
-    Returns the plan and unit → why for the clamped ones."""
+def recorded_kept(last: dict) -> tuple[KeptPod, ...] | None:
+    """The pod slices the last sync kept and counted (its record), None when it has none."""
     try:
-        kept = tuple(KeptPod(**k) for k in last.get("kept") or ())
+        return tuple(KeptPod(**k) for k in last.get("kept") or ())
     except TypeError:
-        kept = ()
-    if kept != plan.kept and plan.basis is not None:
-        plan = recount(plan, kept)
-    clamped: dict[str, str] = {}
-    for u in plan.units:
-        for prop, pair in ((last.get("clamped") or {}).get(u.name) or {}).items():
-            if not (isinstance(pair, list) and len(pair) == 2):
-                continue
-            want, got = pair
-            if u.properties.get(prop) in (want, got):
-                u.properties[prop] = got
-                clamped[u.name] = f"{prop} raised to its usage {H.size(got)} (the plan wanted {H.size(want)})"
-    return plan, clamped
+        return None
+
+
+def recorded_adjustments(last: dict) -> tuple[Adjustment, ...]:
+    """The adjustments (clamps) the last sync applied, from its record."""
+    raw = last.get("adjustments")
+    found = (Adjustment.from_json(a) for a in (raw if isinstance(raw, list) else ()))
+    return tuple(a for a in found if a is not None)
 
 
 async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float = 1.0, last: dict | None = None) -> Status:
-    """``last``: the last sync's record (:func:`budget_record`): what it kept and clamped."""
+    """``last``: the last sync's record (:func:`budget_record`): what it kept and adjusted. The
+    rows are the desired state as that sync applied it (:mod:`sdqos.reconcile.desired`): its kept
+    pods counted in their tiers, its clamps in (a clamp is no drift), flagged from those fields."""
     last = last or {}
     kept_why: dict[str, str] = dict(last.get("keptWhy") or {})
     warnings = list(plan.warnings)
     obs: Observation = await observe(sd, plan, applied, warnings, usage=True)
     warnings.extend(obs.errors)
-    plan, clamped = applied_budget(plan, last)  # after observe: the VM scopes it bound are units now
-    for name in clamped:  # observe compared the kernel with the plan's value; the clamped one is what was set
-        lu = obs.live.get(name)
-        u = plan.unit(name)
-        if lu is not None and u is not None and lu.kernel_drift:
-            limit = memory_limit(u.properties)
-            lu.kernel_drift = {f: v for f, v in lu.kernel_drift.items()
-                               if not (f.endswith(("memory.limit_in_bytes", "memory.max")) and v[0] == limit // plan.node.page_size * plan.node.page_size)}
+    want = desired(plan, obs, kept=recorded_kept(last), recorded=recorded_adjustments(last))
+    check_kernel(want, obs.live, obs.scopes)  # the bound scopes' kernel files against what was set
+    plan = want.plan
+    clamped: dict[str, str] = {}
+    for a in want.adjustments:
+        clamped[a.unit] = f"{clamped[a.unit]}; {a.reason}" if a.unit in clamped else a.reason
     t0 = time.monotonic()
     # systemd's counter where it has one, else the kernel's own (see facts.cpu_usage_ns).
     from_kernel = {n for n, lu in obs.live.items() if lu.cpu_usage_ns is None and lu.exists}
@@ -242,7 +236,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
             if v is not None and int(v) < INFINITY:
                 rates[n] = max(0.0, (int(v) - v0) / 1e9 / dt)
     rows = []
-    for u in plan.units:
+    for u in want.units:
         lu = obs.live.get(u.name)
         running = bool(lu and lu.exists)
         parent = owning_slice(u.slice) if u.kind == "container" else u.slice  # a podman pod's sub-slice
@@ -263,8 +257,8 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
             if quota and rate is not None and rate * 1e6 >= NEAR_LIMIT * quota:
                 row.flags.append("near-cpu-limit")
             if u.name in clamped:
-                row.flags.append("clamped-to-usage")
-                row.reasons["clamped-to-usage"] = clamped[u.name]
+                row.flags.append(CLAMPED)
+                row.reasons[CLAMPED] = clamped[u.name]
             if u.name in kept_why:
                 row.flags.append("kept")
                 row.reasons["kept"] = kept_why[u.name]
@@ -277,7 +271,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
             if b is not None and row.oom_score_adj and row.oom_score_adj != [b.oom_score_adj]:
                 row.flags.append("oom-score-off")
         rows.append(row)
-    planned = {u.name for u in plan.units}
+    planned = set(want.by_name)
     keys = recorded_keys(applied) if kept_why else {}
     for name, why in sorted(kept_why.items()):  # kept units outside the plan (their pod left it, or moved)
         lu = obs.live.get(name)
@@ -310,11 +304,11 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
         rows.append(Row(c.unit, "foreign", sc.slice, f"{c.what}, not declared ({counted})", None, True,
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(c.unit),
                                "tasks": lu.tasks_current}, flags=["undeclared"]))
-    if any("requests exceed node allocatable" in w for w in warnings):
+    if want.over_committed:
         for r in rows:
             if r.kind == "node":
                 r.flags.append("over-committed")
-    bound_vms = {u.owner.name for u in plan.units if u.kind == "vm" and u.owner}  # bind_scopes added these
+    bound_vms = {u.owner.name for u in want.bound if u.kind == "vm" and u.owner}
     for vp in plan.vms:
         if vp.vm.name not in bound_vms:
             rows.append(Row(vp.scope or f"(vm {vp.vm.name})", "vm", "machine.slice", f"vm {vp.vm.name} ({vp.qos})",
@@ -325,7 +319,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
     rows = [r for r in rows if not (r.kind == "container" and not r.running and parse_container_scope(r.unit) is not None
                                     and (r.namespace, r.pod, r.container) in in_runtime)]
     _mark_evicted(plan, rows)
-    _mark_oom_kills(plan, rows, {n: sc.cgroup for n, sc in obs.scopes.items()})
+    _mark_oom_kills(want.as_plan(), rows, {n: sc.cgroup for n, sc in obs.scopes.items()})
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),

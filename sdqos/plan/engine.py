@@ -175,7 +175,7 @@ class Plan:
     machines: tuple[MachineCharge, ...] = ()  # undeclared things in machine.slice, counted
     errors: list[InvalidInput] = field(default_factory=list)  # pods left out: they cannot be sent (pod_problems)
     kept: tuple[KeptPod, ...] = ()  # pod slices sync keeps, counted in their tiers
-    clamped: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # unit → {prop: [planned, set]}
+    over_committed: bool = False  # the requests exceed node allocatable (warned)
     basis: "PlanBasis | None" = field(default=None, repr=False, compare=False)  # to count kept pods again
 
     def unit(self, name: str) -> UnitPlan | None:
@@ -701,7 +701,8 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     pods_cpu = sum(tier_cpu.values())
     total_cpu = pods_cpu + basis.declared_cpu
     total_mem = sum(tier_mem.values()) + sum(v.requests[MEMORY] for v in vm_plans)
-    if total_cpu > allocatable[CPU] or total_mem > allocatable[MEMORY]:
+    over_committed = total_cpu > allocatable[CPU] or total_mem > allocatable[MEMORY]
+    if over_committed:
         warnings.append(
             "requests exceed node allocatable:"
             f" cpu {H.cpu(total_cpu)} requested of {H.cpu(allocatable[CPU])},"
@@ -791,6 +792,7 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
         root_slice=kubepods,
         machines=machines,
         kept=kept,
+        over_committed=over_committed,
         basis=basis,
     )
 
@@ -805,7 +807,7 @@ def recount(plan: Plan, kept: Iterable[KeptPod]) -> Plan:
     return dataclasses.replace(plan, units=units, kept=again.kept, pods_budget=again.pods_budget,
                                warnings=again.warnings + [w for w in plan.warnings if w not in again.warnings
                                                           and not w.startswith("requests exceed node allocatable")],
-                               clamped={k: v for k, v in plan.clamped.items() if k not in fresh})
+                               over_committed=again.over_committed)
 
 
 def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allocatable, vm_cpu, vm_mem, tier_cpu,
@@ -908,24 +910,22 @@ def _reserved_units(node: NodeConfig, cgroup: str) -> list[UnitPlan]:
         plain, compressible = f"{who}-reserved" in node.enforce_node_allocatable, f"{who}-reserved-compressible" in node.enforce_node_allocatable
         if not unit or not (plain or compressible):
             continue
-        props: dict[str, int] = {}
+        values: dict[str, int] = {}  # kubelet's ResourceConfig for the reserved cgroup
         why: dict[str, str] = {}
         if CPU in reserved:
-            shares = qos.milli_cpu_to_shares(_milli(reserved[CPU]))
-            if cgroup == "v1":
-                props["CPUShares"] = shares
-            else:
-                props["CPUWeight"] = qos.shares_to_weight_kubelet(shares)
+            values["cpu_shares"] = qos.milli_cpu_to_shares(_milli(reserved[CPU]))
             why["cpu_shares"] = f"{_milli(reserved[CPU])}m × 1024 / 1000m ({who}Reserved cpu)"
         if plain and MEMORY in reserved:
-            props["MemoryLimit" if cgroup == "v1" else "MemoryMax"] = _bytes(reserved[MEMORY])
+            values["memory"] = _bytes(reserved[MEMORY])
             why["memory"] = f"{who}Reserved memory"
         if plain and PID in reserved:
-            props["TasksMax"] = _bytes(reserved[PID])
+            values["pids"] = _bytes(reserved[PID])
             why["pids"] = f"{who}Reserved pid"
-        if props:
-            rc = ResourceConfig(cpu_shares=props.get("CPUShares"), memory=props.get("MemoryLimit", props.get("MemoryMax")),
-                                pids=props.get("TasksMax"))
+        if values:
+            rc = ResourceConfig(cpu_shares=values.get("cpu_shares"), memory=values.get("memory"), pids=values.get("pids"))
+            kinds = {"cpu_shares": properties.WEIGHT, "memory": properties.MEMORY_LIMIT, "pids": properties.PIDS}
+            rows = [properties.BY_NAME[properties.of_kind(kinds[k], cgroup)] for k in values]
+            props = {row.name: row.value(rc, node.cpu_cfs_quota_period_us, False) for row in rows}
             out.append(UnitPlan(unit, naming.parent_slice(unit) if unit.endswith(".slice") else naming.ROOT_SLICE,
                                 "reserved", f"{who}-reserved", props, rc, create=False, why=why))
     return out
@@ -951,7 +951,7 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
         adj = max(1000 + qos.GUARANTEED_OOM_SCORE_ADJ, adj)
         adj = adj - 1 if adj == qos.BESTEFFORT_OOM_SCORE_ADJ else adj
     props = to_properties(rc, cgroup, period, container=True)
-    props.pop("TasksMax", None)  # libvirt/machined own TasksMax on VM scopes
+    props.pop(properties.of_kind(properties.PIDS, cgroup), None)  # libvirt/machined own TasksMax on VM scopes
     # The scope, when its name is known in advance (spec.scope, or the one `sdqos run --vm`
     # makes); libvirt's names carry a domain id and pidFile VMs are found at sync time.
     scope = None

@@ -1,5 +1,5 @@
 """Carrying out a diff, in its order: removals, then growing limits top-down, creations top-down,
-shrinking limits bottom-up (the phases are :mod:`sdqos.reconcile.diff`'s), through StartTransientUnit,
+shrinking limits bottom-up (``diff.APPLY_ORDER``, declared there once), through StartTransientUnit,
 SetUnitProperties and StopUnit only. A failure on one unit does not stop the others; a child of a
 unit that failed to be created is skipped."""
 
@@ -12,7 +12,7 @@ from sdqos.errors import CallTimeout, NoSuchUnit, SystemdError, UnitExists
 from sdqos.host.systemd import UNIT, SystemdAPI
 from sdqos.plan.engine import UnitPlan
 from sdqos.plan.creation import create_properties
-from sdqos.reconcile.diff import PHASE_CREATE, PHASE_GROW, PHASE_REMOVE, PHASE_SHRINK, Action, Diff
+from sdqos.reconcile.diff import APPLY_ORDER, PHASE_REMOVE, Action, Diff
 from sdqos.reconcile.report import Report
 
 Progress = Callable[[int, int], None]
@@ -37,13 +37,13 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
     for a in diff.actions:
         phases.setdefault(a.phase, []).append(a)
 
-    removals = phases.get(PHASE_REMOVE, [])
-    if removals:
-        await stop_all(sd, [a.unit for a in removals], report)
-        tick(len(removals))
-
-    for phase in (PHASE_GROW, PHASE_CREATE, PHASE_SHRINK):
+    for phase in APPLY_ORDER:
         actions = phases.get(phase, [])
+        if phase == PHASE_REMOVE:  # side by side (stop_all), each pod's grace period at once
+            if actions:
+                await stop_all(sd, [a.unit for a in actions], report)
+                tick(len(actions))
+            continue
         for a in [a for a in actions if a.kind == "reset"]:
             try:
                 await sd.reset_failed_unit(a.unit)

@@ -31,7 +31,6 @@ from typing import Any
 
 from collections.abc import Mapping
 
-from sdqos import humanize as H
 from sdqos.kube.model import BESTEFFORT, GUARANTEED
 from sdqos.kube.naming import (
     MACHINE_SLICE,
@@ -50,6 +49,7 @@ from sdqos.kube.naming import (
 )
 from sdqos.plan.engine import KeptPod, Plan, PodPlan, UnitPlan
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
+from sdqos.reconcile.desired import Desired, of_plan
 from sdqos.reconcile.scopes import LiveScope
 from sdqos.plan.properties import LIMITS, RESERVATIONS, RESETS, memory_limit  # (the property table)
 
@@ -97,6 +97,19 @@ class LiveUnit:
     @property
     def ours(self) -> bool:
         return marked(self.description)
+
+
+# The apply order, declared here only: removals; growing limits, parents first; creations, parents
+# first; shrinking limits, children first — so a parent's limit is never below what its children
+# are about to get. compute_diff sorts its actions by it; apply carries them out phase by phase.
+APPLY_ORDER = (PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK)
+BOTTOM_UP = frozenset({PHASE_SHRINK})
+
+
+def apply_key(a: "Action", order: Mapping[str, int]) -> tuple[int, int]:
+    """Where an action goes in the apply order (``order``: each unit's place in the tree, parents first)."""
+    place = order.get(a.unit, 0)
+    return APPLY_ORDER.index(a.phase), -place if a.phase in BOTTOM_UP else place
 
 
 @dataclass(slots=True)
@@ -260,7 +273,7 @@ class _Tree:
 
 
 def compute_diff(
-    plan: Plan,
+    desired: Desired | Plan,
     live: dict[str, LiveUnit],
     applied: dict[str, dict[str, int]] | None = None,
     *,
@@ -272,24 +285,27 @@ def compute_diff(
     adopt_existing: bool = False,
     recreate: set[str] | frozenset[str] = frozenset(),
     max_removals: RemovalLimit | None = None,
-    runtime_owned: Mapping[str, str] | None = None,
+    runtime_owned: Mapping[str, object] | None = None,
     unsure: frozenset[str] = frozenset(),
 ) -> Diff:
     """``runtime_owned``: scopes of containers sdqos started through a runtime (``sdqos podman
     start``): a pod slice holding only those and sdqos's own units may go; its runtime containers
-    are removed through the runtime first (the caller does that for every slice this stops)."""
+    are removed through the runtime first (the caller does that for every slice this stops).
+    ``desired``: what the units should hold (:func:`sdqos.reconcile.desired.desired`); a bare plan
+    is its own desired state (nothing bound, nothing adjusted)."""
+    want = desired if isinstance(desired, Desired) else of_plan(desired)
+    plan = want.plan
     applied = applied or {}
     runtime_owned = runtime_owned or {}
     d = Diff()
-    planned = {u.name: u for u in plan.units}
+    planned = want.by_name
     tree = _Tree(live, scopes or {})
-    for w in plan.warnings:
-        d.warnings.append(w)
+    d.warnings.extend(want.warnings)
 
     # --- planned units another manager owns: their subtree is off limits -------------------------
     off_limits: set[str] = set()
     claim: set[str] = set()  # foreign units taken over with adopt_existing
-    for u in plan.units:
+    for u in want.units:
         lu = live.get(u.name)
         if u.kind not in OWNED_BY_NAME or lu is None or not (lu.exists or lu.failed):
             continue
@@ -420,7 +436,7 @@ def compute_diff(
         d.actions.append(Action("stop", lu.name, PHASE_REMOVE, reason=f"not in the config ({lu.description})"))
 
     # --- units of the plan ----------------------------------------------------------------------
-    for u in plan.units:
+    for u in want.units:
         if u.owner is not None and u.owner.kind == POD and u.owner.name in frozen_pods:
             continue  # its pod keeps its old slice (see above)
         if off(u.name) or off(u.slice):
@@ -500,13 +516,20 @@ def compute_diff(
                               f"({', '.join(sorted(changes))})")
 
     order = {name: i for i, name in enumerate(planned)}
-    d.actions.sort(
-        key=lambda a: (
-            a.phase,
-            (-order.get(a.unit, 0)) if a.phase == PHASE_SHRINK else order.get(a.unit, 0),
-        )
-    )
+    d.actions.sort(key=lambda a: apply_key(a, order))
     return d
+
+
+def narrowed(d: Diff, units: set[str] | frozenset[str], warnings: list[str]) -> Diff:
+    """The part of ``d`` a narrow pass carries out (``sdqos run``, ``adopt``, ``podman start``):
+    the updates of ``units`` only — nothing created, stopped or released; their errors (those
+    naming them) and ``warnings``. A new Diff: ``d`` stays as it was computed."""
+    def names(text: str) -> bool:
+        return any(u in text for u in units)
+    return Diff(actions=[a for a in d.actions if a.kind == "update" and a.unit in units],
+                unchanged=[u for u in d.unchanged if u in units], drift=[x for x in d.drift if x["unit"] in units],
+                warnings=list(warnings), errors=[e for e in d.errors if names(e)], foreign=list(d.foreign),
+                kept=list(d.kept), kept_why=dict(d.kept_why), frozen=dict(d.frozen), abort=d.abort)
 
 
 def _refused_move(pp: PodPlan, old_slice: str, plan: Plan) -> str:
@@ -543,36 +566,6 @@ def unit_changes(u: UnitPlan, lu: LiveUnit) -> dict[str, tuple[int, int]]:
     return out
 
 
-def clamp_to_usage(plan: Plan, live: dict[str, LiveUnit], warnings: list[str]) -> None:
-    """kubelet's retrySetMemoryReserve: a tier memory limit below what the tier already uses
-    would fail (or OOM); set it to the usage instead, and say so. The same for kubepods.slice (what
-    machine.slice leaves it may be less than its pods use: pods are never squeezed below it), a
-    VM's scope and machine.slice: a guest's RAM is not reclaimable, so a lower limit is refused by
-    the kernel on cgroup v1 and OOM-kills the guest on v2. Each clamp is recorded in
-    ``plan.clamped`` (unit → {property: [planned, set]}): status shows the unit as clamped, not drifted."""
-    for u in plan.units:
-        if u.kind not in ("node", "tier", "vm", "machine"):
-            continue
-        lu = live.get(u.name)
-        for prop in ("MemoryLimit", "MemoryMax"):
-            want = u.properties.get(prop)
-            if want is None or want == INFINITY or lu is None or lu.memory_current is None:
-                continue
-            if lu.memory_current > want:
-                why = {"tier": "qosReserved", "vm": "the VM's limits.memory + overhead",
-                       "machine": "the VMs' sum", "node": "what machine.slice leaves of the node"}[u.kind]
-                exact = u.kind == "tier"
-                warnings.append(
-                    f"{u.name}: {prop} clamped to current usage {H.size(lu.memory_current) if not exact else lu.memory_current}"
-                    f" ({why} wanted {H.size(want) if not exact else want})"
-                    + ("; it goes down when the guest frees memory" if u.kind == "vm" else "")
-                    + ("; its pods are never squeezed below what they use" if u.kind == "node" else "")
-                )
-                # A VM's usage moves a little all the time: 4 MiB steps keep the limit still and
-                # leave a little room for the pages faulted in between reading usage and writing.
-                step = 1 if exact else 4 << 20
-                u.properties[prop] = -(-lu.memory_current // step) * step
-                plan.clamped.setdefault(u.name, {})[prop] = [want, u.properties[prop]]
 
 
 def kept_pods(plan: Plan, diff: Diff, live: Mapping[str, LiveUnit],

@@ -26,7 +26,6 @@ from sdqos.kube.naming import (
     description,
     machine_scope,
     marked,
-    parse_libvirt_scope,
     scope_maker,
 )
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
@@ -205,24 +204,6 @@ def check_guest_size(target: Target, declared: int, argv: list[str]) -> None:
                            "limits.memory or lower -m (or pass --force)")
 
 
-async def apply_budget(sd: SystemdAPI, plan: Plan) -> list[str]:
-    """After ``run --vm``/``adopt --vm``: the node budget as this plan has it (the VM may be new since
-    the last sync), pods' side first (it shrinks), machine.slice last, each only if it runs. What
-    fails is a warning: the timer's next sync sets it."""
-    warnings = []
-    units = [u for kind in ("node", "tier", "machine") for u in plan.units if u.kind == kind]
-    states = await sd.read_units([u.name for u in units], {UNIT: ["ActiveState"]})
-    for u in units:
-        st = states.get(u.name)
-        if st is None or st.active_state != "active":
-            continue
-        try:
-            await sd.set_unit_properties(u.name, u.properties)
-        except SystemdError as exc:
-            warnings.append(f"{u.name}: not updated now ({exc}); the next sync sets it")
-    return warnings
-
-
 def set_oom(pids: list[int], target: Target) -> list[str]:
     """oom_score_adj for the given processes, each written only after checking that it runs in the
     target scope's cgroup; warnings for what the kernel refused and for PIDs found elsewhere."""
@@ -295,14 +276,16 @@ def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
 
 
 async def vm_owned_elsewhere(sd: SystemdAPI, target: Target, name: str) -> str | None:
-    """The scope of a running machine called ``name`` that libvirt or machined manage (not sdqos):
-    ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
+    """The scope of a running machine called ``name`` that a runtime manages (libvirt, machined; not
+    sdqos): ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
+    from sdqos.reconcile import runtimes
+
     units = await sd.read_units(["machine-*.scope"], {UNIT: ["Description"]})
     for unit, st in units.items():
         if st.active_state not in ("active", "activating"):
             continue
-        lv = parse_libvirt_scope(unit)
-        if lv is not None and lv[1] == name:
+        rt = runtimes.row_of(unit)
+        if unit != target.unit.name and rt is not None and rt.named_by(unit) == name:
             return unit
         if unit == target.unit.name and not marked(str(st.props.get("Description", ""))):
             return unit

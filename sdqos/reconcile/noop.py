@@ -309,7 +309,7 @@ def stampable(report: Report, plan: Plan, applied: Mapping[str, Any], run_dir: P
 
     if not nothing_done(report):
         return False
-    if plan.machines or plan.clamped or plan.kept:
+    if plan.machines or plan.kept or getattr(report.desired, "adjustments", ()):  # (a clamp follows usage)
         return False
     names = {u.name for u in plan.units}
     if not set(applied) <= names:

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sdqos.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_PENDING
+
+if TYPE_CHECKING:
+    from sdqos.reconcile.desired import Desired
 
 
 @dataclass(slots=True)
@@ -29,7 +35,8 @@ class Report:
     disconnects: int = 0
     oom_adjusted: int = 0  # processes whose oom_score_adj this sync wrote
     whose: dict[str, str] = field(default_factory=dict)  # removed units → who they were for (ns/pod[/container])
-    plan: object = None  # the plan synced to (with what runs in machine.slice counted)
+    plan: object = None  # the desired units as a Plan (Desired.as_plan: machine.slice counted, scopes bound)
+    desired: "Desired | None" = None  # what the sync wanted (reconcile.desired.Desired): adjustments, kept pods
     oom_kills: list = field(default_factory=list)  # new OOM kills (reconcile.oomkills.Kill), each reported once
 
     def as_json(self) -> dict:
@@ -60,3 +67,13 @@ class Report:
     @property
     def changed(self) -> bool:
         return bool(self.created or self.updated or self.removed or self.reset or self.containers_removed)
+
+    @property
+    def exit_code(self) -> int:
+        """sync's exit status (sdqos.errors.EXIT_CODES): 2 when it refused to write anything or
+        only invalid input is wrong, 1 on any error, with --dry-run 4 when changes are pending."""
+        if self.aborted or (self.invalid and not self.errors):
+            return EXIT_INVALID
+        if self.errors:
+            return EXIT_ERROR
+        return EXIT_PENDING if self.dry_run and (self.changed or self.drift) else EXIT_OK

@@ -1,7 +1,8 @@
 """``sdqos sync``: make systemd hold the plan. The imperative shell around :mod:`sdqos.reconcile.diff`.
 
 1. read the live state of every unit sdqos manages, in a handful of D-Bus calls;
-2. diff it against the plan (pure);
+2. the desired state from the plan and what was read (pure: :mod:`sdqos.reconcile.desired`), and
+   the diff of the live state against it (pure);
 3. apply the changes in order — removals, growing limits top-down, creations top-down, shrinking
    limits bottom-up — through StartTransientUnit / SetUnitProperties / StopUnit only;
 4. remember what was applied (drift detection next time) and report.
@@ -12,26 +13,30 @@ A failure on one unit does not stop the others; it is reported and the exit stat
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
 from sdqos.host.systemd import SystemdAPI
-from sdqos.plan.engine import MachineCharge, Plan, recount
+from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
+from sdqos.reconcile.desired import Desired, desired
 from sdqos.reconcile.diff import (
+    Diff,
     RemovalLimit,
-    clamp_to_usage,
     compute_diff,
     kept_pods,
+    narrowed,
     pod_requests_record,
     recorded_keys,
     recorded_owner,
 )
 from sdqos.reconcile import oomwatch
-from sdqos.reconcile.live import KUBELET, container_kernel_off, container_refusals, kernel_refusals, observe
+from sdqos.reconcile.live import (KUBELET, Observation, check_kernel, container_kernel_off, container_refusals,
+                                  kernel_refusals, observe)
 from sdqos.reconcile.memo import Memo
 from sdqos.reconcile.report import Report
 
@@ -59,13 +64,12 @@ async def sync(
     recreate: frozenset[str] = frozenset(),
     max_removals: RemovalLimit | None = None,
     replan: Callable[[tuple[MachineCharge, ...]], Plan] | None = None,
-    only_pod: str | None = None,
+    only: Narrow | None = None,
 ) -> Report:
     """One reconciliation pass. The caller holds the sync lock. ``replan``: the plan again with
     what runs in machine.slice counted (called when that differs from what ``plan`` counted).
-    ``only_pod`` (NS/NAME): only that pod's units (its slice, the slices above it, the scopes in
-    it) are updated and recorded, nothing is created or removed: what ``sdqos podman start`` does
-    right after its containers started, so their scopes hold kubelet's values at once."""
+    ``only``: a narrow pass (:class:`Narrow`) over a few units, through the same desired state,
+    diff and apply."""
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
@@ -84,33 +88,37 @@ async def sync(
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
     warn_if_kubelet(live, plan, report.warnings)
 
-    def diff_against(plan: Plan, warnings: list[str]):
-        clamp_to_usage(plan, live, warnings)
+    def diff_against(want: Desired) -> Diff:
         return compute_diff(
-            plan, live, applied, complete=complete, removals_safe=removals_safe,
+            want, live, applied, complete=complete, removals_safe=removals_safe,
             invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
             adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
-            runtime_owned=obs.podman_managed, unsure=obs.unsure,
+            runtime_owned=obs.runtime_managed, unsure=obs.unsure,
         )
 
-    clamps: list[str] = []
-    diff = diff_against(plan, clamps)
-    kept = kept_pods(plan, diff, live, applied)
-    if kept != plan.kept:  # pods still running in kept slices count in their tiers: the tree again
-        plan = recount(plan, kept)
-        again = {u.name for u in plan.units if u.kind in ("node", "tier", "machine")}
-        clamps = [w for w in clamps if w.split(":", 1)[0] not in again]
-        diff = diff_against(plan, clamps)
-    report.plan = plan
-    report.warnings.extend(clamps)
-    if only_pod is not None:
-        _only_pod(plan, only_pod, diff, obs, report)
+    want = desired(plan, obs)
+    check_kernel(want, live, scopes)  # the bound scopes' kernel files against what they should hold
+    diff = diff_against(want)
+    kept = kept_pods(want.plan, diff, live, applied)
+    if kept != want.kept:  # pods still running in kept slices count in their tiers: the tree again
+        want = desired(plan, obs, kept=kept)
+        diff = diff_against(want)
+    plan = want.plan
+    report.desired = want
+    synced = report.plan = want.as_plan()  # (its units are the desired ones: what the renderers and the OOM watch name)
+    mine = only.units(want, obs) if only is not None else None
+    managed = obs.runtime_managed
+    if mine is not None:  # the rest of the tree is the next sync's; this pass's warnings: its adjustments
+        diff = narrowed(diff, mine, [a.warning for a in want.adjustments if a.unit in mine])
+        report.errors[:] = [e for e in report.errors if any(u in e for u in mine)]
+        report.warnings[:] = []
+        managed = {n: c for n, c in managed.items() if n in mine}
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
     report.invalid.extend(diff.invalid)
     report.drift = diff.drift
-    runtime = {s: c for s, c in obs.podman_managed.items() if s in bindings}
-    inside = container_kernel_off(plan, runtime, scopes)  # a container's own cgroup changed behind our back
+    runtime = {s: c for s, c in managed.items() if s in bindings}
+    inside = container_kernel_off(want, runtime, scopes)  # a container's own cgroup changed behind our back
     for name, files in inside.items():
         if not any(d["unit"] == name for d in report.drift):
             report.drift.append({"unit": name, "changes": {}, "kernel": files})
@@ -135,14 +143,14 @@ async def sync(
                 merged.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
         report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
     else:
-        _remove_runtime_containers(plan, diff, obs, report)
+        await _remove_runtime_containers(sd, plan, diff, obs, report)
         _update_runtime_containers(plan, diff, obs, bindings, report, set(inside))  # before: systemd writes the scope last
         done = await apply(sd, diff, report, progress)
-        done -= await kernel_refusals(plan, done, scopes, report)
-        done -= container_refusals(plan, runtime, bindings, scopes, report)
+        done -= await kernel_refusals(want, done, scopes, report)
+        done -= container_refusals(want, runtime, bindings, scopes, report)
         removed = set(report.removed)
         new_applied = {k: v for k, v in applied.items() if k in live and k not in removed}
-        planned = {u.name: u for u in plan.units}
+        planned = want.by_name  # what was applied: the desired values, adjustments in
         pods = {pp.slice: pp for pp in plan.pods}
         for name in done | set(diff.unchanged):
             if name in planned:
@@ -156,112 +164,117 @@ async def sync(
                 rundir.save_applied(new_applied, run_dir)
             except HostError as e:  # the units changed; say so, and still write the OOM scores
                 report.errors.append(f"{e}; the next sync reports what it restores as updates, not drift")
-        if only_pod is not None:
-            bindings = {n: b for n, b in bindings.items() if b.pod == only_pod}
+        if mine is not None:
+            bindings = {n: b for n, b in bindings.items() if n in mine}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
-        report.oom_kills, oom_error = oomwatch.track(plan, {n: sc.cgroup for n, sc in scopes.items()}, run_dir)
-        if oom_error:
-            report.warnings.append(oom_error)
+        if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
+            report.oom_kills, oom_error = oomwatch.track(synced, {n: sc.cgroup for n, sc in scopes.items()},
+                                                         run_dir)
+            if oom_error:
+                report.warnings.append(oom_error)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0
     report.disconnects = sd.stats.disconnects - disc0
     return report
 
 
-def _only_pod(plan: Plan, key: str, diff, obs, report: Report) -> None:
-    """Narrow a diff to one pod's units: updates of its slice, the slices above it and the scopes
-    in it; the rest of the tree (and what other pods' problems say) is the next sync's."""
+@dataclass(frozen=True, slots=True)
+class Narrow:
+    """A narrow pass: only some units are updated and recorded as applied, nothing is created or
+    removed — what ``run``, ``adopt`` and ``sdqos podman start`` do right after processes entered a
+    scope, so it holds the desired values at once (clamps included) through the one writer, the
+    diff and apply, without waiting for the next sync. ``pod`` (NS/NAME): its slice, the slices
+    above it and the scopes in it; ``vm``: its scope and the node budget it changes (the node,
+    the tiers, machine.slice)."""
+
+    pod: str | None = None
+    vm: str | None = None
+
+    def units(self, want: Desired, obs: Observation) -> set[str]:
+        from sdqos.kube.naming import owning_slice
+        from sdqos.reconcile.launch import ancestors
+
+        out: set[str] = set()
+        pp = want.plan.pod(self.pod) if self.pod is not None else None
+        if pp is not None:
+            out |= {u.name for u in ancestors(want.plan, pp.slice)}
+            out |= {n for n, sc in obs.scopes.items() if owning_slice(sc.slice) == pp.slice}
+        if self.vm is not None:
+            out |= {u.name for u in want.units if u.kind in ("node", "tier", "machine")}
+            out |= {u.name for u in want.bound if u.owner is not None and u.owner.vm_name == self.vm}
+        return out
+
+
+async def _remove_runtime_containers(sd: SystemdAPI, plan: Plan, diff, obs, report: Report) -> None:
+    """Before a pod slice is stopped, the containers sdqos started for that pod through a runtime
+    (podman: its managed label and the pod's uid; running or exited) are stopped and removed
+    through that runtime, every pod's side by side with its own grace period, so the runtime's own
+    record is right and a pod that comes back starts afresh. If the runtime cannot, the slices
+    holding its containers stay and the error says why."""
     from sdqos.kube.naming import owning_slice
-    from sdqos.reconcile.launch import ancestors
-
-    pp = plan.pod(key)
-    units = {u.name for u in ancestors(plan, pp.slice)} if pp is not None else set()
-    if pp is not None:
-        units |= {n for n, sc in obs.scopes.items() if owning_slice(sc.slice) == pp.slice}
-    mine = units.__contains__
-    diff.actions[:] = [a for a in diff.actions if a.kind == "update" and mine(a.unit)]
-    diff.drift[:] = [d for d in diff.drift if mine(d["unit"])]
-    diff.unchanged[:] = [u for u in diff.unchanged if mine(u)]
-    diff.released[:] = []
-    diff.warnings[:] = [w for w in diff.warnings if any(u in w for u in units)]
-    diff.errors[:] = [e for e in diff.errors if any(u in e for u in units)]
-    report.errors[:] = [e for e in report.errors if any(u in e for u in units)]
-    report.warnings[:] = [w for w in report.warnings if any(u in w for u in units)]
-    diff.invalid[:] = []
-    for name in list(obs.podman_managed):
-        if not mine(name):
-            del obs.podman_managed[name]
-
-
-def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
-    """Before a pod slice is stopped, the podman containers ``sdqos podman start`` ran for that pod
-    (its managed label and the pod's uid: running or exited) are stopped and removed through podman,
-    every pod's side by side with its own grace period, so podman's own record is right and a pod
-    that comes back starts afresh. If podman cannot, the slices holding its containers stay and the
-    error says why."""
-    from sdqos.kube.naming import owning_slice, parse_podman_conmon_scope, parse_podman_scope
     from sdqos.reconcile.diff import pod_slice_in
 
     if not any(a.kind == "stop" for a in diff.actions):
-        return  # nothing stops (every warm sync): podman's modules are not even imported
-    from sdqos.host import podman
+        return  # nothing stops (every warm sync): the runtimes' modules are not even imported
     from sdqos.host import volumes as host_volumes
-    from sdqos.reconcile import podman_pods
+    from sdqos.reconcile import runtimes
 
     stopping: dict[str, str] = {}  # uid → slice
     for a in diff.actions:
         ps = pod_slice_in(plan, a.unit) if a.kind == "stop" else None
         if ps is not None:
             stopping[ps.uid] = a.unit
-    if not stopping or (not obs.podman_managed and not podman.installed()):
-        return  # no podman on this host: no containers of it either
-    holding = {owning_slice(sc.slice) for name, sc in obs.scopes.items()
-               if parse_podman_scope(name) or parse_podman_conmon_scope(name)}
-    try:
-        found = podman_pods.managed_containers(set(stopping))
-    except SdqosError as exc:  # its containers stay, running ones in their slice
-        for uid, slice_name in sorted(stopping.items(), key=lambda x: x[1]):
-            if slice_name in holding:
-                report.errors.append(f"{slice_name}: not stopped: {exc}")
-                diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
-            else:
-                report.errors.append(f"{slice_name}: stopped, but its pod's exited podman containers (if any) "
-                                     f"were not removed: {exc}")
+    if not stopping:
         return
-    groups = sorted(found.items())
-    results = podman.remove_side_by_side(
-        [([c.name for c in cs], max(podman_pods.grace_seconds(labels=c.labels) for c in cs)) for _, cs in groups])
-    for (uid, cs), error in zip(groups, results):
-        slice_name = stopping[uid]
-        if error is None:
-            report.containers_removed.extend(sorted(c.name for c in cs))
-            try:  # its emptyDirs go with it, as `sdqos podman stop` removes them
-                host_volumes.remove(uid, host_volumes.volume_root())
-            except SdqosError as exc:
-                report.errors.append(f"{slice_name}: its emptyDir volumes were not removed: {exc}")
-        else:
-            report.errors.append(f"{slice_name}: not stopped: {error}")
-            diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
+    for rt in runtimes.TABLE:
+        holding = {owning_slice(sc.slice) for name, sc in obs.scopes.items() if rt.claims(name)}
+        try:
+            found = rt.pod_workloads(set(stopping), any(w.runtime == rt.name for w in obs.runtime_managed.values()))
+        except SdqosError as exc:  # its containers stay, running ones in their slice
+            for uid, slice_name in sorted(stopping.items(), key=lambda x: x[1]):
+                if slice_name in holding:
+                    report.errors.append(f"{slice_name}: not stopped: {exc}")
+                    diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
+                else:
+                    report.errors.append(f"{slice_name}: stopped, but its pod's exited {rt.name} containers (if any) "
+                                         f"were not removed: {exc}")
+            continue
+        groups = sorted(found.items())
+        if not groups:
+            continue
+        results = await rt.stop(sd, [(ws, max(w.grace_s or 0 for w in ws)) for _, ws in groups])
+        for (uid, ws), error in zip(groups, results):
+            slice_name = stopping[uid]
+            if error is None:
+                report.containers_removed.extend(sorted(w.name for w in ws))
+                try:  # its emptyDirs go with it, as `sdqos podman stop` removes them
+                    host_volumes.remove(uid, host_volumes.volume_root())
+                except SdqosError as exc:
+                    report.errors.append(f"{slice_name}: its emptyDir volumes were not removed: {exc}")
+            else:
+                report.errors.append(f"{slice_name}: not stopped: {error}")
+                diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
 
 
 def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report, inside: set[str]) -> None:
-    """A container ``sdqos podman start`` ran whose values just changed on its scope (or whose own
-    cgroup, ``inside``, no longer holds them): the same values through ``podman update``, so they
-    reach the cgroup the runtime keeps below the scope."""
+    """A container sdqos started through a runtime whose values just changed on its scope (or whose
+    own cgroup, ``inside``, no longer holds them): the same values through the runtime (``podman
+    update``), so they reach the cgroup the runtime keeps below the scope."""
     changed = {a.unit for a in diff.actions if a.kind == "update"} | inside
-    if not changed & set(obs.podman_managed):
+    if not changed & set(obs.runtime_managed):
         return
-    from sdqos.host import podman
-    from sdqos.plan.podman import update_args
+    from sdqos.reconcile import runtimes
 
-    for scope in sorted(changed & set(obs.podman_managed)):
+    for scope in sorted(changed & set(obs.runtime_managed)):
         b = bindings.get(scope)
         pp = plan.pod(b.pod) if b is not None and b.pod else None
         c = next((x for x in pp.containers if x.name == b.container), None) if pp is not None else None
-        if c is None:
+        w = obs.runtime_managed[scope]
+        rt = runtimes.row(w.runtime)
+        if c is None or rt is None:
             continue
         try:
-            podman.check(update_args(c, plan.cgroup) + [obs.podman_managed[scope]])
+            rt.update(w, c, plan.cgroup)
         except SdqosError as exc:
             report.errors.append(f"{scope} ({b.pod}/{b.container}): its scope has the new values, the container "
                                  f"does not: {exc}")

@@ -12,13 +12,20 @@ from sdqos.kube.model import BURSTABLE
 from sdqos.plan.engine import KeptPod, MachineCharge, build_plan, recount
 from sdqos.plan.properties import INFINITY
 from sdqos.reconcile.budget import cpu_millis, machine_charges
-from sdqos.reconcile.diff import (POD_KEY, REQUEST_CPU, REQUEST_MEMORY, Diff, LiveUnit, clamp_to_usage, kept_pods,
-                                  pod_requests_record)
+from sdqos.reconcile.desired import desired
+from sdqos.reconcile.diff import POD_KEY, REQUEST_CPU, REQUEST_MEMORY, Diff, LiveUnit, kept_pods, pod_requests_record
 from sdqos.reconcile.scopes import LiveScope
 
 from ..helpers import node, pod_from
 
 MiB, GiB = 2**20, 2**30
+
+
+class Seen:
+    """An observation as desired() reads it: the live units, no scope bound."""
+
+    def __init__(self, live):
+        self.live, self.bound = live, ()
 
 
 def vm(name: str, memory: str = "1Gi") -> object:
@@ -181,9 +188,9 @@ def test_pods_are_never_squeezed_and_the_node_is_never_overbooked(scopes, vm_siz
         used, limit = live[c.unit].memory_current, live[c.unit].props["MemoryLimit"]
         assert used <= c.memory and (limit == INFINITY or c.memory <= limit)
     plan = build_plan(n, [], vms, "v1", machines=charges)
-    warnings: list[str] = []
-    clamp_to_usage(plan, {"kubepods.slice": LiveUnit("kubepods.slice", memory_current=pods_usage)}, warnings)
-    pods = plan.unit("kubepods.slice").properties["MemoryLimit"]
+    want = desired(plan, Seen({"kubepods.slice": LiveUnit("kubepods.slice", memory_current=pods_usage)}))
+    warnings = [a.warning for a in want.adjustments]
+    pods = want.unit("kubepods.slice").properties["MemoryLimit"]
     assert pods != INFINITY and pods >= pods_usage
     alloc = plan.allocatable["memory"]
     counted = sum(v.limits["memory"] for v in plan.vms) + sum(c.memory for c in charges)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from sdqos.kube.model import MEMORY
 from sdqos.plan.engine import build_plan
-from sdqos.reconcile.diff import PHASE_GROW, PHASE_SHRINK, LiveUnit, clamp_to_usage, compute_diff
+from sdqos.reconcile.desired import desired
+from sdqos.reconcile.diff import PHASE_GROW, PHASE_SHRINK, LiveUnit, compute_diff
 
 from ..helpers import node, pod_from
 
@@ -22,6 +23,13 @@ def live_from(plan, **overrides):
             live[u.name] = LiveUnit(u.name, description=u.description, props=dict(u.properties))
     live.update(overrides)
     return live
+
+
+class Seen:
+    """An observation as desired() reads it: the live units, no scope bound."""
+
+    def __init__(self, live, bound=()):
+        self.live, self.bound = live, tuple(bound)
 
 
 def plan_of(*pods, n=None):
@@ -142,10 +150,28 @@ def test_clamp_tier_limit_to_usage():
     plan = plan_of(mk("g", limits={"cpu": "1", "memory": "3Gi"}), n=n)
     live = live_from(plan)
     live["kubepods-burstable.slice"].memory_current = 2 * 2**30
-    warnings = []
-    clamp_to_usage(plan, live, warnings)
-    assert plan.unit("kubepods-burstable.slice").properties["MemoryLimit"] == 2 * 2**30
-    assert warnings == ["kubepods-burstable.slice: MemoryLimit clamped to current usage 2147483648 (qosReserved wanted 1073741824)"]
+    want = desired(plan, Seen(live))
+    assert want.unit("kubepods-burstable.slice").properties["MemoryLimit"] == 2 * 2**30
+    assert plan.unit("kubepods-burstable.slice").properties["MemoryLimit"] == 2**30  # the plan is not edited
+    assert [a.warning for a in want.adjustments] == [
+        "kubepods-burstable.slice: MemoryLimit clamped to current usage 2147483648 (qosReserved wanted 1073741824)"]
+
+
+def test_a_narrow_pass_carries_out_only_its_units_updates_and_leaves_the_diff_as_it_was():
+    from sdqos.reconcile.diff import Action, Diff, narrowed
+
+    d = Diff(actions=[Action("stop", "kubepods-podx.slice", 0), Action("update", "kubepods.slice", 1),
+                      Action("create", "kubepods-pody.slice", 2), Action("update", "kubepods-podz.slice", 3)],
+             unchanged=["kubepods-burstable.slice", "kubepods-podz.slice"],
+             drift=[{"unit": "kubepods.slice", "changes": {}}], warnings=["kubepods.slice: something"],
+             errors=["kubepods.slice belongs to another manager", "update kubepods-podz.slice: refused"],
+             released=["libpod-x.scope"], invalid=["pods/x.yaml: bad"])
+    before = repr(d)
+    n = narrowed(d, {"kubepods-podz.slice"}, ["a clamp"])
+    assert [(a.kind, a.unit) for a in n.actions] == [("update", "kubepods-podz.slice")]
+    assert n.unchanged == ["kubepods-podz.slice"] and n.drift == [] and n.released == [] and n.invalid == []
+    assert n.warnings == ["a clamp"] and n.errors == ["update kubepods-podz.slice: refused"]
+    assert repr(d) == before
 
 
 def _uid_pod(uid):

@@ -4,6 +4,8 @@ units read over D-Bus. The proof itself against a real systemd: test_noop_sandbo
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import shutil
@@ -140,11 +142,17 @@ def test_only_a_sync_with_nothing_to_do_and_nothing_to_say_is_stamped(planned, t
 
 def test_a_clamp_a_machine_charge_or_a_kept_pod_is_never_stamped(planned, tmp_path):
     run = quiet_run_dir(tmp_path)
-    for attr, value in [("clamped", {"kubepods-burstable.slice": {"MemoryLimit": [1, 2]}}),
-                        ("machines", (SimpleNamespace(unit="x.scope"),)), ("kept", (SimpleNamespace(slice="x"),))]:
+    for attr, value in [("machines", (SimpleNamespace(unit="x.scope"),)), ("kept", (SimpleNamespace(slice="x"),))]:
         plan = build_plan(planned.node, [pp.pod for pp in planned.pods], [], "v1")
         object.__setattr__(plan, attr, value)
         assert not noop.stampable(Report(), plan, {}, run), attr
+    from sdqos.reconcile.desired import Adjustment, of_plan
+
+    plan = build_plan(planned.node, [pp.pod for pp in planned.pods], [], "v1")
+    clamp = Adjustment("kubepods-burstable.slice", "MemoryLimit", 1, 2, 2, "clamped")
+    adjusted = dataclasses.replace(of_plan(plan), adjustments=(clamp,))
+    assert noop.stampable(Report(desired=of_plan(plan)), plan, {}, run)
+    assert not noop.stampable(Report(desired=adjusted), plan, {}, run), "a clamp"
 
 
 def test_a_pending_oom_record_or_a_standing_warning_is_never_stamped(planned, tmp_path):
