@@ -147,13 +147,14 @@ def complete_vms(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writes: bool = False, machines=None,
-                 explain: bool = False, what_if=()):
+                 explain: bool = False, what_if=(), as_synced: bool = False):
     """(config, plan) through the one loading path, ``sdqos.loading.load.load`` (every command
     uses it; this only spells the --cgroup option as it wants it)."""
     from sdqos.loading.load import load
 
     mode = cgroup.value if isinstance(cgroup, CgroupMode) else cgroup
-    return load(config, mode, insecure=insecure, writes=writes, machines=machines, explain=explain, what_if=what_if)
+    return load(config, mode, insecure=insecure, writes=writes, machines=machines, explain=explain, what_if=what_if,
+                as_synced=as_synced)
 
 
 def run_async(coro):
@@ -206,7 +207,7 @@ def plan(
     from sdqos.cli.render import plan_json, plan_text
 
     with cli_errors():
-        cfg, p = load_planned(config, insecure, cgroup)
+        cfg, p = load_planned(config, insecure, cgroup, as_synced=True)
         errors = [str(e) for e in cfg.errors]
         p.warnings[:0] = [w for w in cfg.warnings if w not in p.warnings]  # the config's own (files not read)
         if output == Output.json:
@@ -247,7 +248,7 @@ def explain(
             from sdqos.loading.load import what_if_pods
 
             what_if = what_if_pods(path, insecure)
-        cfg, p = load_planned(config, insecure, cgroup, explain=True, what_if=what_if)
+        cfg, p = load_planned(config, insecure, cgroup, explain=True, what_if=what_if, as_synced=True)
         if what_if:
             wanted = [new.key for new in what_if]
             if not all(p.pod(k) is not None for k in wanted):  # the file's pods are invalid (duplicates, values)
@@ -311,7 +312,7 @@ def _explain_vm(config: Path, insecure: bool, vm: str | None, pod: str | None, c
 
     if vm is None or pod is not None:
         raise InvalidInput("give a pod (NS/NAME or a manifest file), or --vm NAME")
-    _, p = load_planned(config, insecure, cgroup, explain=True)
+    _, p = load_planned(config, insecure, cgroup, explain=True, as_synced=True)
     vp = next((v for v in p.vms if v.vm.name == vm), None)
     if vp is None:
         hint = closest(vm, [v.vm.name for v in p.vms])
