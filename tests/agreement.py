@@ -3,10 +3,11 @@ inputs. Shared by the v1 sandbox test (tests/reconcile/test_agreement_sandbox.py
 test (tests/v2/test_v2_agreement.py): each gathers what every command says of every unit, and the
 truth (systemd over D-Bus), and :func:`disagreements` names unit, property and commands that differ.
 
-A value is compared as the command means it: ``plan`` and ``explain`` show the plan (the value
-kubelet's rules give: for a clamped limit the *wanted* one), ``status``, ``metrics`` and systemd the
-value set (a clamped limit at its usage). The last sync's record carries each clamp's wanted and
-set value, so both sides are checked against it."""
+A value is compared as the command means it: ``plan`` shows the plan (the value kubelet's rules
+give: for a clamped limit the *wanted* one); ``explain``, ``status``, ``metrics`` and systemd the
+value set (a clamped limit at its usage), explain with the formula's value beside it as ``wanted``.
+The last sync's record carries each clamp's wanted and set value, so both sides are checked
+against it."""
 
 from __future__ import annotations
 
@@ -32,15 +33,19 @@ def plan_values(doc: dict) -> dict[str, dict[str, int]]:
     return out
 
 
-def explain_values(doc: dict) -> dict[str, dict[str, int]]:
-    """unit → property → value, from ``explain NS/POD -o json``: the pod, its containers, its tiers."""
-    out: dict[str, dict[str, int]] = {}
+def explain_values(doc: dict) -> dict[str, dict[str, dict]]:
+    """unit → property → {value, wanted?}, from ``explain NS/POD -o json``: the pod, its
+    containers, its tiers (a clamped value: the one set, with the formula's as ``wanted``)."""
+    out: dict[str, dict[str, dict]] = {}
+
+    def pick(values: dict) -> dict[str, dict]:
+        return {k: {f: v[f] for f in ("value", "wanted") if f in v} for k, v in values.items()}
     for p in doc["pods"]:
-        out[p["slice"]] = {k: v["value"] for k, v in p["properties"].items()}
+        out[p["slice"]] = pick(p["properties"])
         for c in p["containers"]:
-            out[c["scope"]] = {k: v["value"] for k, v in c["properties"].items()}
+            out[c["scope"]] = pick(c["properties"])
         for unit, values in p["tiers"].items():
-            out[unit] = {k: v["value"] for k, v in values.items()}
+            out[unit] = pick(values)
     return out
 
 
@@ -99,7 +104,7 @@ def compare(*, truth: dict[str, dict[str, int]], plan: dict, explains: list[dict
     a = Agreement()
     clamps = {(c["unit"], c["property"]): c for c in last_sync.get("adjustments", [])}
     planned = plan_values(plan)
-    explained: dict[str, dict[str, int]] = {}
+    explained: dict[str, dict[str, dict]] = {}
     for doc in explains:
         for unit, values in explain_values(doc).items():
             for prop, v in values.items():
@@ -149,7 +154,13 @@ def compare(*, truth: dict[str, dict[str, int]], plan: dict, explains: list[dict
                 else:
                     a.say(unit, wanted, "plan", planned[unit][prop])
                 if unit in explained:
-                    a.say(unit, wanted, "explain", explained[unit].get(prop, "absent"))
+                    ex = explained[unit].get(prop, {})
+                    a.say(unit, prop, "explain", ex.get("value", "absent"))
+                    if clamp is not None:
+                        a.say(unit, wanted, "explain", ex.get("wanted", "absent"))
+                    elif "wanted" in ex:
+                        a.problem(f"{unit} {prop}: explain shows a wanted value {ex['wanted']}, the last sync "
+                                  "recorded no clamp of it")
             if prop in STATUS_KEY and row is not None:
                 a.say(unit, prop, "status", from_status(row["entitled"].get(STATUS_KEY[prop], "absent")))
                 if row is not None and prop in METRIC:

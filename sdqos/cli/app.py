@@ -262,18 +262,35 @@ def explain(
             wanted = matches[:1]
         live = {} if what_if else _live_containers(p, wanted)
         ranks = _eviction_ranks(p, wanted, measure=not what_if)
+        clamps = _last_clamps(p)
         if output == Output.json:
             from sdqos.plan.explain import explain_json, machines_json, tiers_json
 
-            typer.echo(json.dumps({"pods": [{**explain_json(pp, live.get(pp.key)), "tiers": tiers_json(p, pp),
+            typer.echo(json.dumps({"pods": [{**explain_json(pp, live.get(pp.key)), "tiers": tiers_json(p, pp, clamps),
                                              "eviction": ranks.get(pp.key)}
                                             for pp in p.pods if pp.key in wanted],
                                    "machines": machines_json(p), "warnings": list(p.warnings)}, indent=2))
             return
-        texts = [explain_pod(p, pp, live.get(pp.key), ranks.get(pp.key)) for pp in p.pods if pp.key in wanted]
+        texts = [explain_pod(p, pp, live.get(pp.key), ranks.get(pp.key), clamps) for pp in p.pods if pp.key in wanted]
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
             warn(f"{w}")
+
+
+def _last_clamps(p) -> dict[tuple[str, str], tuple[int, str]]:
+    """The last sync's clamps (its record's adjustments) whose unit still plans the value it was
+    clamped from: (unit, property) → (the value set, why), for explain to show what systemd holds."""
+    from sdqos.cli.status import recorded_adjustments
+    from sdqos.loading.cache import usable_run_dir
+    from sdqos.loading.load import last_sync_record
+
+    run_dir = usable_run_dir(create=False)
+    out = {}
+    for a in recorded_adjustments(last_sync_record(run_dir) if run_dir is not None else {}):
+        u = p.unit(a.unit)
+        if u is not None and u.properties.get(a.prop) == a.wanted:
+            out[(a.unit, a.prop)] = (a.set, a.reason)
+    return out
 
 
 def _eviction_ranks(p, keys: list[str], measure: bool) -> dict[str, dict]:
@@ -318,10 +335,10 @@ def _explain_vm(config: Path, insecure: bool, vm: str | None, pod: str | None, c
         hint = closest(vm, [v.vm.name for v in p.vms])
         raise InvalidInput(f"no VM {vm!r} in the config (vms/*.yaml)" + (f"; did you mean {hint!r}?" if hint else ""))
     if output == Output.json:
-        typer.echo(json.dumps({"vms": [explain_vm_json(p, vp)], "machines": machines_json(p),
+        typer.echo(json.dumps({"vms": [explain_vm_json(p, vp, _last_clamps(p))], "machines": machines_json(p),
                                "warnings": list(p.warnings)}, indent=2))
         return
-    typer.echo(explain_vm(p, vp))
+    typer.echo(explain_vm(p, vp, _last_clamps(p)))
     for w in p.warnings:
         warn(f"{w}")
 

@@ -127,6 +127,9 @@ def test_explain_plan_status_metrics_and_sync_agree_on_every_value(clean_sandbox
         assert clamp["wanted"] == 1024 * MiB - counted - 628 * MiB
         assert truth["kubepods-besteffort.slice"]["MemoryLimit"] == clamp["set"] >= 300 * MiB
         assert truth["kubepods-burstable.slice"]["CPUShares"] == (300 + 100) * 1024 // 1000
+        text = out(sb, "explain", "t/e", "--config", str(cfg))  # the text says it too: set, then wanted
+        assert str(clamp["set"]) in text and str(clamp["wanted"]) in text
+        assert "set by the last sync: MemoryLimit raised to its usage" in text, text
     finally:
         sb.systemctl("stop", *(container_scope(stable_uid("t", n), "app") for n in "ke"), "guest.scope")
         kill(*procs)
