@@ -7,18 +7,18 @@ Boots a throw-away sandbox (sdqprs<pid>), syncs a config of two pods (a Guarante
 sleeps, a BestEffort one that will hog) with `evictionHard: memory.available` set 120 MiB below
 what is available once the sandbox has settled, and starts the watching loop with `--interval 300`
 (so a reaction inside a try is the kernel waking it, not the interval). Each try starts the hog
-(`sdqos run … python -c` allocating 300 MiB) and measures, from the loop's output:
+(`sdqos run … python -c` allocating 300 MiB) and measures:
 
-  start → evicted   the hog's `sdqos run` started → the loop's "evicted" line (an upper bound: it
+  crossed → stopped the sandbox's memory.available (read here every 10 ms, as sdqos computes it)
+                    below the threshold → the hog's process gone: the reaction time
+  start → gone      the hog's `sdqos run` started → its process gone (an upper bound: it
                     includes the interpreter start and the allocation)
-  ready → evicted   the hog printed "ready" (its 300 MiB allocated: the threshold was crossed
-                    before that) → the "evicted" line; a hog evicted while still allocating
-                    never says "ready" (counted, not timed)
 
-and prints median and max of each. Then the loop's idle cost: CPU (utime + stime of its process
+and prints median and max of each, and how many hogs were evicted before they had allocated all
+(never said "ready"). Then the loop's idle cost: CPU (utime + stime of its process
 over 30 s, as a percentage of one CPU) and RSS, at `--interval 10` and `--interval 1`, with the
 same config. Yardstick in the same run: `sdqos run` of a hog that allocates nothing → its "ready"
-(the interpreter start-up part of "start → evicted").
+(the interpreter start-up part of "start → gone").
 """
 
 from __future__ import annotations
@@ -56,12 +56,25 @@ def sdqos(sb, *args: str) -> subprocess.CompletedProcess:
     return sbx.run(sb, [sys.executable, "-m", "sdqos", *args], timeout=120)
 
 
+_pending: dict[int, bytes] = {}
+
+
 def line(p: subprocess.Popen, timeout: float = 60) -> tuple[str, float]:
-    ready, _, _ = select.select([p.stdout], [], [], timeout)
-    if not ready:
-        raise SystemExit(f"no output from {p.args[-4:]} within {timeout} s")
-    text = p.stdout.readline().strip()
-    return text, time.monotonic()
+    """The next line of ``p``'s output ("" at its end) and when it was read; read from the pipe
+    itself, so lines that arrived together are not hidden in a buffer select(2) cannot see."""
+    fd = p.stdout.fileno()
+    deadline = time.monotonic() + timeout
+    while b"\n" not in _pending.get(fd, b""):
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise SystemExit(f"no output from {p.args[-4:]} within {timeout} s")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            text, _pending[fd] = _pending.pop(fd, b""), b""
+            return text.decode().strip(), time.monotonic()
+        _pending[fd] = _pending.get(fd, b"") + chunk
+    text, _, _pending[fd] = _pending[fd].partition(b"\n")
+    return text.decode().strip(), time.monotonic()
 
 
 def inner_pid(p: subprocess.Popen) -> int:
@@ -99,6 +112,13 @@ def available(sb, cfg: str) -> int:
             return now
         last = now
         time.sleep(1)
+
+
+def working_set(root: Path) -> int:
+    """The sandbox's root memory cgroup's working set (cgroup v1), as sdqos/host/pressure.py reads it."""
+    usage = int((root / "memory.usage_in_bytes").read_text())
+    stat = dict(ln.split() for ln in (root / "memory.stat").read_text().splitlines())
+    return max(0, usage - int(stat.get("total_inactive_file", 0)))
 
 
 def idle_cost(sb, cfg: str, interval: str, seconds: float = 30) -> tuple[float, int]:
@@ -147,38 +167,49 @@ def main() -> int:
             _, t1 = line(h)
             yard.append(t1 - t0)
             stop(h)
-        (cfg / "node.yaml").write_text(node + f"evictionHard: {{memory.available: {(available(sb, str(cfg)) - 120 * Mi) // Mi}Mi}}\n")
+        capacity = 4 * 2**30
+        used = capacity - available(sb, str(cfg))
+        (cfg / "node.yaml").write_text(node + f"evictionHard: {{memory.available: {(capacity - used - 120 * Mi) // Mi}Mi}}\n")
         loop = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "300", "--config", str(cfg)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(loop)
         line(loop)
         line(loop)
-        started, ready = [], []
+        started, reaction, ready = [], [], 0
+        threshold = capacity - 120 * Mi - used
+        root = sb.cgroup_path("memory")
         for _ in range(args.tries):
             time.sleep(2)  # the last eviction's memory back, the notifier re-armed
             t0 = time.monotonic()
             h = hog(sb, str(cfg), 300)
             procs.append(h)
-            while True:
-                text, t_evicted = line(loop)
-                if text.startswith("evicted pod b/be"):
-                    break
-            started.append(t_evicted - t0)
-            text, t_ready = line(h)  # "" (end of output): evicted before its allocation was done
-            if text == "ready":
-                ready.append(t_evicted - t_ready)
+            crossed = gone = None
+            while gone is None:  # the sandbox's memory.available as sdqos computes it, every 10 ms
+                now = time.monotonic()
+                if crossed is None and capacity - working_set(root) < threshold:
+                    crossed = now
+                if h.poll() is not None:
+                    gone = now
+                assert now - t0 < 120, "the hog was not evicted within 120 s"
+                time.sleep(0.01)
+            while not line(loop)[0].startswith("evicted pod b/be"):
+                pass
+            started.append(gone - t0)
+            if crossed is not None:
+                reaction.append(gone - crossed)
+            if line(h)[0] == "ready":  # "" (end of output): evicted before its allocation was done
+                ready += 1
             h.wait(timeout=30)
         stop(loop)
         procs.clear()
         (cfg / "node.yaml").write_text(node)
         idle = {iv: idle_cost(sb, str(cfg), iv) for iv in ("10", "1")}
         print(f"sdqos pressure --evict --interval 300, cgroup {sb.cgroup_mode}, {args.tries} tries (seconds):")
-        print(f"  start → evicted   median {statistics.median(started):.2f}  max {max(started):.2f}")
-        if ready:
-            print(f"  ready → evicted   median {statistics.median(ready):.2f}  max {max(ready):.2f}"
-                  f"  ({len(ready)} tries; the other {args.tries - len(ready)} were evicted while still allocating)")
-        else:
-            print("  ready → evicted   every hog was evicted while still allocating its 300 MiB")
+        if reaction:
+            print(f"  crossed → stopped median {statistics.median(reaction):.2f}  max {max(reaction):.2f}"
+                  f"  ({len(reaction)} tries: memory.available below the threshold → the hog's process gone)")
+        print(f"  start → gone      median {statistics.median(started):.2f}  max {max(started):.2f}")
+        print(f"  {args.tries - ready} of {args.tries} hogs were evicted while still allocating their 300 MiB")
         print(f"  yardstick: `sdqos run` of a hog allocating nothing → ready, median {statistics.median(yard):.2f}")
         for iv, (cpu, rss) in idle.items():
             print(f"  idle at --interval {iv}: {cpu:.2f} % of one CPU, RSS {rss / Mi:.1f} MiB")

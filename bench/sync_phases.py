@@ -157,15 +157,22 @@ def main() -> int:
     wrap(S, "apply_oom_scores", "apply: OOM scores (/proc)")
     wrap(S, "kernel_refusals", "apply: kernel read-back")
     wrap(L, "read_marks", "D-Bus read: marks (Transient)")
-    wrap(L, "podman_containers", "podman ps")
-    wrap(L.libvirt, "running_domains", "libvirt status records")
+    wrap(L, "podman_containers", "podman ps")  # (before the runtime table)
     wrap(L, "_machines", "D-Bus read: machined ListMachines")
+    try:  # the runtime table's rows (sdqos/reconcile/runtimes/)
+        import sdqos.host.libvirt as HL
+        from sdqos.reconcile.runtimes import machined as RM, podman as RP
+        wrap(RP.ROW, "ask", "podman ps")
+        wrap(HL, "running_domains", "libvirt status records")
+        wrap(RM, "_ask", "D-Bus read: machined ListMachines")
+    except ImportError:
+        pass
     wrap(L, "_usage_of", "D-Bus read: machine.slice usage")
     wrap(L, "machine_names", "diff")
     wrap(L, "check_kernel", "kernel: check bound scopes")
     wrap(S, "check_kernel", "kernel: check bound scopes")
     wrap(L, "machine_charges", "diff")
-    wrap(L, "managed_podman_scopes", "diff")
+    wrap(L, "managed_podman_scopes", "diff")  # (before the runtime table)
     import sdqos.cli.metrics as M
     wrap(M, "record_sync", "save sync record (last-sync.json)")
     wrap(M, "load_sync_record", "save sync record (last-sync.json)")

@@ -532,7 +532,9 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
             try:  # after the units changed: a failure here is reported with the rest, never instead of it
                 rec = m.record_sync(report, DEFAULT_RUN_DIR, warnings=standing)
                 if metrics_textfile is not None:
-                    m.write_atomic(metrics_textfile, m.render(observed, rec))
+                    from sdqos.reconcile.evict import load_counts
+
+                    m.write_atomic(metrics_textfile, m.render(observed, rec, load_counts(DEFAULT_RUN_DIR)))
             except HostError as exc:
                 report.errors.append(str(exc))
             if digest is not None:
@@ -735,7 +737,9 @@ def metrics(
 
     with cli_errors():
         result = _collect_status(config, insecure, cgroup, bus_address, interval)
-        text = m.render(result, m.load_sync_record(rundir.DEFAULT_RUN_DIR))
+        from sdqos.reconcile.evict import load_counts
+
+        text = m.render(result, m.load_sync_record(rundir.DEFAULT_RUN_DIR), load_counts(rundir.DEFAULT_RUN_DIR))
         if textfile:
             m.write_atomic(textfile, text)
         else:
@@ -751,7 +755,9 @@ def pressure(
                                                          "hard threshold)."),
     output: Output = typer.Option(Output.text, "--output", "-o", help="With --once: text or json."),
     interval: float = typer.Option(10.0, "--interval", help="Without --once: seconds between passes when nothing "
-                                                            "wakes it earlier (cgroup v1: memcg notifications)."),
+                                                            "wakes it earlier (memcg notifications on cgroup v1, PSI "
+                                                            "memory stalls, a signal crossing seen by a look "
+                                                            "every 0.5 s)."),
     bus_address: Optional[str] = BusOpt,
     cgroup: CgroupMode = CgroupOpt,
     insecure: bool = InsecureOpt,

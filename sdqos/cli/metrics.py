@@ -163,12 +163,24 @@ def sync_metrics(rec: dict, out: _Out) -> None:
                    float(rec["lastSuccess"]))
 
 
-def render(status: Status | None, rec: dict) -> str:
+def render(status: Status | None, rec: dict, evictions: dict[str, dict[str, int]] | None = None) -> str:
+    """``evictions``: node-pressure evictions since boot, workload key → signal → count
+    (reconcile/evict.py's ``load_counts``)."""
     out = _Out()
     if status is not None:
         unit_metrics(status, out)
     sync_metrics(rec, out)
+    eviction_metrics(evictions or {}, out)
     return "\n".join(out.lines) + "\n"
+
+
+def eviction_metrics(counts: dict[str, dict[str, int]], out: _Out) -> None:
+    for key, by_signal in sorted(counts.items()):
+        kind, _, name = key.partition(":")
+        pod, vm = (name, None) if kind == "pod" else (None, name)
+        for signal, n in sorted(by_signal.items()):
+            out.metric("sdqos_evictions_total", "counter", "Pods and VMs node-pressure eviction stopped, since boot.",
+                       _labels(kind=kind, pod=pod, vm=vm, signal=signal), n)
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:

@@ -10,6 +10,7 @@ rootStatsFromMeminfo does), and kernel.pid_max, kernel.threads-max and the task 
 
 from __future__ import annotations
 
+import select
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,17 +182,78 @@ class MemcgNotifier:
                 pass
 
 
-def wait(sources, timeout_s: float) -> list:
-    """Block until one of ``sources`` (notifiers) fires or ``timeout_s`` passes; returns the
-    sources that fired, drained. No busy loop: one poll(2)."""
-    import select
+# --- being woken: PSI triggers (cgroup v2 and any kernel with CONFIG_PSI) ------------------------
 
+PSI_WINDOW_US = 500_000  # the kernel's shortest window (WINDOW_MIN_US): updates every 50 ms
+PSI_STALL_US = 50_000  # 10 % of it: some task waited that long for memory within the window
+PSI_UNPRIVILEGED_WINDOW_US = 2_000_000  # without CAP_SYS_RESOURCE the window must be a multiple of 2 s
+
+
+class PsiTrigger:
+    """A pressure stall trigger (the kernel's Documentation/accounting/psi.rst): poll(2) reports
+    POLLPRI when tasks stalled on memory for ``stall_us`` within a ``window_us`` window — the sign
+    that the node is short of memory now, long before the kernel's OOM killer.
+
+    The statement is written in one write ending in a NUL: /proc/pressure/*'s write handler
+    overwrites the last byte it is given with the string's end, so "some 50000 500000" without one
+    reads as a 50 ms window and is refused (EINVAL); cgroup files (kernfs) have no such quirk.
+    Without CAP_SYS_RESOURCE, kernels since 6.5 take only windows that are multiples of 2 s (EINVAL
+    otherwise) and older ones refuse to open the file for writing (EPERM): then the 2 s window is
+    tried. The trigger lives as long as its file descriptor."""
+
+    events = select.POLLPRI
+
+    def __init__(self, path: Path = PROC / "pressure" / "memory", stall_us: int = PSI_STALL_US,
+                 window_us: int = PSI_WINDOW_US):
+        import errno
+        import os
+
+        tries = [(stall_us, window_us)]
+        if window_us % PSI_UNPRIVILEGED_WINDOW_US:
+            tries.append((stall_us * PSI_UNPRIVILEGED_WINDOW_US // window_us, PSI_UNPRIVILEGED_WINDOW_US))
+        last: OSError | None = None
+        for stall, window in tries:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError as exc:
+                last = exc
+                if exc.errno == errno.EPERM:
+                    continue
+                break
+            try:
+                os.write(fd, f"some {stall} {window}\0".encode())
+            except OSError as exc:
+                os.close(fd)
+                last = exc
+                continue
+            self._fd, self.path, self.stall_us, self.window_us = fd, path, stall, window
+            return
+        raise SignalReadError(f"cannot register a memory pressure (PSI) trigger on {path}: {last}")
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def drain(self) -> None:
+        """Nothing to read: poll(2) itself consumes the event (psi_trigger_poll)."""
+
+    def close(self) -> None:
+        import os
+
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+def wait(sources, timeout_s: float) -> list:
+    """Block until one of ``sources`` (notifiers, triggers) fires or ``timeout_s`` passes; returns
+    the sources that fired, drained. No busy loop: one poll(2)."""
     p = select.poll()
     by_fd = {}
     for s in sources:
         fd = s.fileno()
         by_fd[fd] = s
-        p.register(fd, select.POLLIN)
+        p.register(fd, getattr(s, "events", select.POLLIN))
     fired = []
     for fd, _ev in p.poll(max(0.0, timeout_s) * 1000):
         s = by_fd[fd]

@@ -910,24 +910,22 @@ def _reserved_units(node: NodeConfig, cgroup: str) -> list[UnitPlan]:
         plain, compressible = f"{who}-reserved" in node.enforce_node_allocatable, f"{who}-reserved-compressible" in node.enforce_node_allocatable
         if not unit or not (plain or compressible):
             continue
-        props: dict[str, int] = {}
+        values: dict[str, int] = {}  # kubelet's ResourceConfig for the reserved cgroup
         why: dict[str, str] = {}
         if CPU in reserved:
-            shares = qos.milli_cpu_to_shares(_milli(reserved[CPU]))
-            if cgroup == "v1":
-                props["CPUShares"] = shares
-            else:
-                props["CPUWeight"] = qos.shares_to_weight_kubelet(shares)
+            values["cpu_shares"] = qos.milli_cpu_to_shares(_milli(reserved[CPU]))
             why["cpu_shares"] = f"{_milli(reserved[CPU])}m × 1024 / 1000m ({who}Reserved cpu)"
         if plain and MEMORY in reserved:
-            props["MemoryLimit" if cgroup == "v1" else "MemoryMax"] = _bytes(reserved[MEMORY])
+            values["memory"] = _bytes(reserved[MEMORY])
             why["memory"] = f"{who}Reserved memory"
         if plain and PID in reserved:
-            props["TasksMax"] = _bytes(reserved[PID])
+            values["pids"] = _bytes(reserved[PID])
             why["pids"] = f"{who}Reserved pid"
-        if props:
-            rc = ResourceConfig(cpu_shares=props.get("CPUShares"), memory=props.get("MemoryLimit", props.get("MemoryMax")),
-                                pids=props.get("TasksMax"))
+        if values:
+            rc = ResourceConfig(cpu_shares=values.get("cpu_shares"), memory=values.get("memory"), pids=values.get("pids"))
+            kinds = {"cpu_shares": properties.WEIGHT, "memory": properties.MEMORY_LIMIT, "pids": properties.PIDS}
+            rows = [properties.BY_NAME[properties.of_kind(kinds[k], cgroup)] for k in values]
+            props = {row.name: row.value(rc, node.cpu_cfs_quota_period_us, False) for row in rows}
             out.append(UnitPlan(unit, naming.parent_slice(unit) if unit.endswith(".slice") else naming.ROOT_SLICE,
                                 "reserved", f"{who}-reserved", props, rc, create=False, why=why))
     return out
@@ -953,7 +951,7 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
         adj = max(1000 + qos.GUARANTEED_OOM_SCORE_ADJ, adj)
         adj = adj - 1 if adj == qos.BESTEFFORT_OOM_SCORE_ADJ else adj
     props = to_properties(rc, cgroup, period, container=True)
-    props.pop("TasksMax", None)  # libvirt/machined own TasksMax on VM scopes
+    props.pop(properties.of_kind(properties.PIDS, cgroup), None)  # libvirt/machined own TasksMax on VM scopes
     # The scope, when its name is known in advance (spec.scope, or the one `sdqos run --vm`
     # makes); libvirt's names carry a domain id and pidFile VMs are found at sync time.
     scope = None

@@ -13,7 +13,8 @@ from sdqos import humanize as H
 from sdqos.kube import qos
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
-from sdqos.plan.properties import INFINITY, WHY_KEYS, kernel_quota_us, oom_policy, shown as show_value
+from sdqos.plan.properties import (INFINITY, PERIOD_PROPERTY, QUOTA_PROPERTY, WEIGHT, WHY_KEYS, kernel_quota_us, of_kind,
+                                   oom_policy, shown as show_value)
 
 # Which engine reasoning explains which systemd property (each property's row says).
 _WHY_KEY = WHY_KEYS
@@ -57,14 +58,14 @@ def _prop_line(name: str, value: int, why: dict[str, str], period: int, clamp: t
     raw = "infinity" if value == INFINITY else str(value)
     text = f"    {name:<20} {raw:>20}  {shown}"
     reason = why.get(_WHY_KEY.get(name, ""))
-    if name == "CPUQuotaPerSecUSec" and value != INFINITY:
+    if name == QUOTA_PROPERTY and value != INFINITY:
         reason = (reason or "") + (
             f"; sent as µs/s rounded up to a whole percent (kernel cfs_quota_us"
             f" {kernel_quota_us(value, period)} per {period}µs), as runc does"
         )
-    if name == "CPUWeight":
+    if name == of_kind(WEIGHT, "v2"):
         reason = (reason or "") + "; converted to a v2 weight"
-    if name == "CPUQuotaPeriodUSec":
+    if name == PERIOD_PROPERTY:
         reason = "cpuCFSQuotaPeriod from node.yaml"
     if reason:
         text += f"\n      = {reason}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from sdqos.errors import NoSuchUnit, SdqosError
 from sdqos.host import cgroupfs, procfs
@@ -22,20 +21,15 @@ from sdqos.kube.naming import (
     marked,
     owning_slice,
     parse_machine_scope,
-    parse_podman_conmon_scope,
-    parse_podman_scope,
 )
 from sdqos.plan.engine import Plan, UnitPlan
-from sdqos.plan.podman import MANAGED_LABEL
 from sdqos.reconcile.diff import LiveUnit
-if TYPE_CHECKING:  # asked only when something runs: a sync of empty slices never imports them
-    from sdqos.host import libvirt, podman
+from sdqos.reconcile.runtimes import Seen, row_of
 from sdqos.reconcile.scopes import (
     LiveScope,
     annotation_hits,
     match_container,
     pods_by_slice,
-    runtime_scope,
     scopes_from_processes,
     vm_scope_for,
 )
@@ -78,48 +72,11 @@ class Binding:
         return self.owner.container
 
 
-def podman_containers(scopes: dict[str, LiveScope], errors: list[str]) -> dict[str, podman.PodmanContainer] | None:
-    """podman's containers by id, asked only when a podman container runs in the tree (a pod slice,
-    or one whose pod left the config); None when podman could not be asked. That is an error, not
-    a warning: sdqos cannot tell its own containers from others', so it neither tunes their
-    containers nor stops them until podman answers again."""
-    if not any(parse_podman_scope(n) for n in scopes):
-        return {}
-    try:
-        from sdqos.host import podman
-
-        return {c.id: c for c in podman.containers()}
-    except SdqosError as exc:  # podman missing or broken: the other matching rules still apply
-        errors.append(f"cannot ask podman which containers run in pod slices: {exc}; their containers are "
-                      "left as they are")
-        return None
-
-
-def _podman_container(scope: str, containers: dict[str, podman.PodmanContainer], *, conmon: bool = False
-                      ) -> podman.PodmanContainer | None:
-    """The podman container a ``libpod-<id>.scope`` runs (with ``conmon``: or monitors), if podman knows it."""
-    cid = parse_podman_scope(scope) or (parse_podman_conmon_scope(scope) if conmon else None)
-    return containers.get(cid) if cid else None
-
-
-def managed_podman_scopes(scopes: dict[str, LiveScope], containers: dict[str, podman.PodmanContainer]) -> dict[str, str]:
-    """Scopes of podman containers that ``sdqos podman start`` made (its label): scope → container
-    name; each container's conmon scope included (stopped with it)."""
-    out = {}
-    for name in scopes:
-        c = _podman_container(name, containers, conmon=True)
-        if c is not None and c.labels.get(MANAGED_LABEL) == "true":
-            out[name] = c.name
-    return out
-
-
-def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
-                containers: dict[str, podman.PodmanContainer] | None = None,
-                domains: dict[str, libvirt.Domain] | None = None,
+def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], seen: Seen | None = None,
                 names: dict[str, str] | None = None) -> tuple[dict[str, Binding], list[str], list[UnitPlan]]:
     """Match live scopes to containers and VMs (rules in sdqos.scopes). A matched scope that is
     not sdqos's own name gets a unit with the container's (VM's) values, so the diff tunes it like
-    any other (the plan is not edited: the units are returned, :mod:`sdqos.reconcile.desired` adds
+    any other (``seen``: what the runtimes said runs; the plan is not edited: the units are returned, :mod:`sdqos.reconcile.desired` adds
     them). Returns the bindings, the unmatched scopes (a runtime's own scopes, podman's conmon, are
     neither) and those units."""
     bindings: dict[str, Binding] = {}
@@ -129,16 +86,11 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
     planned = {u.name: u for u in plan.units}
     by_glob: dict[tuple[str, str, str], list[str]] = {}  # (pod, container, glob) → scopes it decided
     seen_glob: dict[tuple[str, str, str], list[str]] = {}  # … → scopes it matched at all
-    containers = containers or {}
-    labelled = {i: c.labels for i, c in containers.items()}
-
-    def runtimes_own(name: str) -> bool:  # podman's conmon, or a podman pod's infra container
-        c = _podman_container(name, containers)
-        return runtime_scope(name) or (c is not None and c.infra)
+    seen = seen or Seen()
 
     for name, scope in sorted(scopes.items()):
         pp = by_slice.get(owning_slice(scope.slice))
-        if pp is None or runtimes_own(name):
+        if pp is None or seen.helper(name):
             continue
         own = {c.scope: c for c in pp.containers}
         hits = annotation_hits(name, pp) if name not in own else []
@@ -147,7 +99,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
         if name in own:
             c = own[name]
         else:
-            cname = match_container(scope, pp, labelled)
+            cname = match_container(scope, pp, seen.workload(scope))
             if cname is None:
                 unmatched.append(name)
                 continue
@@ -169,18 +121,15 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
                             f"for every scope it matches ({', '.join(scope_names)})")
     machine = machine_scopes(scopes)
     claimed, left_alone = set(), set()
-    domains = domains or {}
     for vp in plan.vms:
+        dom = seen.by_name("libvirt", vp.vm.libvirt_domain) if vp.vm.libvirt_domain else None
         if vp.vm.pid_file:
             pid = read_pid_file(vp.vm.pid_file, warnings)
-        elif vp.vm.libvirt_domain and vp.vm.libvirt_domain in domains:
-            pid = domains[vp.vm.libvirt_domain].pid
         else:
-            pid = None
+            pid = dom.pid if dom is not None else None
         found = vm_scope_for(vp, machine, pid)
-        dom = domains.get(vp.vm.libvirt_domain) if vp.vm.libvirt_domain else None
-        if found is not None and dom is not None:
-            warnings.extend(guest_size_warnings(vp, dom.memory, f"libvirt domain {dom.name}"))
+        if found is not None and dom is not None and dom.guest is not None:
+            warnings.extend(guest_size_warnings(vp, dom.guest[0], dom.what))
         if found is None:
             elsewhere = procfs.systemd_cgroup_paths(pid) if pid is not None else None
             if elsewhere:
@@ -205,13 +154,13 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str],
                                   dict(vp.properties), vp.resources, owner=owner, create=False, why=vp.why))
         bindings[found] = Binding(Owner.vm(vp.vm.name), vp.oom_score_adj)
     for name in sorted(set(machine) - claimed - left_alone):
-        if runtimes_own(name):
+        if seen.helper(name):
             continue
         what = (names or {}).get(name)
-        if parse_podman_scope(name):
+        rt = row_of(name)
+        if rt is not None and rt.misplaced:
             warnings.append(f"{name} in machine.slice is {what}, not a VM: left running, untouched, counted in the "
-                            "node budget (run it in a pod slice with `sdqos podman start`, or podman's "
-                            "--cgroup-parent)")
+                            f"node budget ({rt.misplaced})")
         else:
             what = f" ({what})" if what else ""
             warnings.append(f"{name}{what} in machine.slice is not a VM in the config: left running, untouched, "
@@ -236,26 +185,16 @@ def machine_scopes(scopes: dict[str, LiveScope]) -> dict[str, LiveScope]:
     return {n: s for n, s in scopes.items() if in_machine_tree(owning_slice(s.slice))}
 
 
-def machine_names(machine: dict[str, LiveScope], containers: dict[str, podman.PodmanContainer],
-                  domains: dict[str, libvirt.Domain], machines: list | None = None) -> dict[str, str]:
-    """What each scope in machine.slice is, in words: a libvirt domain (by its qemu PID), a podman
-    container, a machine machined knows (its class and who registered it), else what the scope's
-    name says."""
-    by_pid = {d.pid: d.name for d in domains.values()}
-    known = {m.scope: m for m in machines or ()}
+def machine_names(machine: dict[str, LiveScope], seen: Seen | None = None) -> dict[str, str]:
+    """What each scope in machine.slice is, in words: what a runtime records there (a libvirt
+    domain by its QEMU's PID, a podman container, a machine machined knows, with its class and who
+    registered it), else what the scope's name says."""
+    seen = seen or Seen()
     out = {}
     for name, scope in machine.items():
-        dom = next((by_pid[p] for p in scope.pids if p in by_pid), None)
-        c = _podman_container(name, containers, conmon=True)
-        if dom is not None:
-            out[name] = f"libvirt domain {dom}"
-        elif c is not None:
-            out[name] = f"podman {'conmon of ' if parse_podman_conmon_scope(name) else ''}container {c.name}"
-        elif parse_podman_scope(name) or parse_podman_conmon_scope(name):
-            out[name] = "a podman container"
-        elif name in known and not marked(scope.description):
-            m = known[name]
-            out[name] = f"{'VM' if m.cls == 'vm' else m.cls} {m.name} (machined, registered by {m.service})"
+        what = seen.describe(scope)
+        if what is not None:
+            out[name] = what
         elif (mname := parse_machine_scope(name)) is not None:
             out[name] = f"VM {mname}, started by sdqos" if marked(scope.description) else f"machine {mname}"
     return out

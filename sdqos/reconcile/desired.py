@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 from sdqos import humanize as H
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
-from sdqos.plan.properties import INFINITY
+from sdqos.plan.properties import INFINITY, MEMORY_PROPERTIES
 
 if TYPE_CHECKING:  # (the diff reads a Desired: no import of it here)
     from sdqos.reconcile.diff import LiveUnit
 
 CLAMPED = "clamped-to-usage"
 CLAMPED_KINDS = ("node", "tier", "vm", "machine")
-CLAMPED_PROPERTIES = ("MemoryLimit", "MemoryMax")
+CLAMPED_PROPERTIES = MEMORY_PROPERTIES
 # what wanted the limit that usage is above, by unit kind (the warning says it)
 _WANTED_BY = {"tier": "qosReserved", "vm": "the VM's limits.memory + overhead", "machine": "the VMs' sum",
               "node": "what machine.slice leaves of the node"}

@@ -285,7 +285,7 @@ def compute_diff(
     adopt_existing: bool = False,
     recreate: set[str] | frozenset[str] = frozenset(),
     max_removals: RemovalLimit | None = None,
-    runtime_owned: Mapping[str, str] | None = None,
+    runtime_owned: Mapping[str, object] | None = None,
     unsure: frozenset[str] = frozenset(),
 ) -> Diff:
     """``runtime_owned``: scopes of containers sdqos started through a runtime (``sdqos podman

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Mapping
 from sdqos import humanize as H
 from sdqos.kube import eviction as ev
 from sdqos.kube.model import MEMORY
-from sdqos.kube.naming import parse_podman_conmon_scope, parse_podman_scope, podman_conmon_scope, podman_scope
 from sdqos.plan.engine import Plan
 
 if TYPE_CHECKING:
@@ -142,7 +141,6 @@ def measure(plan: Plan, root: Path | None = None, proc: Path | None = None):
     """(signals, running pods' usage by namespace/name, running VMs' usage by name)."""
     from sdqos.host import pressure as hp
     from sdqos.host.cgroupfs import cgroup_of
-    from sdqos.kube.naming import MACHINE_SLICE
 
     root = root or hp.ROOT
     proc = proc or hp.PROC
@@ -162,12 +160,56 @@ def measure(plan: Plan, root: Path | None = None, proc: Path | None = None):
         if u is not None and u.processes:
             pods[pp.key] = u
     vms = {}
+    for name, cgroup in vm_cgroups(plan, proc).items():
+        u = usage(cgroup)
+        if u is not None and u.processes:
+            vms[name] = u
+    return observations, pods, vms
+
+
+def vm_cgroups(plan: Plan, proc: Path | None = None, libvirt_dir: Path | None = None) -> dict[str, str]:
+    """Each declared VM's scope in machine.slice, as a cgroup path, found the way sync finds it
+    (reconcile/binding.py): by name (spec.scope, or the one ``sdqos run --vm`` makes), else from
+    its QEMU's PID — libvirt's record of the domain (PID checked to be that domain's QEMU), or
+    its pid file (trusted as systemd trusts a PIDFile=) — read from /proc/PID/cgroup. A VM that is
+    not running, or runs outside machine.slice, has none (it is not ranked: sync warns about it)."""
+    from sdqos.host import procfs
+    from sdqos.kube.naming import MACHINE_SLICE
+
+    proc = proc or Path("/proc")
+    out: dict[str, str] = {}
+    domains = None
     for vp in plan.vms:
         if vp.scope:
-            u = usage(f"/{MACHINE_SLICE}/{vp.scope}")
-            if u is not None and u.processes:
-                vms[vp.vm.name] = u
-    return observations, pods, vms
+            out[vp.vm.name] = f"/{MACHINE_SLICE}/{vp.scope}"
+            continue
+        pid = None
+        if vp.vm.pid_file:
+            from sdqos.reconcile.binding import read_pid_file
+
+            pid = read_pid_file(vp.vm.pid_file)
+        elif vp.vm.libvirt_domain:
+            if domains is None:
+                from sdqos.host import libvirt
+
+                domains = libvirt.running_domains(libvirt_dir or libvirt.RUN_DIR, proc=proc)
+            dom = domains.get(vp.vm.libvirt_domain)
+            pid = dom.pid if dom is not None else None
+        paths = procfs.systemd_cgroup_paths(pid, proc) if pid is not None else None
+        scope = _scope_of(paths[-1]) if paths else None
+        if scope is not None and scope.startswith(f"/{MACHINE_SLICE}/"):
+            out[vp.vm.name] = scope
+    return out
+
+
+def _scope_of(path: str) -> str | None:
+    """A process's cgroup path cut after its scope: libvirt's QEMU runs below it
+    (``…/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator``)."""
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        if part.endswith(".scope"):
+            return "/".join(parts[: i + 1])
+    return None
 
 
 def as_json(a: Assessment) -> dict:
@@ -262,31 +304,51 @@ def fingerprint(pp) -> str:
     return hashlib.sha256(repr(pp.pod).encode()).hexdigest()[:16]
 
 
-def load_evicted(run_dir: Path) -> dict[str, dict]:
-    """The eviction record (workload key → what was evicted, why, when); {} when there is none or
-    it cannot be read (it only ever adds a flag to status)."""
+def _load(run_dir: Path) -> dict:
     import json
 
     try:
         data = json.loads((run_dir / EVICTED_NAME).read_text())
     except (OSError, ValueError):
         return {}
-    return data.get("evicted", {}) if isinstance(data, dict) and isinstance(data.get("evicted"), dict) else {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_evicted(run_dir: Path) -> dict[str, dict]:
+    """The eviction record (workload key → what was evicted, why, when); {} when there is none or
+    it cannot be read (it only ever adds a flag to status)."""
+    data = _load(run_dir).get("evicted")
+    return data if isinstance(data, dict) else {}
+
+
+def load_counts(run_dir: Path) -> dict[str, dict[str, int]]:
+    """Evictions since boot (the run dir is a tmpfs), workload key → signal → how many: kept when
+    a workload's record goes (it ran again), for the metrics' counter."""
+    data = _load(run_dir).get("counts")
+    if not isinstance(data, dict):
+        return {}
+    return {k: {s: n for s, n in v.items() if isinstance(n, int)} for k, v in data.items() if isinstance(v, dict)}
+
+
+def _save(run_dir: Path, records: Mapping[str, dict], counts: Mapping[str, Mapping[str, int]]) -> None:
+    import json
+
+    from sdqos.host import rundir
+
+    rundir.ensure_dir(run_dir)
+    rundir.write_atomic(run_dir / EVICTED_NAME, json.dumps({"evicted": records, "counts": counts}, indent=1), 0o600)
 
 
 def forget_running(run_dir: Path, a: Assessment) -> list[str]:
     """Drop the records of workloads that run again (an operator started them): an eviction
     stands only until then. Returns the keys dropped; writes only when there are some."""
-    import json
 
-    from sdqos.host import rundir
 
     record = load_evicted(run_dir)
     running = {f"{c.kind}:{c.name.removeprefix('vm/')}" for c in a.ranked}
     gone = [k for k in record if k in running]
     if gone:
-        rundir.write_atomic(run_dir / EVICTED_NAME,
-                            json.dumps({"evicted": {k: v for k, v in record.items() if k not in gone}}, indent=1), 0o600)
+        _save(run_dir, {k: v for k, v in record.items() if k not in gone}, load_counts(run_dir))
     return gone
 
 
@@ -318,52 +380,17 @@ async def _units_in(sd: SystemdAPI, unit: str) -> set[str]:
     return units
 
 
-async def _kill(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
-    """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
-    (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
-    import asyncio
-    import time
-
-    from sdqos.errors import NoSuchUnit
-
-    async def alive(s: str) -> bool:
-        try:
-            return bool(await sd.get_unit_processes(s))
-        except NoSuchUnit:  # a scope whose processes all ended is gone
-            return False
-
-    async def kill(s: str, signal: int) -> None:
-        try:
-            await sd.kill_unit(s, "all", signal)
-        except NoSuchUnit:
-            pass
-
-    for s in scopes:
-        await kill(s, 15)
-    deadline = time.monotonic() + grace
-    left = [s for s in scopes if await alive(s)]
-    while left and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-        left = [s for s in left if await alive(s)]
-    for s in left:
-        await kill(s, 9)
-    errors = await sd.stop_units(scopes)
-    for e in errors:
-        if e is not None and not isinstance(e, NoSuchUnit):
-            raise e
-
-
 async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
-    """Stop the assessment's victim, once, and record it: the containers of a pod that podman runs
-    with podman (``podman rm -f -t GRACE``), every other scope sdqos made for the pod (or the VM's
-    scope) with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that sdqos
-    did not make are left running and named in the record. Returns the record, or None when the
-    assessment picked no victim (no threshold to act on, or nothing may be evicted)."""
-    import json
+    """Stop the assessment's victim, once, and record it, every workload through the runtime that
+    runs it (sdqos/reconcile/runtimes/) with the grace period: a pod's containers sdqos started
+    with podman by ``podman rm -f -t GRACE``, every scope sdqos made for the pod and a VM's scope
+    with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that
+    sdqos did not make are left running and named in the record. Returns the record, or None when
+    the assessment picked no victim (no threshold to act on, or nothing may be evicted)."""
     import time
 
-    from sdqos.host import podman, rundir
-    from sdqos.reconcile import podman_pods
+    from sdqos.reconcile import runtimes
+    from sdqos.reconcile.runtimes import Workload
 
     v, t = a.victim, a.reclaim
     if v is None or t is None:
@@ -374,31 +401,33 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
         assert pp is not None
         ours = {c.scope for c in pp.containers}
         running = await _units_in(sd, pp.slice)
-        podman_units: list[str] = []
-        if any(parse_podman_scope(u) or parse_podman_conmon_scope(u) for u in running):
-            mine = podman_pods.pod_containers(pp)
-            own = {podman_scope(c.id) for c in mine} | {podman_conmon_scope(c.id) for c in mine}
-            podman_units = sorted(running & own)  # the containers and their conmon: podman's to stop
-            podman.remove([c.name for c in mine], grace_s=grace)
-        scopes = sorted(u for u in running if u in ours)
-        left = sorted(running - set(scopes) - set(podman_units))
+        workloads = [Workload("", pp.key, s) for s in sorted(running & ours)]  # sdqos's own scopes
+        for rt in runtimes.TABLE:  # what sdqos started for the pod through a runtime, when one runs there
+            if any(rt.claims(u) for u in running):
+                workloads += rt.pod_workloads({pp.uid}, True).get(pp.uid, [])
+        stopped = sorted(running & {s for w in workloads for s in w.scopes})
+        left = sorted(running - set(stopped))
         key, extra = f"pod:{pp.key}", {"fingerprint": fingerprint(pp)}
     else:
         vp = next(p for p in plan.vms if f"vm/{p.vm.name}" == v.name)
-        scopes, podman_units, left = [vp.scope] if vp.scope else [], [], []
+        found = vm_cgroups(plan).get(vp.vm.name)  # its scope, also when libvirt or a pid file finds it
+        stopped, left = [found.rsplit("/", 1)[-1]] if found else [], []
+        runs = runtimes.row_of(stopped[0]) if stopped else None  # libvirt's, machined's, or sdqos's own scope
+        workloads = [Workload(runs.name if runs else "", vp.vm.name, stopped[0])] if stopped else []
         key, extra = f"vm:{vp.vm.name}", {}
-    if scopes:
-        await _kill(sd, scopes, grace)
+    if workloads:
+        await runtimes.stop(sd, workloads, grace)
     obs = a.observations[t.signal]
     record = {
         "kind": v.kind, "name": v.name, "signal": t.signal, "available": obs.available, "capacity": obs.capacity,
         "threshold": t.value.amount(obs.capacity), "hard": t.hard, "gracePeriodSeconds": grace,
-        "time": time.time(), "stopped": sorted(scopes + podman_units), "leftRunning": left, **extra,
+        "time": time.time(), "stopped": stopped, "leftRunning": left, **extra,
     }
-    rundir.ensure_dir(run_dir)
     all_records = load_evicted(run_dir)
     all_records[key] = record
-    rundir.write_atomic(run_dir / EVICTED_NAME, json.dumps({"evicted": all_records}, indent=1), 0o600)
+    counts = load_counts(run_dir)
+    counts.setdefault(key, {})[t.signal] = counts.get(key, {}).get(t.signal, 0) + 1
+    _save(run_dir, all_records, counts)
     return record
 
 
@@ -418,6 +447,10 @@ def eviction_line(r: dict) -> str:
 # --- the long-running loop (kubelet's eviction manager Start + synchronize) ----------------------
 
 POD_CLEANUP_TIMEOUT_S = 30  # eviction_manager.go podCleanupTimeout
+# Between passes the signals alone are read this often (a few small cgroup and /proc files, no
+# config, no ranking): a threshold crossed with no memcg notification (cgroup v2, PIDs) and no
+# memory stall yet (PSI) starts a pass within this, not at the next --interval.
+CHECK_S = 0.5
 POD_CLEANUP_POLL_S = 1.0  # podCleanupPollFreq
 
 
@@ -452,9 +485,12 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
           root: Path | None = None, proc: Path | None = None, passes: int | None = None) -> None:
     """Watch the node: a pass (measure → synchronize → rank), at most one eviction per pass, then
     wait for the evicted workload's processes to be gone (waitForPodsCleanup) and look again at
-    once; else sleep until the interval is over or, on cgroup v1, the kernel says a memory
+    once; else sleep until the interval is over or the kernel wakes it: on cgroup v1 when a memory
     threshold was crossed (memcg notifications on memory.usage_in_bytes, as kubelet's
-    kernelMemcgNotification). ``say`` gets one line per node condition change and per eviction.
+    kernelMemcgNotification), on any kernel with PSI when tasks stall on memory (a PSI trigger
+    on /proc/pressure/memory: the node is short now, whatever the cgroup version), and when a
+    look at the signals alone every CHECK_S finds a threshold newly crossed. ``say`` gets
+    one line per node condition change and per eviction.
     ``load_plan`` is called every pass (the config may change); ``passes`` bounds the loop (tests)."""
     import asyncio
     import time
@@ -462,8 +498,12 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
     from sdqos.host import pressure as hp
 
     root = root or hp.ROOT
+    if evict_on:
+        _warm(bus_address, say)
     state: ev.ManagerState | None = ev.ManagerState()
     notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
+    psi: list[hp.PsiTrigger] = []  # the node's memory stalls (PSI), armed once: wakes a pass on any kernel with PSI
+    psi_tried = False
     conditions: list[str] | None = None  # the first pass says what it finds
     plan = None
     n = 0
@@ -513,11 +553,53 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                             notifiers[key] = hp.MemcgNotifier(key[0], usage, root)
                         except hp.SignalReadError as exc:
                             say(f"polling only: {exc}")
+            if not psi_tried:
+                psi_tried = True
+                try:
+                    psi.append(hp.PsiTrigger((proc or hp.PROC) / "pressure" / "memory"))
+                except hp.SignalReadError as exc:
+                    if plan.cgroup != "v1":  # v1 has the memcg notifications; v2 polls without PSI
+                        say(f"polling only: {exc}")
             if passes is None or n < passes:
-                hp.wait(list(notifiers.values()), interval_s)
+                deadline = time.monotonic() + interval_s
+                while (left := deadline - time.monotonic()) > 0:
+                    if hp.wait([*notifiers.values(), *psi], min(left, CHECK_S)) or _newly_met(plan, a, root, proc):
+                        break
     finally:
         for x in notifiers.values():
             x.close()
+        for trigger in psi:
+            trigger.close()
+
+
+def _warm(bus_address: str | None, say) -> None:
+    """Load the eviction's code (the D-Bus library, podman's module) and connect once, at start: on
+    a node short of memory, reading code from disk takes the seconds the first eviction has not got
+    (measured in the v2 guest: a minute from the pass that chose the victim to its scope stopped)."""
+    import asyncio
+
+    import sdqos.host.podman  # noqa: F401
+    import sdqos.reconcile.podman_pods  # noqa: F401
+    import sdqos.reconcile.runtimes  # noqa: F401
+    from sdqos.host.systemd import Systemd
+
+    async def connect() -> None:
+        async with Systemd(bus_address):
+            pass
+
+    try:
+        asyncio.run(connect())
+    except Exception as exc:  # noqa: BLE001 - the first eviction tries again and says why it fails
+        say(f"no D-Bus connection yet: {exc}")
+
+
+def _newly_met(plan: Plan, a: Assessment, root: Path, proc: Path | None) -> bool:
+    """Whether a threshold the last pass did not find crossed is crossed now (the signals only)."""
+    from sdqos.host import pressure as hp
+
+    allocatable = plan.allocatable[MEMORY] if "pods" in plan.node.enforce_node_allocatable else None
+    now = ev.thresholds_met(a.thresholds, hp.observe(plan.node, plan.cgroup, allocatable, root, proc or hp.PROC))
+    return any(t not in a.met for t in now)
 
 
 def _wait_cleanup(plan: Plan, victim: ev.Candidate, root: Path) -> None:
@@ -526,14 +608,12 @@ def _wait_cleanup(plan: Plan, victim: ev.Candidate, root: Path) -> None:
 
     from sdqos.host import pressure as hp
     from sdqos.host.cgroupfs import cgroup_of
-    from sdqos.kube.naming import MACHINE_SLICE
 
     if victim.kind == "pod":
         pp = plan.pod(victim.name)
         cgroup = cgroup_of(pp.slice, "") if pp else None
     else:
-        vp = next((p for p in plan.vms if f"vm/{p.vm.name}" == victim.name), None)
-        cgroup = f"/{MACHINE_SLICE}/{vp.scope}" if vp and vp.scope else None
+        cgroup = vm_cgroups(plan).get(victim.name.removeprefix("vm/"))
     deadline = time.monotonic() + POD_CLEANUP_TIMEOUT_S
     while cgroup and time.monotonic() < deadline and hp.processes(cgroup, plan.cgroup, root):
         time.sleep(POD_CLEANUP_POLL_S)

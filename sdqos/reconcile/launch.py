@@ -26,7 +26,6 @@ from sdqos.kube.naming import (
     description,
     machine_scope,
     marked,
-    parse_libvirt_scope,
     scope_maker,
 )
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
@@ -277,14 +276,16 @@ def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
 
 
 async def vm_owned_elsewhere(sd: SystemdAPI, target: Target, name: str) -> str | None:
-    """The scope of a running machine called ``name`` that libvirt or machined manage (not sdqos):
-    ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
+    """The scope of a running machine called ``name`` that a runtime manages (libvirt, machined; not
+    sdqos): ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
+    from sdqos.reconcile import runtimes
+
     units = await sd.read_units(["machine-*.scope"], {UNIT: ["Description"]})
     for unit, st in units.items():
         if st.active_state not in ("active", "activating"):
             continue
-        lv = parse_libvirt_scope(unit)
-        if lv is not None and lv[1] == name:
+        rt = runtimes.row_of(unit)
+        if unit != target.unit.name and rt is not None and rt.named_by(unit) == name:
             return unit
         if unit == target.unit.name and not marked(str(st.props.get("Description", ""))):
             return unit

@@ -20,8 +20,6 @@ from sdqos.kube.naming import (
     MACHINE_SLICE,
     in_tree,
     parse_container_scope,
-    parse_podman_conmon_scope,
-    parse_podman_scope,
     tree_globs,
 )
 from sdqos.plan.engine import MachineCharge, Plan, UnitPlan
@@ -32,11 +30,11 @@ from sdqos.reconcile.binding import (
     discover_scopes,
     machine_names,
     machine_scopes,
-    managed_podman_scopes,
-    podman_containers,
 )
 from sdqos.reconcile.budget import machine_charges
+from sdqos.reconcile import runtimes
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
+from sdqos.reconcile.runtimes import Workload
 from sdqos.reconcile.scopes import LiveScope
 from sdqos.plan.properties import BY_NAME, MEMORY_PROPERTIES, QUOTA_PROPERTY  # (the property table)
 
@@ -150,8 +148,8 @@ class Observation:
     scopes: dict[str, LiveScope]
     bindings: dict[str, Binding]
     unmatched: list[str]
-    podman_managed: dict[str, str] = field(default_factory=dict)  # scope → container, made by `sdqos podman start`
-    unsure: frozenset[str] = frozenset()  # scopes whose owner could not be asked (podman failed): keep as they are
+    runtime_managed: dict[str, Workload] = field(default_factory=dict)  # scope → what sdqos started through a runtime
+    unsure: frozenset[str] = frozenset()  # scopes whose runtime could not be asked (podman failed): keep as they are
     machines: tuple[MachineCharge, ...] = ()  # what runs in machine.slice besides declared VMs, and its cost
     errors: list[str] = field(default_factory=list)  # what could not be asked (podman): sync fails with them
     bound: tuple[UnitPlan, ...] = ()  # units of the scopes bound to planned containers and VMs (not in the plan)
@@ -189,35 +187,23 @@ async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str]
         if name in live:
             scope.description = live[name].description
     errors: list[str] = []
-    containers = memo.podman(scopes, lambda: podman_containers(scopes, errors)) if memo is not None \
-        else podman_containers(scopes, errors)
-    unsure = frozenset(n for n in scopes if containers is None and (parse_podman_scope(n) or parse_podman_conmon_scope(n)))
-    containers = containers or {}
     machine = machine_scopes(scopes)
-    if not machine:
-        domains, names = {}, {}
-    elif memo is not None:
-        domains = memo.domains(warnings)
-        names = machine_names(machine, containers, domains, await memo.machines(lambda: _machines(sd, warnings)))
-    else:
-        from sdqos.host import libvirt
-
-        domains = libvirt.running_domains(warnings=warnings)
-        names = machine_names(machine, containers, domains, await _machines(sd, warnings))
-    bindings, unmatched, bound = bind_scopes(plan, scopes, warnings, containers, domains, names)
+    seen = await runtimes.observe(sd, scopes, bool(machine), memo, warnings, errors)
+    names = machine_names(machine, seen) if machine else {}
+    bindings, unmatched, bound = bind_scopes(plan, scopes, warnings, seen, names)
     charges: tuple[MachineCharge, ...] = ()
     if machine:
         known = live.get(MACHINE_SLICE)  # read with its usage when planned (read_live)
         slice_usage = known.memory_current if known is not None and known.memory_current is not None \
             else await _usage_of(sd, MACHINE_SLICE)
         claimed = {n for n in machine if n in bindings}
-        guests: dict[str, tuple[int, int]] = {}  # scope -> the libvirt guest's (memory, vcpus)
-        for d in domains.values():
-            guest_scope = next((n for n, sc in machine.items() if d.pid in sc.pids), None)
-            if guest_scope is not None:
-                guests[guest_scope] = (d.memory, d.vcpus)
+        guests: dict[str, tuple[int, int]] = {}  # scope -> a VM's (memory, vcpus), as its runtime records it
+        for n, sc in machine.items():
+            w = seen.workload(sc)
+            if w is not None and w.guest is not None:
+                guests[n] = w.guest
         charges = machine_charges(plan, machine, claimed, live, names, guests, slice_usage)
-    return Observation(live, scopes, bindings, unmatched, managed_podman_scopes(scopes, containers), unsure, charges,
+    return Observation(live, scopes, bindings, unmatched, seen.managed(scopes), seen.unsure(scopes), charges,
                        errors, tuple(bound))
 
 
@@ -241,17 +227,6 @@ def check_kernel(plan: "Desired", live: dict[str, LiveUnit], scopes: dict[str, L
             lu.kernel_drift = cgroupfs.differing(want, have)
 
 
-async def _machines(sd: SystemdAPI, warnings: list[str]) -> list:
-    """The machines systemd-machined knows (none when it does not run)."""
-    from sdqos.host import machined
-
-    try:
-        return await machined.list_machines(sd) or []
-    except SdqosError as exc:
-        warnings.append(f"cannot ask systemd-machined which machines run: {exc}")
-        return []
-
-
 async def _usage_of(sd: SystemdAPI, unit: str) -> int | None:
     """A slice's MemoryCurrent (None when systemd does not know it)."""
     try:
@@ -268,34 +243,34 @@ async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bo
     return {name: _live_unit(name, st, props) for name, st in units.items()}
 
 
-CONTAINER_CGROUP = "container"  # crun's own cgroup below a podman container's scope (systemd cgroup manager)
 # The memory limit's file on each cgroup version (its rows in plan/properties.py).
 CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
 
 
-def container_kernel_off(plan: "Desired", runtime, scopes: dict[str, LiveScope]) -> dict[str, dict]:
+def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: dict[str, LiveScope]) -> dict[str, dict]:
     """The kernel has the last word inside a container too: crun keeps a container's limits in its
     own cgroup below the scope (``libpod-<id>.scope/container``), where the scope's values do not
-    reach. For each podman container sdqos started (``runtime``: their scopes), the memory limit
-    that cgroup holds against the container's planned one; only where that cgroup exists."""
+    reach. For each container sdqos started through a runtime that keeps such a cgroup (its row's
+    ``inner_cgroup``; ``runtime``: their scopes), the memory limit that cgroup holds against the
+    container's planned one; only where that cgroup exists."""
     if not cgroupfs.available():
         return {}
     page = facts.page_size()
     planned = {u.name: u for u in plan.units}
     out: dict[str, dict] = {}
     for name in sorted(runtime):
-        u, sc = planned.get(name), scopes.get(name)
-        if u is None or sc is None:
+        u, sc, rt = planned.get(name), scopes.get(name), runtimes.row(runtime[name].runtime)
+        if u is None or sc is None or rt is None or rt.inner_cgroup is None:
             continue
         mem = {k: v for k, v in u.properties.items() if k in MEMORY_PROPERTIES}
         want = {f: v for f, v in (cgroupfs.expected(mem, plan.cgroup, page) or {}).items() if f in CONTAINER_FILES}
-        have = cgroupfs.read(f"{sc.cgroup}/{CONTAINER_CGROUP}", want) if want else None
+        have = cgroupfs.read(f"{sc.cgroup}/{rt.inner_cgroup}", want) if want else None
         if have is not None and have != want:
             out[name] = cgroupfs.differing(want, have)
     return out
 
 
-def container_refusals(plan: "Desired", runtime: dict[str, str], bindings: dict[str, Binding],
+def container_refusals(plan: "Desired", runtime: dict[str, Workload], bindings: dict[str, Binding],
                        scopes: dict[str, LiveScope], report) -> set[str]:
     """Read back after ``podman update``: each podman container whose own cgroup does not hold its
     planned memory limit is an error (every sync, until it does), and its scope is not reported as
@@ -308,7 +283,7 @@ def container_refusals(plan: "Desired", runtime: dict[str, str], bindings: dict[
         for f, (have, want) in files.items():
             held, wanted = H.kernel_value(f, have), H.kernel_value(f, want)
             report.errors.append(
-                f"{name}{who}: container {runtime[name]} keeps its memory limit {held} (wanted {wanted}): podman "
+                f"{name}{who}: container {runtime[name].name} keeps its memory limit {held} (wanted {wanted}): podman "
                 f"update did not reach it; `sdqos podman start --replace {pod}` recreates it with the new values")
     report.updated[:] = [u for u in report.updated if u["unit"] not in off]
     report.drift[:] = [d for d in report.drift if d["unit"] not in off]

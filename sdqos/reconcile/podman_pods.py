@@ -47,18 +47,6 @@ def live_scopes(pp: PodPlan) -> dict[str, tuple[str, str]]:
     return out
 
 
-def managed_containers(uids: set[str]) -> dict[str, list[podman.PodmanContainer]]:
-    """sdqos's own containers (running or exited) of the pods ``uids``: uid → containers."""
-    out: dict[str, list[podman.PodmanContainer]] = {}
-    if not uids:
-        return out
-    for c in podman.containers(f"{flags.MANAGED_LABEL}=true"):
-        uid = c.labels.get(flags.UID_LABEL)
-        if uid in uids and flags.owned_by(c.labels, uid):
-            out.setdefault(uid, []).append(c)
-    return out
-
-
 def grace_seconds(pp: PodPlan | None = None, labels: dict[str, str] | None = None) -> int:
     """A pod's terminationGracePeriodSeconds (from its plan, else the label its containers carry),
     kubelet's default 30 when unset, never below kubelet's floor of 2."""

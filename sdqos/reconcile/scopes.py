@@ -7,10 +7,10 @@ matched by name. A scope made by something else inside a pod slice — podman, c
 with the systemd cgroup driver and ``--cgroup-parent=<pod slice>`` — is matched to a container by
 this rule, first match wins:
 
-0. what the runtime itself records: a podman container (``libpod-<id>.scope``) whose labels name
-   the pod (its uid) and the container (``io.kubernetes.container.name``), as ``sdqos podman start``
-   and kubelet's CRI runtimes label them; podman's ``libpod-conmon-<id>.scope`` (its monitor) is
-   the runtime's and never gets container values;
+0. what the runtime itself records (sdqos/reconcile/runtimes/): a workload whose record names the
+   pod (its uid) and the container — a podman container's labels, as ``sdqos podman start`` and
+   kubelet's CRI runtimes set them; a runtime's own scopes (podman's ``libpod-conmon-<id>.scope``,
+   a podman pod's infra container) never get container values;
 1. the pod annotation ``sdqos.io/scopes``: ``"<container>=<scope glob>,…"``
    (e.g. ``"nginx=libpod-*.scope"``); where several globs match, the most specific wins (most
    literal characters), whatever their order;
@@ -32,15 +32,9 @@ import re
 from dataclasses import dataclass, field
 
 from sdqos.kube.manifests import SCOPES_ANNOTATION, parse_scopes_annotation
-from sdqos.kube.naming import (
-    machine_scope,
-    parse_libvirt_scope,
-    parse_podman_conmon_scope,
-    parse_podman_scope,
-    systemd_unescape,
-)
+from sdqos.kube.naming import machine_scope, parse_libvirt_scope, systemd_unescape
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
-from sdqos.plan.podman import CONTAINER_LABEL, UID_LABEL
+from sdqos.reconcile.runtimes.base import Workload
 
 
 @dataclass(slots=True)
@@ -96,20 +90,12 @@ def annotation_hits(scope_name: str, pod: PodPlan) -> list[tuple[str, str]]:
     return sorted(hits, key=lambda h: _specificity(h[1]), reverse=True)
 
 
-def runtime_scope(name: str) -> bool:
-    """A scope a container runtime keeps for itself (podman's conmon), never a container's."""
-    return parse_podman_conmon_scope(name) is not None
-
-
-def match_container(scope: LiveScope, pod: PodPlan, labelled: dict[str, dict[str, str]] | None = None) -> str | None:
+def match_container(scope: LiveScope, pod: PodPlan, workload: Workload | None = None) -> str | None:
     """The container of ``pod`` a foreign scope in its slice belongs to, by the rule above.
-    ``labelled``: podman's container id → labels."""
+    ``workload``: what the scope runs, by its runtime's record."""
     names = [c.name for c in pod.containers]
-    cid = parse_podman_scope(scope.name)
-    if cid is not None and labelled and cid in labelled:
-        labels = labelled[cid]
-        if labels.get(UID_LABEL) == pod.uid and labels.get(CONTAINER_LABEL) in names:
-            return labels[CONTAINER_LABEL]
+    if workload is not None and workload.pod_uid == pod.uid and workload.container in names:
+        return workload.container
     hits = annotation_hits(scope.name, pod)
     if hits:
         return hits[0][0]

@@ -93,7 +93,7 @@ async def sync(
             want, live, applied, complete=complete, removals_safe=removals_safe,
             invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
             adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
-            runtime_owned=obs.podman_managed, unsure=obs.unsure,
+            runtime_owned=obs.runtime_managed, unsure=obs.unsure,
         )
 
     want = desired(plan, obs)
@@ -107,7 +107,7 @@ async def sync(
     report.desired = want
     synced = report.plan = want.as_plan()  # (its units are the desired ones: what the renderers and the OOM watch name)
     mine = only.units(want, obs) if only is not None else None
-    managed = obs.podman_managed
+    managed = obs.runtime_managed
     if mine is not None:  # the rest of the tree is the next sync's; this pass's warnings: its adjustments
         diff = narrowed(diff, mine, [a.warning for a in want.adjustments if a.unit in mine])
         report.errors[:] = [e for e in report.errors if any(u in e for u in mine)]
@@ -143,7 +143,7 @@ async def sync(
                 merged.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
         report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
     else:
-        _remove_runtime_containers(plan, diff, obs, report)
+        await _remove_runtime_containers(sd, plan, diff, obs, report)
         _update_runtime_containers(plan, diff, obs, bindings, report, set(inside))  # before: systemd writes the scope last
         done = await apply(sd, diff, report, progress)
         done -= await kernel_refusals(want, done, scopes, report)
@@ -205,75 +205,76 @@ class Narrow:
         return out
 
 
-def _remove_runtime_containers(plan: Plan, diff, obs, report: Report) -> None:
-    """Before a pod slice is stopped, the podman containers ``sdqos podman start`` ran for that pod
-    (its managed label and the pod's uid: running or exited) are stopped and removed through podman,
-    every pod's side by side with its own grace period, so podman's own record is right and a pod
-    that comes back starts afresh. If podman cannot, the slices holding its containers stay and the
-    error says why."""
-    from sdqos.kube.naming import owning_slice, parse_podman_conmon_scope, parse_podman_scope
+async def _remove_runtime_containers(sd: SystemdAPI, plan: Plan, diff, obs, report: Report) -> None:
+    """Before a pod slice is stopped, the containers sdqos started for that pod through a runtime
+    (podman: its managed label and the pod's uid; running or exited) are stopped and removed
+    through that runtime, every pod's side by side with its own grace period, so the runtime's own
+    record is right and a pod that comes back starts afresh. If the runtime cannot, the slices
+    holding its containers stay and the error says why."""
+    from sdqos.kube.naming import owning_slice
     from sdqos.reconcile.diff import pod_slice_in
 
     if not any(a.kind == "stop" for a in diff.actions):
-        return  # nothing stops (every warm sync): podman's modules are not even imported
-    from sdqos.host import podman
+        return  # nothing stops (every warm sync): the runtimes' modules are not even imported
     from sdqos.host import volumes as host_volumes
-    from sdqos.reconcile import podman_pods
+    from sdqos.reconcile import runtimes
 
     stopping: dict[str, str] = {}  # uid → slice
     for a in diff.actions:
         ps = pod_slice_in(plan, a.unit) if a.kind == "stop" else None
         if ps is not None:
             stopping[ps.uid] = a.unit
-    if not stopping or (not obs.podman_managed and not podman.installed()):
-        return  # no podman on this host: no containers of it either
-    holding = {owning_slice(sc.slice) for name, sc in obs.scopes.items()
-               if parse_podman_scope(name) or parse_podman_conmon_scope(name)}
-    try:
-        found = podman_pods.managed_containers(set(stopping))
-    except SdqosError as exc:  # its containers stay, running ones in their slice
-        for uid, slice_name in sorted(stopping.items(), key=lambda x: x[1]):
-            if slice_name in holding:
-                report.errors.append(f"{slice_name}: not stopped: {exc}")
-                diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
-            else:
-                report.errors.append(f"{slice_name}: stopped, but its pod's exited podman containers (if any) "
-                                     f"were not removed: {exc}")
+    if not stopping:
         return
-    groups = sorted(found.items())
-    results = podman.remove_side_by_side(
-        [([c.name for c in cs], max(podman_pods.grace_seconds(labels=c.labels) for c in cs)) for _, cs in groups])
-    for (uid, cs), error in zip(groups, results):
-        slice_name = stopping[uid]
-        if error is None:
-            report.containers_removed.extend(sorted(c.name for c in cs))
-            try:  # its emptyDirs go with it, as `sdqos podman stop` removes them
-                host_volumes.remove(uid, host_volumes.volume_root())
-            except SdqosError as exc:
-                report.errors.append(f"{slice_name}: its emptyDir volumes were not removed: {exc}")
-        else:
-            report.errors.append(f"{slice_name}: not stopped: {error}")
-            diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
+    for rt in runtimes.TABLE:
+        holding = {owning_slice(sc.slice) for name, sc in obs.scopes.items() if rt.claims(name)}
+        try:
+            found = rt.pod_workloads(set(stopping), any(w.runtime == rt.name for w in obs.runtime_managed.values()))
+        except SdqosError as exc:  # its containers stay, running ones in their slice
+            for uid, slice_name in sorted(stopping.items(), key=lambda x: x[1]):
+                if slice_name in holding:
+                    report.errors.append(f"{slice_name}: not stopped: {exc}")
+                    diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
+                else:
+                    report.errors.append(f"{slice_name}: stopped, but its pod's exited {rt.name} containers (if any) "
+                                         f"were not removed: {exc}")
+            continue
+        groups = sorted(found.items())
+        if not groups:
+            continue
+        results = await rt.stop(sd, [(ws, max(w.grace_s or 0 for w in ws)) for _, ws in groups])
+        for (uid, ws), error in zip(groups, results):
+            slice_name = stopping[uid]
+            if error is None:
+                report.containers_removed.extend(sorted(w.name for w in ws))
+                try:  # its emptyDirs go with it, as `sdqos podman stop` removes them
+                    host_volumes.remove(uid, host_volumes.volume_root())
+                except SdqosError as exc:
+                    report.errors.append(f"{slice_name}: its emptyDir volumes were not removed: {exc}")
+            else:
+                report.errors.append(f"{slice_name}: not stopped: {error}")
+                diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
 
 
 def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report, inside: set[str]) -> None:
-    """A container ``sdqos podman start`` ran whose values just changed on its scope (or whose own
-    cgroup, ``inside``, no longer holds them): the same values through ``podman update``, so they
-    reach the cgroup the runtime keeps below the scope."""
+    """A container sdqos started through a runtime whose values just changed on its scope (or whose
+    own cgroup, ``inside``, no longer holds them): the same values through the runtime (``podman
+    update``), so they reach the cgroup the runtime keeps below the scope."""
     changed = {a.unit for a in diff.actions if a.kind == "update"} | inside
-    if not changed & set(obs.podman_managed):
+    if not changed & set(obs.runtime_managed):
         return
-    from sdqos.host import podman
-    from sdqos.plan.podman import update_args
+    from sdqos.reconcile import runtimes
 
-    for scope in sorted(changed & set(obs.podman_managed)):
+    for scope in sorted(changed & set(obs.runtime_managed)):
         b = bindings.get(scope)
         pp = plan.pod(b.pod) if b is not None and b.pod else None
         c = next((x for x in pp.containers if x.name == b.container), None) if pp is not None else None
-        if c is None:
+        w = obs.runtime_managed[scope]
+        rt = runtimes.row(w.runtime)
+        if c is None or rt is None:
             continue
         try:
-            podman.check(update_args(c, plan.cgroup) + [obs.podman_managed[scope]])
+            rt.update(w, c, plan.cgroup)
         except SdqosError as exc:
             report.errors.append(f"{scope} ({b.pod}/{b.container}): its scope has the new values, the container "
                                  f"does not: {exc}")

@@ -53,3 +53,44 @@ def test_a_critical_pod_is_ranked_and_said_never_evicted():
     plan = build_plan(node(), [crit, pod("over", "64Mi")], cgroup="v1")
     r = rank_of(plan, "t/crit", {"t/crit": Usage(10 * MI, 1), "t/over": Usage(200 * MI, 1)}, {})
     assert r["notEvictable"].startswith("critical pod") and orders(r)[0] == ("memory.available", 2, 2)
+
+
+def test_eviction_counts_outlive_the_record_of_a_workload_that_ran_again(tmp_path):
+    """The metrics' counter: evictions since boot, kept when a record goes (its pod ran again)."""
+    from sdqos.cli import metrics as m
+    from sdqos.reconcile import evict
+
+    evict._save(tmp_path, {"pod:t/be": {"name": "t/be"}}, {"pod:t/be": {"memory.available": 2}, "vm:v": {"pid.available": 1}})
+    assert evict.load_evicted(tmp_path) == {"pod:t/be": {"name": "t/be"}}
+    evict._save(tmp_path, {}, evict.load_counts(tmp_path))
+    assert evict.load_counts(tmp_path) == {"pod:t/be": {"memory.available": 2}, "vm:v": {"pid.available": 1}}
+    text = m.render(None, {}, evict.load_counts(tmp_path))
+    assert 'sdqos_evictions_total{kind="pod",pod="t/be",signal="memory.available"} 2' in text.splitlines()
+    assert 'sdqos_evictions_total{kind="vm",vm="v",signal="pid.available"} 1' in text.splitlines()
+    assert text.count("# TYPE sdqos_evictions_total counter") == 1
+
+
+def test_vms_found_by_pid_file_are_measured_at_their_scope_and_only_in_machine_slice(tmp_path):
+    """vm_cgroups: a pid-file VM's QEMU below its scope (libvirt's emulator sub-cgroup) counts at
+    the scope; one running outside machine.slice is not ranked (sync warns about it)."""
+    from sdqos.kube.model import CPU, MEMORY, VirtualMachine
+    from sdqos.kube.quantity import parse_quantity
+    from sdqos.plan.engine import build_plan
+    from sdqos.reconcile.evict import vm_cgroups
+
+    from ..helpers import node
+
+    proc = tmp_path / "proc"
+    for pid, path in ((41, "/machine.slice/machine-qemu\\x2d3\\x2dinside.scope/libvirt/emulator"),
+                      (42, "/system.slice/qemu-outside.service")):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "cgroup").write_text(f"0::{path}\n")
+    vms = []
+    for name, pid in (("inside", 41), ("outside", 42)):
+        (tmp_path / f"{name}.pid").write_text(f"{pid}\n")
+        req = {CPU: parse_quantity("1"), MEMORY: parse_quantity("1Gi")}
+        vms.append(VirtualMachine(name=name, requests=req, limits=req, overhead={}, pid_file=str(tmp_path / f"{name}.pid")))
+    vms.append(VirtualMachine(name="named", requests={}, limits={}, overhead={}, scope="machine-named.scope"))
+    plan = build_plan(node(), [], vms, cgroup="v2")
+    assert vm_cgroups(plan, proc) == {"inside": "/machine.slice/machine-qemu\\x2d3\\x2dinside.scope",
+                                      "named": "/machine.slice/machine-named.scope"}

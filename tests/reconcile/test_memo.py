@@ -1,5 +1,5 @@
-"""What a sync reuses of podman's, libvirt's and machined's answers (sdqos.reconcile.memo): only
-under the key it was taken with. Real files in a temp dir, as libvirtd writes them; the podman
+"""What a sync reuses of podman's, libvirt's and machined's answers (sdqos.reconcile.memo, under
+the keys their runtime rows in sdqos/reconcile/runtimes/ choose): only under the key it was taken with. Real files in a temp dir, as libvirtd writes them; the podman
 and machined cases that need the real services are in test_podman_sandbox.py and
 test_vms_sandbox.py."""
 
@@ -10,6 +10,8 @@ import os
 
 from sdqos.host.podman import PodmanContainer
 from sdqos.reconcile.memo import NAME, Memo
+from sdqos.reconcile.runtimes.libvirt import Libvirt
+from sdqos.reconcile.runtimes.podman import ROW as PODMAN
 from sdqos.reconcile.scopes import LiveScope
 
 from ..host.test_libvirt import STATUS, fake_proc
@@ -17,8 +19,19 @@ from ..host.test_libvirt import STATUS, fake_proc
 CID = "a" * 64
 
 
-def _memo(tmp_path) -> Memo:
-    return Memo(tmp_path / "run", tmp_path / "qemu", proc=tmp_path / "proc")
+class _Memo(Memo):
+    """The memo with libvirt's row looking in the temp dir: ``domains`` as a sync asks it."""
+
+    def __init__(self, tmp_path):
+        super().__init__(tmp_path / "run")
+        self.row = Libvirt(tmp_path / "qemu", proc=tmp_path / "proc")
+
+    def domains(self, warnings: list[str]):
+        return self.row.domains(self, warnings)
+
+
+def _memo(tmp_path) -> _Memo:
+    return _Memo(tmp_path)
 
 
 def _status(qemu, name: str, pid: int) -> None:
@@ -88,18 +101,18 @@ def test_podman_is_asked_again_only_when_the_libpod_scopes_change(tmp_path, monk
         return go
     scopes = _scopes(f"libpod-{CID}.scope", f"libpod-conmon-{CID}.scope")
     m = Memo(tmp_path)
-    assert m.podman(scopes, ask([CID]))[CID].name == "ca"
+    assert PODMAN.containers(scopes, m, ask([CID]))[CID].name == "ca"
     m.save()
     m = Memo(tmp_path)
-    assert m.podman(scopes, ask([CID])) == {CID: PodmanContainer(CID, "ca", {"l": "v"}, "running")}
+    assert PODMAN.containers(scopes, m, ask([CID])) == {CID: PodmanContainer(CID, "ca", {"l": "v"}, "running")}
     assert len(asked) == 1  # the same scopes: podman not asked
     other = "b" * 64
-    assert set(m.podman({**scopes, **_scopes(f"libpod-{other}.scope")}, ask([CID, other]))) == {CID, other}
+    assert set(PODMAN.containers({**scopes, **_scopes(f"libpod-{other}.scope")}, m, ask([CID, other]))) == {CID, other}
     assert len(asked) == 2  # a container started: asked
     monkeypatch.setenv("SDQOS_PODMAN", "podman --root /elsewhere")
-    m.podman({**scopes, **_scopes(f"libpod-{other}.scope")}, ask([CID, other]))
+    PODMAN.containers({**scopes, **_scopes(f"libpod-{other}.scope")}, m, ask([CID, other]))
     assert len(asked) == 3  # another podman (its storage): asked
-    assert m.podman(_scopes("sdqos-pod-x.scope"), lambda: {}) == {}  # no container scope: nothing kept or asked
+    assert PODMAN.containers(_scopes("sdqos-pod-x.scope"), m, lambda: {}) == {}  # no container scope: nothing kept or asked
     assert len(asked) == 3
 
 

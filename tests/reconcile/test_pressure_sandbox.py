@@ -176,6 +176,8 @@ def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
         status = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0").stdout)
         flagged = {(u["kind"], u["pod"]) for u in status["units"] if "evicted" in u["flags"]}
         assert flagged == {("pod", "be"), ("container", "be")}
+        metrics = sdqos_in(sb, "metrics", "--config", str(config), "--interval", "0").stdout
+        assert 'sdqos_evictions_total{kind="pod",pod="t/be",signal="memory.available"} 1' in metrics.splitlines(), metrics
 
         again = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
         after = json.loads(again.stdout)
@@ -416,4 +418,45 @@ def test_pid_pressure_evicts_the_pod_with_the_most_processes(clean_sandbox, conf
         for p in procs.values():
             p.kill()
             p.wait()
+        sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+
+
+def test_a_vm_found_by_its_pid_file_is_ranked_and_evicted_at_its_scope(clean_sandbox, config):
+    """A VM that sdqos did not start (no scope name in its definition: found by its pid file, as
+    sync finds it) is measured at the scope its process runs in and, with `eviction: Allowed`,
+    stopped there."""
+    sb = clean_sandbox
+    sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+    for name in ("be", "crit", "burst"):
+        (config / "pods" / f"{name}.yaml").unlink()
+    pid_file = config.parent / "vmpf.pid"
+    (config / "vms").mkdir()
+    (config / "vms" / "vm1.yaml").write_text(VM % f"  eviction: Allowed\n  pidFile: {pid_file}\n")
+    sync_json(sb, config)
+    hold = f"import os; open({str(pid_file)!r}, 'w').write(str(os.getpid())); " + HOLD
+    procs = {}
+    try:
+        procs["vm1"] = sbx.popen(sb, ["systemd-run", "--quiet", "--scope", "--slice=machine.slice", "--unit=vmpf",
+                                      sys.executable, "-c", hold, "100"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs["guar"] = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/guar", "app",
+                                       "--", sys.executable, "-c", HOLD, "0"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for p in procs.values():
+            assert readline(p) == "ready", p.stderr.read() if p.poll() is not None else ""
+        available = settled_available(sb, config)
+        (config / "node.yaml").write_text(NODE % f"{(available + 50 * Mi) // Mi}Mi")
+        r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert [x["name"] for x in out["ranking"]] == ["vm/vm1", "t/guar"]
+        assert out["ranking"][0]["memoryUsage"] >= 100 * Mi
+        assert out["victim"] == "vm/vm1" and out["evicted"]["stopped"] == ["vmpf.scope"]
+        procs["vm1"].wait(timeout=20)
+        assert procs["guar"].poll() is None
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+        sbx.run(sb, ["systemctl", "stop", "vmpf.scope"])
         sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])

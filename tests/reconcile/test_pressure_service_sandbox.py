@@ -35,8 +35,11 @@ def can_lower_oom_scores(sb) -> bool:
 
 
 def journal(sb) -> list[str]:
-    """What the service said (its stdout goes to the sandbox's journal)."""
-    return sbx.run(sb, ["journalctl", "--no-pager", "-o", "cat", "-u", UNIT]).stdout.splitlines()
+    """What the service's running instance said (its stdout goes to the sandbox's journal; an
+    earlier test's instance, in the same sandbox, is not this one)."""
+    invocation = sbx.run(sb, ["systemctl", "show", "-P", "InvocationID", UNIT]).stdout.strip()
+    match = [f"_SYSTEMD_INVOCATION_ID={invocation}"] if invocation else ["-u", UNIT]
+    return sbx.run(sb, ["journalctl", "--no-pager", "-o", "cat", *match]).stdout.splitlines()
 
 
 def memory(sb, what: str) -> int:

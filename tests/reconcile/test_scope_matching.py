@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from sdqos.host.podman import PodmanContainer
 from sdqos.plan.engine import build_plan
-from sdqos.reconcile.binding import bind_scopes, machine_names, managed_podman_scopes
+from sdqos.reconcile.binding import bind_scopes, machine_names
+from sdqos.reconcile.runtimes import Seen
 from sdqos.reconcile.scopes import LiveScope
 
 from ..helpers import node, pod_from
@@ -37,12 +38,15 @@ def test_podman_labels_decide_and_conmon_is_never_a_container():
                                                              "io.kubernetes.container.name": "sidecar",
                                                              "sdqos.io/managed": "true"}, "running")}
     warnings: list[str] = []
-    bindings, unmatched, _ = bind_scopes(plan, scopes, warnings, containers)
+    seen = Seen({"podman": containers})
+    bindings, unmatched, _ = bind_scopes(plan, scopes, warnings, seen)
     assert str(bindings[f"libpod-{A}.scope"].owner) == "pod shop/web container sidecar"
     assert unmatched == [f"libpod-{B}.scope"]  # no labels: nothing says whose it is
     assert f"libpod-conmon-{A}.scope" not in bindings and f"libpod-conmon-{A}.scope" not in unmatched
-    assert managed_podman_scopes(scopes, containers) == {f"libpod-{A}.scope": "shop_web_sidecar",
-                                                         f"libpod-conmon-{A}.scope": "shop_web_sidecar"}
+    managed = seen.managed(scopes)
+    assert {s: w.name for s, w in managed.items()} == {f"libpod-{A}.scope": "shop_web_sidecar",
+                                                        f"libpod-conmon-{A}.scope": "shop_web_sidecar"}
+    assert {w.runtime for w in managed.values()} == {"podman"}
 
 
 def test_labels_of_another_pod_do_not_count():
@@ -50,7 +54,7 @@ def test_labels_of_another_pod_do_not_count():
     scopes = dict([scope(plan, f"libpod-{A}.scope")])
     containers = {A: PodmanContainer(A, "x", {"io.kubernetes.pod.uid": "someone-else",
                                               "io.kubernetes.container.name": "nginx"}, "running")}
-    bindings, unmatched, _ = bind_scopes(plan, scopes, [], containers)
+    bindings, unmatched, _ = bind_scopes(plan, scopes, [], Seen({"podman": containers}))
     assert bindings == {} and unmatched == [f"libpod-{A}.scope"]
 
 
@@ -87,7 +91,7 @@ def test_a_podman_pods_sub_slice_counts_as_its_pod_slice():
     scopes = {name: LiveScope(name, sub, f"/x/{sub}/{name}", [100])}
     containers = {A: PodmanContainer(A, "n", {"io.kubernetes.pod.uid": pp.uid, "io.kubernetes.container.name": "nginx"},
                                      "running")}
-    bindings, unmatched, bound = bind_scopes(plan, scopes, [], containers)
+    bindings, unmatched, bound = bind_scopes(plan, scopes, [], Seen({"podman": containers}))
     assert str(bindings[name].owner) == "pod shop/web container nginx" and unmatched == []
     assert [u.slice for u in bound if u.name == name] == [sub]  # tuned where it is
     assert plan.unit(name) is None  # the plan is not edited: the bound unit is returned
@@ -100,7 +104,8 @@ def test_podman_containers_in_machine_slice_are_named_as_containers():
               f"libpod-conmon-{A}.scope": LiveScope(f"libpod-conmon-{A}.scope", "machine.slice", "/m", [101])}
     warnings: list[str] = []
     containers = {A: PodmanContainer(A, "web1", {}, "running")}
-    bind_scopes(plan, scopes, warnings, containers, names=machine_names(scopes, containers, {}))
+    seen = Seen({"podman": containers})
+    bind_scopes(plan, scopes, warnings, seen, names=machine_names(scopes, seen))
     assert warnings == [f"{name} in machine.slice is podman container web1, not a VM: left running, untouched, counted in the node budget "
                         "(run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]
 
@@ -112,7 +117,7 @@ def test_a_glob_match_and_a_scope_in_machine_slice_in_one_pass():
     scopes = dict([scope(plan, f"libpod-{A}.scope")])
     scopes[other] = LiveScope(other, "machine.slice", f"/machine.slice/{other}", [100])
     warnings: list[str] = []
-    bindings, _, _ = bind_scopes(plan, scopes, warnings, {}, names={other: "podman container web1"})
+    bindings, _, _ = bind_scopes(plan, scopes, warnings, Seen(), names={other: "podman container web1"})
     assert str(bindings[f"libpod-{A}.scope"].owner) == "pod shop/web container nginx"
     assert warnings == [f"{other} in machine.slice is podman container web1, not a VM: left running, untouched, counted "
                         "in the node budget (run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]

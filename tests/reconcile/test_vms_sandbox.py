@@ -197,8 +197,16 @@ def test_libvirt_domain_started_with_virsh_is_tuned(lv_sandbox, config):
         assert kernel(sb, "memory", f"machine.slice/{dom.scope}", "memory.limit_in_bytes") == VM_MEMORY
         host = vm.host_pid(sb, dom.inner_pid)
         assert host is not None and oom_of(host) == VM_OOM
+        assert "vm/lv" in ranked(sb, config)  # found for node-pressure eviction the way sync finds it
     finally:
         vm.libvirt_destroy_domain(sb, "lvdom")
+
+
+def ranked(sb, config) -> dict[str, dict]:
+    """The workloads `sdqos pressure --once` ranks for eviction, by name."""
+    r = sdqos_in(sb, "pressure", "--once", "--config", str(config), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    return {w["name"]: w for w in json.loads(r.stdout)["ranking"]}
 
 
 def _run_vm(sb, config, name: str = "vm1"):
@@ -395,6 +403,8 @@ def test_pid_file_vm_is_tuned_and_adopt_vm_takes_one_pid(lv_sandbox, config):
         assert vm.machine_info(sb, machine_name="ad")["Leader"] == ad_pid  # registered with machined
         assert assert_budget(sb) == (4 * 2**30 - 2 * VM_MEMORY, 2 * VM_MEMORY)  # set by adopt, before a sync
         assert sync_json(sb, config)["updated"] == []
+        both = ranked(sb, config)  # the pid-file VM by its pid file's PID, the adopted one by its scope's name
+        assert {"vm/pf", "vm/ad"} <= set(both) and all(both[n]["processes"] for n in ("vm/pf", "vm/ad")), both
     finally:
         vm.stop_qemu(pf)
         vm.stop_qemu(ad)
@@ -478,3 +488,38 @@ def test_a_stale_libvirt_record_never_makes_sdqos_tune_the_scope_its_pid_now_run
         sbx.run(sb, ["rm", "-rf", "/run/libvirt/qemu/ghost.xml"])
         p.kill()
         sbx.run(sb, ["systemctl", "stop", "foreign-batch.scope"])
+
+
+def test_an_nspawn_container_is_named_counted_and_left_running_through_machineds_row(lv_sandbox, config):
+    """systemd-nspawn registers its containers with machined (class container, machine-NAME.scope):
+    the runtime table's machined row names it, the budget counts it, sync never stops or claims it —
+    not even for a declared VM of the same name (rows: sdqos/reconcile/runtimes/)."""
+    sb = lv_sandbox
+    (config / "vms" / "web.yaml").write_text(vm_yaml("web"))  # machine-web.scope by name alone: not claimed
+    p = sbx.popen(sb, ["systemd-nspawn", "--quiet", "--directory=/", "--volatile=yes", "--register=yes",
+                       "--machine=web", "sleep", "600"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: active_state(sb, "machine-web.scope") == "active", "the nspawn container's scope")
+        assert "web container systemd-nspawn" in " ".join(sbx.run(sb, ["machinectl", "list", "--no-legend"]).stdout.split())
+        report = sync_json(sb, config)
+        assert report["errors"] == [], report
+        assert ("VM web: machine-web.scope exists but was not started by sdqos; left alone (set spec.scope to "
+                "claim it)") in report["warnings"], report["warnings"]
+        named = "machine-web.scope (container web (machined, registered by systemd-nspawn)) in machine.slice"
+        assert any(w.startswith(f"{named} has no memory limit: counted by its usage ") for w in report["warnings"]), \
+            report["warnings"]
+        st = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0").stdout)
+        row = next(r for r in st["units"] if r["unit"] == "machine-web.scope")
+        assert row["label"].startswith("container web (machined, registered by systemd-nspawn), not declared (counted ")
+        charge = counted(sb, config, "machine-web.scope")
+        assert charge > 0
+        pods, _ = assert_budget(sb)
+        assert pods <= 4 * 2**30 - 64 * 2**20 - 64 * 2**20 - charge  # the declared VM and the container
+        assert p.poll() is None and active_state(sb, "machine-web.scope") == "active"  # left running
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        sbx.run(sb, ["systemctl", "stop", "machine-web.scope"])

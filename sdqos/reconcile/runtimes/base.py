@@ -1,0 +1,158 @@
+"""What every runtime row is: the :class:`Runtime` interface, the :class:`Workload` record, and
+stopping a scope through systemd (what libvirt's and machined's rows do, as sdqos always has).
+
+A row knows one runtime's scopes by name, asks the runtime (through its host adapter, the only
+module that talks to it) what runs there, and stops or updates what sdqos may. The callers never
+branch on a runtime: they go through the table in :mod:`sdqos.reconcile.runtimes`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from sdqos.host.systemd import SystemdAPI
+    from sdqos.plan.engine import ContainerPlan
+    from sdqos.reconcile.memo import Memo
+    from sdqos.reconcile.scopes import LiveScope
+
+
+class Workload:
+    """One thing a runtime runs, as the runtime records it (never guessed from a scope's name).
+
+    A plain class, not a dataclass: every sync process makes the class, and a dataclass's generated
+    methods cost more to make than the rest of this package's import."""
+
+    __slots__ = ("runtime", "name", "scope", "helpers", "pod_uid", "container", "managed", "grace_s", "pid",
+                 "guest", "what")
+
+    def __init__(self, runtime: str, name: str, scope: str, helpers: tuple[str, ...] = (), *,
+                 pod_uid: str | None = None, container: str | None = None, managed: bool = False,
+                 grace_s: int | None = None, pid: int | None = None, guest: tuple[int, int] | None = None,
+                 what: str = ""):
+        self.runtime = runtime  # the row's name ("": a scope of no runtime, sdqos's own)
+        self.name = name  # the runtime's own name for it: podman's container name, a domain, a machine
+        self.scope = scope  # the scope it runs in
+        self.helpers = helpers  # scopes of the runtime's that go with it (podman's conmon)
+        self.pod_uid = pod_uid  # the pod the runtime says it belongs to …
+        self.container = container  # … and the container there
+        self.managed = managed  # sdqos started it through the runtime: sdqos's to stop and update
+        self.grace_s = grace_s  # its pod's grace period, as the runtime keeps it
+        self.pid = pid  # its main process (a VM's QEMU)
+        self.guest = guest  # a VM's (RAM bytes, vCPUs): what it can hold at most
+        self.what = what  # in words, for reports: "podman container web1", "libvirt domain db"
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return (self.scope, *self.helpers)
+
+    def __repr__(self) -> str:
+        return f"Workload({self.runtime!r}, {self.name!r}, {self.scope!r})"
+
+
+class Runtime(Protocol):
+    """One row of the runtime table."""
+
+    name: str
+    inner_cgroup: str | None  # where the runtime keeps a workload's limits below its scope (crun: container)
+    misplaced: str | None  # advice for its workload found in machine.slice that is not a VM
+
+    def claims(self, scope: str) -> bool:
+        """Whether a scope of this name is one this runtime makes (a workload's or its own)."""
+
+    def named_by(self, scope: str) -> str | None:
+        """The workload name a scope's name gives (libvirt: the domain), without asking the runtime
+        (the name itself is parsed in sdqos/kube/naming.py)."""
+
+    async def observe(self, sd: SystemdAPI, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
+                      warnings: list[str], errors: list[str]) -> Any:
+        """What the runtime says runs (asked only when one of its scopes may run; ``memo``: the last
+        sync's answer, reused while unchanged); None when it could not be asked (then its scopes
+        are neither tuned nor stopped)."""
+
+    def workload(self, scope: LiveScope, known: Any) -> Workload | None:
+        """The workload a live scope runs, by the runtime's record."""
+
+    def describe(self, scope: LiveScope, known: Any) -> str | None:
+        """What a scope of this runtime runs, in words (None: not this runtime's, or not known)."""
+
+    def by_name(self, name: str, known: Any) -> Workload | None:
+        """The running workload the runtime calls ``name`` (a VM's ``spec.libvirt.domain``)."""
+
+    def helper(self, scope: str, known: Any) -> bool:
+        """A scope the runtime keeps for itself (conmon, a podman pod's infra container): never a
+        container's or a VM's, never foreign."""
+
+    def pod_workloads(self, uids: set[str], seen: bool) -> dict[str, list[Workload]]:
+        """sdqos's own workloads (running or exited) of the pods ``uids``, asking the runtime;
+        ``seen``: some ran this sync (then a runtime that cannot be asked is an error)."""
+
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
+        """Stop and remove workloads, each group with its grace period (SIGTERM, SIGKILL after it),
+        the groups side by side; one result per group (None: done)."""
+
+    def update(self, workload: Workload, container: ContainerPlan, cgroup: str) -> None:
+        """Bring a running workload to a container's values where the scope's do not reach."""
+
+
+async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
+    """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
+    (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
+    import asyncio
+    import time
+
+    from sdqos.errors import NoSuchUnit
+
+    async def alive(s: str) -> bool:
+        try:
+            return bool(await sd.get_unit_processes(s))
+        except NoSuchUnit:  # a scope whose processes all ended is gone
+            return False
+
+    async def kill(s: str, signal: int) -> None:
+        try:
+            await sd.kill_unit(s, "all", signal)
+        except NoSuchUnit:
+            pass
+
+    for s in scopes:
+        await kill(s, 15)
+    deadline = time.monotonic() + grace
+    left = [s for s in scopes if await alive(s)]
+    while left and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        left = [s for s in left if await alive(s)]
+    for s in left:
+        await kill(s, 9)
+    errors = await sd.stop_units(scopes)
+    for e in errors:
+        if e is not None and not isinstance(e, NoSuchUnit):
+            raise e
+
+
+class ScopeRuntime:
+    """What the VM rows share: their workloads stop as scopes (SIGTERM, SIGKILL after the grace
+    period, StopUnit), they hold no pod's containers and take no container values."""
+
+    name = ""
+    inner_cgroup: str | None = None
+    misplaced: str | None = None
+
+    def helper(self, scope: str, known: Any) -> bool:
+        return False
+
+    def pod_workloads(self, uids: set[str], seen: bool) -> dict[str, list[Workload]]:
+        return {}
+
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
+        out: list[Exception | None] = []
+        for workloads, grace in groups:
+            try:
+                await kill_scopes(sd, [s for w in workloads for s in w.scopes], grace)
+                out.append(None)
+            except Exception as exc:  # noqa: BLE001 - one result per group, as the caller reports it
+                out.append(exc)
+        return out
+
+    def update(self, workload: Workload, container: ContainerPlan, cgroup: str) -> None:
+        return None  # a VM's values are its scope's: systemd holds them

@@ -1,0 +1,96 @@
+"""systemd-machined as a runtime row: a machine registered there (a VM ``sdqos run --vm`` started,
+an nspawn container, …) runs in ``machine-<name>.scope``; which machine a scope runs is machined's
+record (``ListMachines``, :mod:`sdqos.host.machined`). Stopped as a scope, as sdqos always has.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Awaitable, Callable
+
+from sdqos.errors import SdqosError
+from sdqos.kube.naming import marked, parse_machine_scope
+from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload
+
+if TYPE_CHECKING:
+    from sdqos.host.machined import Machine
+    from sdqos.host.systemd import SystemdAPI
+    from sdqos.reconcile.memo import Memo
+    from sdqos.reconcile.scopes import LiveScope
+
+Known = list["Machine"]
+
+
+class Machined(ScopeRuntime):
+    name = "machined"
+
+    def __init__(self, state_dir: str | None = None):
+        """``state_dir``: where machined keeps a file per machine (None: the host's)."""
+        self.state_dir = state_dir
+
+    def claims(self, scope: str) -> bool:
+        return parse_machine_scope(scope) is not None
+
+    def named_by(self, scope: str) -> str | None:
+        return parse_machine_scope(scope)
+
+    async def observe(self, sd: SystemdAPI, scopes: dict[str, LiveScope], machine: bool, memo: Memo | None,
+                      warnings: list[str], errors: list[str]) -> Known:
+        if not machine:
+            return []
+        return await self.machines(memo, lambda: _ask(sd, warnings))
+
+    async def machines(self, memo: Memo | None, ask: Callable[[], Awaitable[Known]]) -> Known:
+        """``ask``'s answer, reused (``memo``) while machined's state dir holds the same files (a file
+        per machine), only where this process sees PID 1's /run; a failed or empty answer is not kept."""
+        import os
+
+        from sdqos.host import cgroupfs
+        from sdqos.host.inputs import MACHINED_STATE
+        from sdqos.host.machined import Machine
+        from sdqos.reconcile.memo import identity
+
+        state_dir = self.state_dir or MACHINED_STATE
+        if memo is None or not os.path.isdir(state_dir) or not cgroupfs.available():
+            return await ask()  # machined's state is not where this process looks
+        key = identity(state_dir)
+        got = memo.reuse(self.name, key)
+        if got is not None:
+            try:
+                return [Machine(*m) for m in got["machines"]]
+            except (KeyError, TypeError):
+                pass
+        out = await ask()
+        if out:
+            memo.keep(self.name, key, {"machines": [[m.name, m.cls, m.service] for m in out]})
+        return out
+
+    def workload(self, scope: LiveScope, known: Known | None) -> Workload | None:
+        m = next((m for m in known or () if m.scope == scope.name), None)
+        return _workload(m) if m is not None else None
+
+    def describe(self, scope: LiveScope, known: Known | None) -> str | None:
+        w = self.workload(scope, known)
+        return w.what if w is not None and not marked(scope.description) else None  # (a VM sdqos started)
+
+    def by_name(self, name: str, known: Known | None) -> Workload | None:
+        m = next((m for m in known or () if m.name == name), None)
+        return _workload(m) if m is not None else None
+
+
+def _workload(m: Machine) -> Workload:
+    return Workload("machined", m.name, m.scope,
+                    what=f"{'VM' if m.cls == 'vm' else m.cls} {m.name} (machined, registered by {m.service})")
+
+
+async def _ask(sd: SystemdAPI, warnings: list[str]) -> Known:
+    """The machines systemd-machined knows (none when it does not run)."""
+    from sdqos.host import machined
+
+    try:
+        return await machined.list_machines(sd) or []
+    except SdqosError as exc:
+        warnings.append(f"cannot ask systemd-machined which machines run: {exc}")
+        return []
+
+
+ROW = Machined()
