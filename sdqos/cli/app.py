@@ -147,13 +147,14 @@ def complete_vms(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writes: bool = False, machines=None,
-                 explain: bool = False, what_if=()):
+                 explain: bool = False, what_if=(), as_synced: bool = False):
     """(config, plan) through the one loading path, ``sdqos.loading.load.load`` (every command
     uses it; this only spells the --cgroup option as it wants it)."""
     from sdqos.loading.load import load
 
     mode = cgroup.value if isinstance(cgroup, CgroupMode) else cgroup
-    return load(config, mode, insecure=insecure, writes=writes, machines=machines, explain=explain, what_if=what_if)
+    return load(config, mode, insecure=insecure, writes=writes, machines=machines, explain=explain, what_if=what_if,
+                as_synced=as_synced)
 
 
 def run_async(coro):
@@ -206,7 +207,7 @@ def plan(
     from sdqos.cli.render import plan_json, plan_text
 
     with cli_errors():
-        cfg, p = load_planned(config, insecure, cgroup)
+        cfg, p = load_planned(config, insecure, cgroup, as_synced=True)
         errors = [str(e) for e in cfg.errors]
         p.warnings[:0] = [w for w in cfg.warnings if w not in p.warnings]  # the config's own (files not read)
         if output == Output.json:
@@ -247,7 +248,7 @@ def explain(
             from sdqos.loading.load import what_if_pods
 
             what_if = what_if_pods(path, insecure)
-        cfg, p = load_planned(config, insecure, cgroup, explain=True, what_if=what_if)
+        cfg, p = load_planned(config, insecure, cgroup, explain=True, what_if=what_if, as_synced=True)
         if what_if:
             wanted = [new.key for new in what_if]
             if not all(p.pod(k) is not None for k in wanted):  # the file's pods are invalid (duplicates, values)
@@ -261,18 +262,35 @@ def explain(
             wanted = matches[:1]
         live = {} if what_if else _live_containers(p, wanted)
         ranks = _eviction_ranks(p, wanted, measure=not what_if)
+        clamps = _last_clamps(p)
         if output == Output.json:
             from sdqos.plan.explain import explain_json, machines_json, tiers_json
 
-            typer.echo(json.dumps({"pods": [{**explain_json(pp, live.get(pp.key)), "tiers": tiers_json(p, pp),
+            typer.echo(json.dumps({"pods": [{**explain_json(pp, live.get(pp.key)), "tiers": tiers_json(p, pp, clamps),
                                              "eviction": ranks.get(pp.key)}
                                             for pp in p.pods if pp.key in wanted],
                                    "machines": machines_json(p), "warnings": list(p.warnings)}, indent=2))
             return
-        texts = [explain_pod(p, pp, live.get(pp.key), ranks.get(pp.key)) for pp in p.pods if pp.key in wanted]
+        texts = [explain_pod(p, pp, live.get(pp.key), ranks.get(pp.key), clamps) for pp in p.pods if pp.key in wanted]
         typer.echo("\n\n".join(texts))
         for w in p.warnings:
             warn(f"{w}")
+
+
+def _last_clamps(p) -> dict[tuple[str, str], tuple[int, str]]:
+    """The last sync's clamps (its record's adjustments) whose unit still plans the value it was
+    clamped from: (unit, property) → (the value set, why), for explain to show what systemd holds."""
+    from sdqos.cli.status import recorded_adjustments
+    from sdqos.loading.cache import usable_run_dir
+    from sdqos.loading.load import last_sync_record
+
+    run_dir = usable_run_dir(create=False)
+    out = {}
+    for a in recorded_adjustments(last_sync_record(run_dir) if run_dir is not None else {}):
+        u = p.unit(a.unit)
+        if u is not None and u.properties.get(a.prop) == a.wanted:
+            out[(a.unit, a.prop)] = (a.set, a.reason)
+    return out
 
 
 def _eviction_ranks(p, keys: list[str], measure: bool) -> dict[str, dict]:
@@ -311,16 +329,16 @@ def _explain_vm(config: Path, insecure: bool, vm: str | None, pod: str | None, c
 
     if vm is None or pod is not None:
         raise InvalidInput("give a pod (NS/NAME or a manifest file), or --vm NAME")
-    _, p = load_planned(config, insecure, cgroup, explain=True)
+    _, p = load_planned(config, insecure, cgroup, explain=True, as_synced=True)
     vp = next((v for v in p.vms if v.vm.name == vm), None)
     if vp is None:
         hint = closest(vm, [v.vm.name for v in p.vms])
         raise InvalidInput(f"no VM {vm!r} in the config (vms/*.yaml)" + (f"; did you mean {hint!r}?" if hint else ""))
     if output == Output.json:
-        typer.echo(json.dumps({"vms": [explain_vm_json(p, vp)], "machines": machines_json(p),
+        typer.echo(json.dumps({"vms": [explain_vm_json(p, vp, _last_clamps(p))], "machines": machines_json(p),
                                "warnings": list(p.warnings)}, indent=2))
         return
-    typer.echo(explain_vm(p, vp))
+    typer.echo(explain_vm(p, vp, _last_clamps(p)))
     for w in p.warnings:
         warn(f"{w}")
 

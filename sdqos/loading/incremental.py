@@ -101,11 +101,13 @@ def load_plan(
     machines: Sequence[engine.MachineCharge] = (),
     explain: bool = False,
     what_if: Sequence[Pod] = (),
+    kept: Sequence[engine.KeptPod] = (),
 ) -> tuple[Config, engine.Plan]:
     """``load_config`` and ``build_plan`` in one, with the same results and errors, reusing
     fragments from ``cache_dir`` (none without one: then it only does what the two do).
     ``explain``: plan with reasons (fragments are neither read nor written). ``what_if``: pods laid
-    over the config's, replacing those with the same namespace/name (``explain FILE``).
+    over the config's, replacing those with the same namespace/name (``explain FILE``). ``kept``:
+    pod slices counted in their tiers besides the config's pods (what the last sync kept).
     Commands call this through :func:`sdqos.loading.load.load`."""
     scan = scan_config(config_dir, detected=detected, insecure=insecure, cache_dir=cache_dir,
                        cache_write=cache_write, workers=workers)
@@ -170,7 +172,8 @@ def load_plan(
     dup_errors, bad, dup_invalid = duplicate_pods(idents)
     if bad:
         plans = [pp for i, pp in enumerate(plans) if i not in bad]
-    plan = engine.assemble(basis, plans, explain=explain)
+    planned = {pp.slice for pp in plans}  # a kept slice whose pod is configured again is that pod
+    plan = engine.assemble(basis, plans, explain=explain, kept=[k for k in kept if k.unit not in planned])
     scan.failed += vm_failed
     result = ParseResult(vms=vms.vms, errors=pod_files.errors + vm_files.errors + dup_errors + vms.errors,
                          invalid_keys=pod_files.invalid_keys | vm_files.invalid_keys | dup_invalid | vms.invalid_keys)

@@ -19,7 +19,7 @@ from sdqos.errors import ConfigInvalid, InvalidInput
 from sdqos.host import rundir
 from sdqos.kube.model import Pod
 from sdqos.loading.configdir import DEFAULT_DIR, Config
-from sdqos.plan.engine import MachineCharge, Plan
+from sdqos.plan.engine import KeptPod, MachineCharge, Plan
 
 
 
@@ -45,6 +45,16 @@ def counted_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[MachineCha
         except (KeyError, TypeError, ValueError):
             return ()
     return tuple(sorted(out, key=lambda m: m.unit))
+
+
+def kept_pods(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[KeptPod, ...]:
+    """Source: the pod slices the last sync kept (a held-back removal, an invalid file, a refused
+    move) and counted in their tiers, so ``plan`` and ``explain`` show the tier values sync set;
+    () when unknown."""
+    try:
+        return tuple(KeptPod(**k) for k in last_sync_record(run_dir).get("kept") or ())
+    except TypeError:
+        return ()
 
 
 def what_if_pods(path: Path, insecure: bool) -> list[Pod]:
@@ -80,6 +90,7 @@ def load(
     machines: Sequence[MachineCharge] | None = None,
     explain: bool = False,
     what_if: Sequence[Pod] = (),
+    as_synced: bool = False,
 ) -> tuple[Config, Plan]:
     """(config, plan) for any command.
 
@@ -88,7 +99,9 @@ def load(
     the host, as they are. ``machines``: what runs in machine.slice besides declared VMs (sync's
     replan passes what it observed); default: what the last sync counted (``plan.machines`` says
     which were counted). ``explain``: every value with its reason (no cached plan fragments: they
-    carry no reasons). ``what_if``: pods laid over the config's (same namespace/name replaced)."""
+    carry no reasons). ``what_if``: pods laid over the config's (same namespace/name replaced).
+    ``as_synced``: count the pods the last sync kept in their tiers, as that sync did (``plan``,
+    ``explain``; sync finds its own, status and metrics take them from the record)."""
     from sdqos.loading.cache import usable_run_dir
     from sdqos.loading.incremental import load_plan
 
@@ -99,5 +112,6 @@ def load(
     run_dir = usable_run_dir(create=writes)
     if machines is None:
         machines = counted_machines(run_dir) if run_dir is not None else ()
+    kept = kept_pods(run_dir) if as_synced and run_dir is not None else ()
     return load_plan(config_dir, cgroup, insecure=insecure, cache_dir=run_dir, cache_write=writes,
-                     machines=machines, explain=explain, what_if=what_if)
+                     machines=machines, explain=explain, what_if=what_if, kept=kept)

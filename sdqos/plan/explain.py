@@ -7,6 +7,8 @@ sync counted in machine.slice), so an explanation never disagrees with what ``pl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sdqos import humanize as H
 from sdqos.kube import qos
 from sdqos.kube.model import BESTEFFORT, BURSTABLE, CPU, GUARANTEED, MEMORY, Pod
@@ -16,6 +18,10 @@ from sdqos.plan.properties import (INFINITY, PERIOD_PROPERTY, QUOTA_PROPERTY, WE
 
 # Which engine reasoning explains which systemd property (each property's row says).
 _WHY_KEY = WHY_KEYS
+#: (unit, property) → (the value set, why): the last sync's clamps still in force (a limit raised to
+#: its usage; ``reconcile.desired.Adjustment``), so explain shows the value systemd holds beside the
+#: one the formula gives.
+Clamps = Mapping[tuple[str, str], tuple[int, str]]
 
 
 def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
@@ -42,7 +48,12 @@ def qos_reason(pod: Pod, cls: str, pod_level: bool = True) -> str:
     return "summed requests differ from summed limits"
 
 
-def _prop_line(name: str, value: int, why: dict[str, str], period: int) -> str:
+def _prop_line(name: str, value: int, why: dict[str, str], period: int, clamp: tuple[int, str] | None = None) -> str:
+    if clamp is not None:  # the value set, then the formula's (wanted) value and why they differ
+        wanted = _prop_line(name, value, why, period).split("\n", 1)
+        head = f"    {name:<20} {clamp[0]:>20}  {show_value(name, clamp[0])}"
+        return "\n".join([head, f"      set by the last sync: {clamp[1]}",
+                          f"      {'wanted':<18} {wanted[0][25:].strip()}", *wanted[1:]])
     shown = show_value(name, value)
     raw = "infinity" if value == INFINITY else str(value)
     text = f"    {name:<20} {raw:>20}  {shown}"
@@ -96,7 +107,7 @@ def eviction_lines(rank: dict) -> list[str]:
 
 
 def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None = None,
-                rank: dict | None = None) -> str:
+                rank: dict | None = None, clamps: Clamps | None = None) -> str:
     """``live``: container name → (the scope it runs in now, what runs it), e.g. a podman
     container's ``libpod-<id>.scope``: named instead of the scope ``sdqos run`` would make.
     ``rank``: its place in the eviction orders (``reconcile.evict.rank_of``)."""
@@ -139,7 +150,7 @@ def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None
                          f"\n      = {c.why.get('oomd_preference', '')}")
     lines.append("")
     lines.append("  Tiers this pod counts toward")
-    lines += _unit_lines(plan, tier_names(plan, pp), period)
+    lines += _unit_lines(plan, tier_names(plan, pp), period, clamps)
     lines += machines_lines(plan)
     if rank is not None:
         lines += eviction_lines(rank)
@@ -154,12 +165,13 @@ def tier_names(plan: Plan, pp: PodPlan) -> list[str]:
     return names
 
 
-def tiers_json(plan: Plan, pp: PodPlan) -> dict:
+def tiers_json(plan: Plan, pp: PodPlan, clamps: Clamps | None = None) -> dict:
     """The tiers a pod counts toward, with their values and reasons (as ``explain`` prints them)."""
-    return {u.name: _values(u.properties, u.why) for u in (plan.unit(n) for n in tier_names(plan, pp)) if u is not None}
+    return {u.name: _values(u.properties, u.why, clamps, u.name)
+            for u in (plan.unit(n) for n in tier_names(plan, pp)) if u is not None}
 
 
-def _unit_lines(plan: Plan, names: list[str], period: int) -> list[str]:
+def _unit_lines(plan: Plan, names: list[str], period: int, clamps: Clamps | None = None) -> list[str]:
     """Each named unit of the plan with its values and their reasons."""
     lines = []
     for name in names:
@@ -168,7 +180,7 @@ def _unit_lines(plan: Plan, names: list[str], period: int) -> list[str]:
             continue
         lines.append(f"  {unit.name}  ({unit.kind})")
         for prop, value in unit.properties.items():
-            lines.append(_prop_line(prop, value, unit.why, period))
+            lines.append(_prop_line(prop, value, unit.why, period, (clamps or {}).get((unit.name, prop))))
     return lines
 
 
@@ -177,10 +189,16 @@ def _parent(plan: Plan, unit_name: str) -> str:
     return u.slice if u else "?"
 
 
-def _values(props: dict[str, int], why: dict[str, str]) -> dict:
-    """Each property's value, as people read it, and the reason behind it."""
-    return {name: {"value": value, "shown": show_value(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
-            for name, value in props.items()}
+def _values(props: dict[str, int], why: dict[str, str], clamps: Clamps | None = None, unit: str = "") -> dict:
+    """Each property's value, as people read it, and the reason behind it; a clamped one: the value
+    set, with the formula's as ``wanted`` and why they differ as ``adjusted``."""
+    out = {}
+    for name, value in props.items():
+        out[name] = {"value": value, "shown": show_value(name, value), "why": why.get(_WHY_KEY.get(name, ""))}
+        clamp = (clamps or {}).get((unit, name))
+        if clamp is not None:
+            out[name].update(value=clamp[0], shown=show_value(name, clamp[0]), wanted=value, adjusted=clamp[1])
+    return out
 
 
 def explain_json(pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) -> dict:
@@ -204,7 +222,7 @@ def explain_json(pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) ->
     }
 
 
-def explain_vm(plan: Plan, vp: VMPlan) -> str:
+def explain_vm(plan: Plan, vp: VMPlan, clamps: Clamps | None = None) -> str:
     """One VM's values (its scope, its OOM score) and the node budget it takes from the pods."""
     vm = vp.vm
     period = plan.node.cpu_cfs_quota_period_us
@@ -227,12 +245,12 @@ def explain_vm(plan: Plan, vp: VMPlan) -> str:
         lines.append(f"      = {vp.why['oom_score_adj']}")
     lines.append("")
     lines.append("  The node budget it takes from the pods")
-    lines += _unit_lines(plan, ["machine.slice", plan.root_slice], period)
+    lines += _unit_lines(plan, ["machine.slice", plan.root_slice], period, clamps)
     lines += machines_lines(plan)
     return "\n".join(lines)
 
 
-def explain_vm_json(plan: Plan, vp: VMPlan) -> dict:
+def explain_vm_json(plan: Plan, vp: VMPlan, clamps: Clamps | None = None) -> dict:
     """One VM's values with their reasons, and the budget units it shapes, as data."""
     values = _values
     return {
@@ -241,5 +259,5 @@ def explain_vm_json(plan: Plan, vp: VMPlan) -> dict:
         "limits": {"cpu": H.cpu(vp.limits[CPU]) if vp.limits[CPU] else None, "memory": vp.limits[MEMORY]},
         "oomScoreAdj": vp.oom_score_adj, "oomScoreAdjWhy": vp.why.get("oom_score_adj"),
         "properties": values(vp.properties, vp.why),
-        "budget": {u.name: values(u.properties, u.why) for u in plan.units if u.kind in ("machine", "node")},
+        "budget": {u.name: values(u.properties, u.why, clamps, u.name) for u in plan.units if u.kind in ("machine", "node")},
     }

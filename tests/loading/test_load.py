@@ -81,3 +81,31 @@ def test_cli_record_and_loading_agree_on_the_file(tmp_path):
 
     assert metrics.LAST_SYNC == rundir.LAST_SYNC_NAME
     assert Path(rundir.LAST_SYNC_NAME).name == "last-sync.json"
+
+
+def test_the_last_syncs_kept_pods_are_counted_for_plan_and_explain(tmp_path):
+    """A pod slice the last sync kept (held back, an invalid file) is counted in its tier by plan
+    and explain (``as_synced``: the ``kept`` source) as sync counted it; a kept slice whose pod is
+    configured again is that pod, not counted twice; a record that does not read counts nothing."""
+    import dataclasses
+
+    from sdqos.plan.engine import KeptPod
+
+    cfg = config(tmp_path)
+    rundir.ensure_dir(tmp_path / "run")
+    assert ld.kept_pods(tmp_path / "run") == ()
+    k = KeptPod("kubepods-burstable-podgone.slice", "Burstable", 300, 64 * 2**20, "held back by --max-removals 0")
+    (tmp_path / "run" / rundir.LAST_SYNC_NAME).write_text(json.dumps({"kept": [dataclasses.asdict(k)]}))
+    (tmp_path / "run" / rundir.LAST_SYNC_NAME).chmod(0o600)
+    assert ld.kept_pods(tmp_path / "run") == (k,)
+    _, plain = load_plan(cfg, "v1", detected=CAPACITY)
+    _, counted = load_plan(cfg, "v1", detected=CAPACITY, kept=(k,), explain=True)
+    tier = "kubepods-burstable.slice"
+    before = next(u for u in plain.units if u.name == tier).properties["CPUShares"]
+    after = next(u for u in counted.units if u.name == tier)
+    assert after.properties["CPUShares"] == before + 300 * 1024 // 1000 and after.why
+    again = KeptPod(plain.pods[0].slice, plain.pods[0].qos, 300, 64 * 2**20, "invalid")
+    _, same = load_plan(cfg, "v1", detected=CAPACITY, kept=(again,))
+    assert [(u.name, u.properties) for u in same.units] == [(u.name, u.properties) for u in plain.units]
+    (tmp_path / "run" / rundir.LAST_SYNC_NAME).write_text(json.dumps({"kept": [{"unit": "x"}]}))
+    assert ld.kept_pods(tmp_path / "run") == ()
