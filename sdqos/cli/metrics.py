@@ -59,6 +59,25 @@ class _Out:
         return out
 
 
+def node_metrics(status: Status, out: _Out) -> None:
+    """The node's eviction signals, thresholds and conditions (status's ``node``)."""
+    node = status.node
+    if node is None:
+        return
+    for c, on in node["conditions"].items():
+        out.metric("sdqos_node_condition", "gauge", "1 if kubelet's node condition holds now (eviction thresholds).",
+                   _labels(condition=c), int(on))
+    for sig in node["signals"]:
+        if sig["available"] is None:
+            continue
+        out.metric("sdqos_node_signal_available", "gauge", "An eviction signal's value now (bytes; processes for "
+                   "pid.available).", _labels(signal=sig["signal"]), sig["available"])
+        for t in sig["thresholds"]:
+            out.metric("sdqos_node_eviction_threshold", "gauge", "Below this, node-pressure eviction acts (hard: at "
+                       "once; soft: after its grace period).", _labels(signal=sig["signal"], hard=str(t["hard"]).lower()),
+                       t["amount"])
+
+
 def unit_metrics(status: Status, out: _Out) -> None:
     for r in status.rows:
         pod = f"{r.namespace}/{r.pod}" if r.kind in ("pod", "container") and r.pod else None
@@ -169,6 +188,7 @@ def render(status: Status | None, rec: dict, evictions: dict[str, dict[str, int]
     out = _Out()
     if status is not None:
         unit_metrics(status, out)
+        node_metrics(status, out)
     sync_metrics(rec, out)
     eviction_metrics(evictions or {}, out)
     return "\n".join(out.lines) + "\n"

@@ -65,10 +65,13 @@ class Status:
     warnings: list[str]
     interval_s: float
     summary: dict[str, int] = field(default_factory=dict)
+    # the node's eviction signals against their thresholds, and kubelet's node conditions (one
+    # look, as `sdqos pressure --once`); None when the kernel's numbers could not be read
+    node: dict | None = None
 
     def as_json(self) -> dict:
         return {"cgroup": self.cgroup, "intervalSeconds": self.interval_s, "summary": self.summary,
-                "units": [_row_json(r) for r in self.rows], "warnings": self.warnings}
+                "node": self.node, "units": [_row_json(r) for r in self.rows], "warnings": self.warnings}
 
 
 def _row_json(r: Row) -> dict:
@@ -329,7 +332,44 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
         "pods": len(plan.pods),
         "vms": len(plan.vms),
     }
-    return Status(plan.cgroup, rows, warnings, interval, summary)
+    return Status(plan.cgroup, rows, warnings, interval, summary, node_pressure(plan))
+
+
+def node_pressure(plan: Plan, root=None, proc=None) -> dict | None:
+    """The node's signals (memory.available, allocatableMemory.available, pid.available) against
+    every threshold on them, and MemoryPressure/PIDPressure as kubelet's node conditions would read
+    now (reconcile/evict.py's one look, without ranking workloads). None when they cannot be read."""
+    from sdqos.errors import SdqosError
+    from sdqos.host import pressure as hp
+    from sdqos.kube.model import MEMORY
+    from sdqos.reconcile import evict
+
+    allocatable = plan.allocatable[MEMORY] if "pods" in plan.node.enforce_node_allocatable else None
+    try:
+        observations = hp.observe(plan.node, plan.cgroup, allocatable, root or hp.ROOT, proc or hp.PROC)
+    except (OSError, ValueError, SdqosError):
+        return None
+    j = evict.as_json(evict.assess(plan, observations, {}, {}))
+    return {"signals": j["signals"], "conditions": j["conditions"]}
+
+
+def node_lines(node: dict | None) -> list[str]:
+    """status's lines for the node: its conditions, then each signal against its thresholds."""
+    if node is None:
+        return []
+    conds = " · ".join(f"{c}={'True' if on else 'False'}" for c, on in node["conditions"].items())
+    out = [f"node: {conds}"]
+    for sig in node["signals"]:
+        if sig["available"] is None or not sig["thresholds"]:
+            continue
+        pid = sig["signal"] == "pid.available"
+        amount = (lambda n: H.count(n)) if pid else H.size
+        limits = ", ".join(
+            ("hard" if t["hard"] else f"soft ({t['gracePeriodSeconds']:g}s)") + f" below {amount(t['amount'])}"
+            + (" (crossed)" if t["met"] else "")
+            for t in sig["thresholds"])
+        out.append(f"  {sig['signal']} {amount(sig['available'])} of {amount(sig['capacity'])}: evicts at {limits}")
+    return out
 
 
 def _mark_evicted(plan: Plan, rows: list[Row]) -> None:
@@ -573,5 +613,6 @@ def render_plain(status: Status, width: int | None = None, color: bool = False) 
     lines.append("")
     lines.append(f"{s['pods']} pods · {s['vms']} VMs · {s['running']}/{s['units']} units running · "
                  f"{s['drift']} drifted · {s['flagged']} flagged")
+    lines += node_lines(status.node)
     lines += [f"warning: {w}" for w in status.warnings]
     return "\n".join(lines)

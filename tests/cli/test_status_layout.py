@@ -110,3 +110,20 @@ def test_a_drifted_unit_gets_one_line_more_live_to_planned():
         i = next(i for i, ln in enumerate(lines) if "kubepods-burstable.slice" in ln)
         assert lines[i].split()[-1] == "drift"
         assert lines[i + 1] == "    ↳ drift (live → planned): CPUShares 100 shares → 1228 shares"
+
+
+def test_the_node_lines_show_conditions_and_each_signal_against_its_thresholds():
+    from sdqos.cli.status import node_lines
+
+    node = {"conditions": {"MemoryPressure": True, "PIDPressure": False}, "signals": [
+        {"signal": "memory.available", "available": 90 << 20, "capacity": 4 << 30, "thresholds": [
+            {"amount": 100 << 20, "hard": True, "gracePeriodSeconds": 0.0, "met": True},
+            {"amount": 1 << 30, "hard": False, "gracePeriodSeconds": 60.0, "met": True}]},
+        {"signal": "allocatableMemory.available", "available": None, "capacity": None, "thresholds": []},
+        {"signal": "pid.available", "available": 4000, "capacity": 4096, "thresholds": []},
+    ]}
+    assert node_lines(node) == [
+        "node: MemoryPressure=True · PIDPressure=False",
+        "  memory.available 90 MiB of 4 GiB: evicts at hard below 100 MiB (crossed), soft (60s) below 1 GiB (crossed)",
+    ]
+    assert node_lines(None) == []

@@ -158,6 +158,15 @@ def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
             assert readline(p) == "ready", p.stderr.read() if p.poll() is not None else ""
         available = settled_available(sb, config)
         (config / "node.yaml").write_text(NODE % f"{(available + 150 * Mi) // Mi}Mi")
+        # status and metrics show the node under pressure, as kubelet's node conditions would
+        node = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0").stdout)["node"]
+        assert node["conditions"] == {"MemoryPressure": True, "PIDPressure": False}, node
+        mem = next(x for x in node["signals"] if x["signal"] == "memory.available")
+        assert mem["thresholds"][0]["met"] and mem["available"] < mem["thresholds"][0]["amount"], mem
+        text = sdqos_in(sb, "status", "--config", str(config), "--interval", "0").stdout
+        assert "node: MemoryPressure=True · PIDPressure=False" in text and "(crossed)" in text, text
+        metrics = sdqos_in(sb, "metrics", "--config", str(config), "--interval", "0").stdout.splitlines()
+        assert 'sdqos_node_condition{condition="MemoryPressure"} 1' in metrics
 
         r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
         assert r.returncode == 0, r.stderr
@@ -182,6 +191,8 @@ def test_evict_once_stops_only_the_first_and_records_it(clean_sandbox, config):
         again = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
         after = json.loads(again.stdout)
         assert after["evicted"] is None and after["conditions"]["MemoryPressure"] is False, after["signals"][0]
+        node = json.loads(sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0").stdout)["node"]
+        assert node["conditions"]["MemoryPressure"] is False, node
     finally:
         for p in procs.values():
             p.kill()
