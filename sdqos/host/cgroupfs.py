@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sdqos.kube.naming import cgroup_path as cgroup_of  # a unit's cgroup, as systemd nests slices
 from sdqos.plan import properties as P
 from sdqos.plan.properties import ANY_PERIOD
 
@@ -60,19 +61,6 @@ def populated(cgroup: str, root: Path = ROOT) -> bool | None:
             os.close(fd)
         return None
     return None
-
-
-def cgroup_of(unit: str, parent: str) -> str:
-    """A unit's cgroup path: slices nest by their dashes (``a-b.slice`` → ``/a.slice/a-b.slice``),
-    anything else sits in its slice."""
-    if unit.endswith(".slice"):
-        stem = unit[: -len(".slice")]
-        if stem in ("", "-"):
-            return "/"
-        parts = stem.split("-")
-        return "/" + "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
-    base = cgroup_of(parent, "") if parent and parent != "-.slice" else ""
-    return f"{base}/{unit}"
 
 
 def expected(props: dict[str, int], mode: str, page: int = 4096) -> dict[str, object] | None:

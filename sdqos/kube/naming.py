@@ -93,6 +93,19 @@ def parent_slice(slice_unit: str) -> str:
     return head + ".slice" if sep else ROOT_SLICE
 
 
+def cgroup_path(unit: str, parent: str) -> str:
+    """A unit's cgroup path, as systemd nests slices by their dashes (``a-b.slice`` →
+    ``/a.slice/a-b.slice``); anything else sits in its slice ``parent``."""
+    if unit.endswith(".slice"):
+        stem = unit[: -len(".slice")]
+        if stem in ("", "-"):
+            return "/"
+        parts = stem.split("-")
+        return "/" + "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
+    base = cgroup_path(parent, "") if parent and parent != ROOT_SLICE else ""
+    return f"{base}/{unit}"
+
+
 def cgroup_root_components(cgroup_root: str) -> list[str]:
     """Components of kubelet's ``cgroupRoot`` (``/`` → none). Accepts the cgroupfs form
     (``/custom`` or ``/a/b``) and the systemd form (``/custom.slice``, ``/a.slice/a-b.slice``).

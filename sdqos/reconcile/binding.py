@@ -22,6 +22,7 @@ from sdqos.kube.naming import (
     owning_slice,
     parse_machine_scope,
 )
+from sdqos.plan.properties import PIDS, of_kind
 from sdqos.plan.engine import Plan, UnitPlan
 from sdqos.reconcile.diff import LiveUnit
 from sdqos.reconcile.runtimes import Seen, row_of
@@ -107,7 +108,8 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
                 by_glob.setdefault((pp.key, *hits[0]), []).append(name)
             c = next(x for x in pp.containers if x.name == cname)
             base = planned[c.scope]
-            props = {k: v for k, v in c.properties.items() if k != "TasksMax"}  # the runtime's pids limit stays
+            pids = of_kind(PIDS, plan.cgroup)
+            props = {k: v for k, v in c.properties.items() if k != pids}  # the runtime's pids limit stays
             bound.append(UnitPlan(name, scope.slice, "container", base.description, props, base.resources,
                                   owner=base.owner, create=False, why=base.why))
         bindings[name] = Binding(Owner.pod(pp.key, c.name), c.oom_score_adj)
