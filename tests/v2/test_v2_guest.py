@@ -353,7 +353,11 @@ def test_a_vm_in_machine_slice_shares_the_node_budget_on_v2(v2guest):
     assert got == want
     assert got["cpu.max"] == "55000 50000" and got["memory.max"] == str(128 << 20)  # 1.1 CPU per 50 ms; 64 + 64 MiB
     pid = g.check(f"cat {d}/cgroup.procs").split()[0]
-    assert int(g.check(f"cat /proc/{pid}/oom_score_adj")) == vp["oomScoreAdj"]
+    # `run` writes the score after its pass through sync's diff and apply has set the values: wait for it
+    deadline = time.monotonic() + 60
+    while int(g.check(f"cat /proc/{pid}/oom_score_adj")) != vp["oomScoreAdj"]:
+        assert time.monotonic() < deadline, g.check(f"cat /proc/{pid}/oom_score_adj")
+        time.sleep(0.5)
     node = next(u for u in plan["units"] if u["kind"] == "node")
     machine = next(u for u in plan["units"] if u["name"] == "machine.slice")
     assert node["properties"]["MemoryMax"] + machine["properties"]["MemoryMax"] <= 7.5 * 2**30
