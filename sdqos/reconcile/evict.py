@@ -314,20 +314,20 @@ def _load(run_dir: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def load_evicted(run_dir: Path) -> dict[str, dict]:
+def load_evicted(run_dir: Path, data: dict | None = None) -> dict[str, dict]:
     """The eviction record (workload key → what was evicted, why, when); {} when there is none or
-    it cannot be read (it only ever adds a flag to status)."""
-    data = _load(run_dir).get("evicted")
-    return data if isinstance(data, dict) else {}
+    it cannot be read (it only ever adds a flag to status). ``data``: the file, already read."""
+    records = (_load(run_dir) if data is None else data).get("evicted")
+    return records if isinstance(records, dict) else {}
 
 
-def load_counts(run_dir: Path) -> dict[str, dict[str, int]]:
+def load_counts(run_dir: Path, data: dict | None = None) -> dict[str, dict[str, int]]:
     """Evictions since boot (the run dir is a tmpfs), workload key → signal → how many: kept when
-    a workload's record goes (it ran again), for the metrics' counter."""
-    data = _load(run_dir).get("counts")
-    if not isinstance(data, dict):
+    a workload's record goes (it ran again), for the metrics' counter. ``data``: the file, already read."""
+    counts = (_load(run_dir) if data is None else data).get("counts")
+    if not isinstance(counts, dict):
         return {}
-    return {k: {s: n for s, n in v.items() if isinstance(n, int)} for k, v in data.items() if isinstance(v, dict)}
+    return {k: {s: n for s, n in v.items() if isinstance(n, int)} for k, v in counts.items() if isinstance(v, dict)}
 
 
 def _save(run_dir: Path, records: Mapping[str, dict], counts: Mapping[str, Mapping[str, int]]) -> None:
@@ -344,11 +344,12 @@ def forget_running(run_dir: Path, a: Assessment) -> list[str]:
     stands only until then. Returns the keys dropped; writes only when there are some."""
 
 
-    record = load_evicted(run_dir)
+    data = _load(run_dir)
+    record = load_evicted(run_dir, data)
     running = {f"{c.kind}:{c.name.removeprefix('vm/')}" for c in a.ranked}
     gone = [k for k in record if k in running]
     if gone:
-        _save(run_dir, {k: v for k, v in record.items() if k not in gone}, load_counts(run_dir))
+        _save(run_dir, {k: v for k, v in record.items() if k not in gone}, load_counts(run_dir, data))
     return gone
 
 
@@ -423,9 +424,10 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
         "threshold": t.value.amount(obs.capacity), "hard": t.hard, "gracePeriodSeconds": grace,
         "time": time.time(), "stopped": stopped, "leftRunning": left, **extra,
     }
-    all_records = load_evicted(run_dir)
+    data = _load(run_dir)  # one read of the file for both its parts
+    all_records = load_evicted(run_dir, data)
     all_records[key] = record
-    counts = load_counts(run_dir)
+    counts = load_counts(run_dir, data)
     counts.setdefault(key, {})[t.signal] = counts.get(key, {}).get(t.signal, 0) + 1
     _save(run_dir, all_records, counts)
     return record
