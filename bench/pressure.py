@@ -24,6 +24,7 @@ same config. Yardstick in the same run: `sdqos run` of a hog that allocates noth
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import select
 import signal
@@ -143,10 +144,20 @@ def idle_cost(sb, cfg: str, interval: str, seconds: float = 30) -> tuple[float, 
         stop(p)
 
 
+def print_trace(trace: Path, tries: list[tuple[float, float, float]]) -> None:
+    """Each try's steps of the loop between the crossing and the hog gone, relative to the crossing."""
+    steps = [(name, float(a), float(b)) for name, a, b in (ln.split() for ln in trace.read_text().splitlines())]
+    for i, (crossed, begun, gone) in enumerate(tries, 1):
+        mine = [f"{n} {a - crossed:+.3f}..{b - crossed:+.3f}" for n, a, b in steps if crossed - 1 <= b and a <= gone]
+        print(f"  try {i:2}: begun {begun - crossed:+.3f} gone {gone - crossed:+.3f}: " + "; ".join(mine))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tries", type=int, default=20)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--trace", action="store_true", help="time the loop's steps (bench/_pressure_trace.py) and "
+                                                         "print them for every try")
     args = ap.parse_args()
     name = f"sdqprs{os.getpid()}"
     tmp = Path(tempfile.mkdtemp(prefix="sdqos-prbench-"))
@@ -170,12 +181,15 @@ def main() -> int:
         capacity = 4 * 2**30
         used = capacity - available(sb, str(cfg))
         (cfg / "node.yaml").write_text(node + f"evictionHard: {{memory.available: {(capacity - used - 120 * Mi) // Mi}Mi}}\n")
-        loop = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "300", "--config", str(cfg)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        trace = tmp / "trace"
+        runner = [str(ROOT / "bench" / "_pressure_trace.py")] if args.trace else ["-m", "sdqos"]
+        loop = sbx.popen(sb, [sys.executable, *runner, "pressure", "--evict", "--interval", "300", "--config", str(cfg)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=sbx.inner_env({**os.environ, "SDQOS_BENCH_TRACE": str(trace), "PYTHONPATH": str(ROOT)}))
         procs.append(loop)
         line(loop)
         line(loop)
-        started, reaction, ready = [], [], 0
+        started, reaction, begun, ready, tries = [], [], [], 0, []
         threshold = capacity - 120 * Mi - used
         root = sb.cgroup_path("memory")
         for _ in range(args.tries):
@@ -194,9 +208,12 @@ def main() -> int:
                 time.sleep(0.01)
             while not line(loop)[0].startswith("evicted pod b/be"):
                 pass
+            record = json.loads((sb.run_dir / "sdqos" / "evicted.json").read_text())["evicted"]["pod:b/be"]
             started.append(gone - t0)
             if crossed is not None:
                 reaction.append(gone - crossed)
+                begun.append(record["begunMonotonic"] - crossed)
+                tries.append((crossed, record["begunMonotonic"], gone))
             if line(h)[0] == "ready":  # "" (end of output): evicted before its allocation was done
                 ready += 1
             h.wait(timeout=30)
@@ -204,10 +221,16 @@ def main() -> int:
         procs.clear()
         (cfg / "node.yaml").write_text(node)
         idle = {iv: idle_cost(sb, str(cfg), iv) for iv in ("10", "1")}
-        print(f"sdqos pressure --evict --interval 300, cgroup {sb.cgroup_mode}, {args.tries} tries (seconds):")
+        print(f"sdqos pressure --evict --interval 300, cgroup {sb.cgroup_mode}, {args.tries} tries (seconds), "
+              f"load average {os.getloadavg()[0]:.1f} at the end:")
         if reaction:
-            print(f"  crossed → stopped median {statistics.median(reaction):.2f}  max {max(reaction):.2f}"
-                  f"  ({len(reaction)} tries: memory.available below the threshold → the hog's process gone)")
+            print(f"  crossed → begun   p50 {statistics.median(begun):.2f}  max {max(begun):.2f}"
+                  f"  ({len(begun)} tries: memory.available below the threshold → sdqos sent the first stop,"
+                  " its record's begunMonotonic)")
+            print(f"  crossed → gone    p50 {statistics.median(reaction):.2f}  max {max(reaction):.2f}"
+                  f"  (→ the hog's process gone)")
+        if args.trace:
+            print_trace(trace, tries)
         print(f"  start → gone      median {statistics.median(started):.2f}  max {max(started):.2f}")
         print(f"  {args.tries - ready} of {args.tries} hogs were evicted while still allocating their 300 MiB")
         print(f"  yardstick: `sdqos run` of a hog allocating nothing → ready, median {statistics.median(yard):.2f}")

@@ -416,13 +416,15 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
         runs = runtimes.row_of(stopped[0]) if stopped else None  # libvirt's, machined's, or sdqos's own scope
         workloads = [Workload(runs.name if runs else "", vp.vm.name, stopped[0])] if stopped else []
         key, extra = f"vm:{vp.vm.name}", {}
+    begun, begun_mono = time.time(), time.monotonic()  # the first stop is sent now (the bench's "begun")
     if workloads:
         await runtimes.stop(sd, workloads, grace)
     obs = a.observations[t.signal]
     record = {
         "kind": v.kind, "name": v.name, "signal": t.signal, "available": obs.available, "capacity": obs.capacity,
         "threshold": t.value.amount(obs.capacity), "hard": t.hard, "gracePeriodSeconds": grace,
-        "time": time.time(), "stopped": stopped, "leftRunning": left, **extra,
+        "time": time.time(), "begun": begun, "begunMonotonic": begun_mono, "stopped": stopped, "leftRunning": left,
+        **extra,
     }
     data = _load(run_dir)  # one read of the file for both its parts
     all_records = load_evicted(run_dir, data)
