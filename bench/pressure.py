@@ -152,13 +152,58 @@ def print_trace(trace: Path, tries: list[tuple[float, float, float]]) -> None:
         print(f"  try {i:2}: begun {begun - crossed:+.3f} gone {gone - crossed:+.3f}: " + "; ".join(mine))
 
 
+def main_v2(tries: int, suite: str = "trixie") -> int:
+    """The same tries in the cgroup v2 guest of tests/v2 (qemu TCG, 1 vCPU, 2 GiB), against the
+    installed sdqos-pressure.service; the guest times it all on its own clock (_pressure_guest.py)."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT))
+    from tests.v2 import guest as gst
+
+    share = Path(tempfile.mkdtemp(prefix="sdqos-prbench-v2-"))
+    try:
+        gst.sdqos_wheel(share)
+        shutil.copy(ROOT / "bench" / "_pressure_guest.py", share)
+        t0 = time.monotonic()
+        g = gst.Guest.boot(suite, share=share)
+        try:
+            g.check("pip install -q --no-index --no-deps /share/sdqos-*.whl", timeout=300)
+            booted = time.monotonic() - t0
+            out = json.loads(g.check(f"python3 /share/_pressure_guest.py {tries}", timeout=3600).splitlines()[-1])
+        finally:
+            g.close()
+    finally:
+        shutil.rmtree(share, ignore_errors=True)
+    seen = [t for t in out["tries"] if t["crossed"] is not None]
+    begun = [t["begun"] - t["crossed"] for t in seen]
+    gone = [t["gone"] - t["crossed"] for t in seen]
+    started = [t["gone"] - t["start"] for t in out["tries"]]
+    idle = out["idle"]
+    print(f"sdqos-pressure.service (installed, --interval 10) in the {suite} guest, cgroup v2, 1 vCPU under TCG, "
+          f"{tries} tries (seconds), host load average {os.getloadavg()[0]:.1f}, guest's {' '.join(out['loadavg'])}; "
+          f"guest up and sdqos installed in {booted:.0f} s:")
+    if seen:
+        print(f"  crossed → begun   p50 {statistics.median(begun):.2f}  max {max(begun):.2f}  ({len(seen)} tries: "
+              "memory.available below the threshold → the service sent the first stop, its record's begunMonotonic)")
+        print(f"  crossed → gone    p50 {statistics.median(gone):.2f}  max {max(gone):.2f}  (→ the hog's process gone)")
+    print(f"  start → gone      median {statistics.median(started):.2f}  max {max(started):.2f}")
+    print(f"  per try (begun, gone): " + ", ".join(f"{b:.2f}/{g:.2f}" for b, g in zip(begun, gone)))
+    print(f"  idle at --interval {idle['interval']}: {idle['cpu_percent']:.2f} % of the guest's CPU, "
+          f"RSS {idle['rss'] / Mi:.1f} MiB, MemoryCurrent {idle['memory_current'] / Mi:.1f} MiB")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tries", type=int, default=20)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--trace", action="store_true", help="time the loop's steps (bench/_pressure_trace.py) and "
                                                          "print them for every try")
+    ap.add_argument("--v2", action="store_true", help="run the tries in the cgroup v2 guest of tests/v2 (Debian 13, "
+                                                      "qemu TCG: minutes) against the installed service")
     args = ap.parse_args()
+    if args.v2:
+        return main_v2(args.tries)
     name = f"sdqprs{os.getpid()}"
     tmp = Path(tempfile.mkdtemp(prefix="sdqos-prbench-"))
     cfg = tmp / "cfg"

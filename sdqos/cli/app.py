@@ -778,10 +778,26 @@ def pressure(
                 raise InvalidInput(f"--interval must be positive, not {interval}")
             from sdqos.host import rundir
 
+            from sdqos.reconcile import noop
+
+            mode = resolve_cgroup(cgroup)
+            last: list = [None, None]  # (inputs, plan) of the last load
+
             def load():
-                cfg, p = load_planned(config, insecure, cgroup)
+                # a wake of the loop plans again only when an input of the plan changed: the config
+                # dir's files, host facts, environment (noop.inputs), and the last sync's record
+                try:
+                    st = os.stat(rundir.DEFAULT_RUN_DIR / rundir.LAST_SYNC_NAME)
+                    synced: tuple = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                except OSError:
+                    synced = ()
+                key = (noop.inputs(config, mode, {"insecure": insecure}), synced)
+                if key == last[0]:
+                    return last[1]
+                cfg, p = load_planned(config, insecure, mode)
                 if cfg.errors:
                     raise InvalidInput("; ".join(str(e) for e in cfg.errors))
+                last[:] = [key, p]
                 return p
 
             def say(line: str) -> None:

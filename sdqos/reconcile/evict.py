@@ -502,8 +502,10 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
     from sdqos.host import pressure as hp
 
     root = root or hp.ROOT
-    if evict_on:
-        _warm(bus_address, say)
+    # One event loop and one D-Bus connection for the loop's life (evicting): an eviction sends its
+    # first stop at once instead of opening a connection (socket, auth, Hello, AddMatch, Subscribe).
+    loop = asyncio.new_event_loop() if evict_on else None
+    bus = _connect(loop, bus_address, say) if loop is not None else None
     state: ev.ManagerState | None = ev.ManagerState()
     notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
     psi: list[hp.PsiTrigger] = []  # the node's memory stalls (PSI), armed once: wakes a pass on any kernel with PSI
@@ -521,9 +523,6 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                     raise
                 say(f"config not reloaded, keeping the last good one: {exc}")
             a, state = collect(plan, root, proc, state, time.monotonic_ns())
-            if evict_on:
-                for evicted in forget_running(run_dir, a):
-                    say(f"{evicted.replace(':', ' ', 1)} runs again: no longer evicted")
             if a.conditions != conditions:
                 detail = ""
                 if a.met:
@@ -535,18 +534,17 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                     detail = f" ({t.signal} {shown(o.available)} < {shown(t.value.amount(o.capacity))})"
                 say("node conditions: " + (", ".join(a.conditions) or "none") + detail)
                 conditions = a.conditions
-            if a.victim is not None and evict_on:
-                async def go():
-                    from sdqos.host.systemd import Systemd
-
-                    async with Systemd(bus_address) as sd:
-                        return await evict(sd, plan, a, run_dir)
-
-                record = asyncio.run(go())
+            if a.victim is not None and loop is not None:
+                if bus is None:  # not connected at start: connect now (and keep it)
+                    bus = _connect(loop, bus_address, say, raising=True)
+                record = loop.run_until_complete(evict(bus, plan, a, run_dir))
                 if record:
                     say(eviction_line(record))
                     _wait_cleanup(plan, a.victim, root)
                     continue
+            if evict_on:  # after the eviction, not before: it is not urgent
+                for evicted in forget_running(run_dir, a):
+                    say(f"{evicted.replace(':', ' ', 1)} runs again: no longer evicted")
             if plan.cgroup == "v1":
                 want = _notifier_targets(plan, a, root)
                 for key in [k for k in notifiers if k not in want or notifiers[k].threshold != want[k]]:
@@ -569,32 +567,39 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                 while (left := deadline - time.monotonic()) > 0:
                     if hp.wait([*notifiers.values(), *psi], min(left, CHECK_S)) or _newly_met(plan, a, root, proc):
                         break
+                    if loop is not None:
+                        loop.run_until_complete(asyncio.sleep(0))  # the bus's signals read, not left queued
     finally:
         for x in notifiers.values():
             x.close()
         for trigger in psi:
             trigger.close()
+        if loop is not None:
+            if bus is not None:
+                bus.close()
+                loop.run_until_complete(asyncio.sleep(0))  # its reader sees the close and ends
+            loop.close()
 
 
-def _warm(bus_address: str | None, say) -> None:
-    """Load the eviction's code (the D-Bus library, podman's module) and connect once, at start: on
-    a node short of memory, reading code from disk takes the seconds the first eviction has not got
-    (measured in the v2 guest: a minute from the pass that chose the victim to its scope stopped)."""
-    import asyncio
-
+def _connect(loop, bus_address: str | None, say, raising: bool = False):
+    """Load the eviction's code (the D-Bus library, podman's module) and connect, at start, and keep
+    the connection (the systemd client reconnects by itself when it is lost): on a node short of
+    memory, reading code from disk takes the seconds the first eviction has not got (measured in
+    the v2 guest: a minute from the pass that chose the victim to its scope stopped), and opening a
+    connection per eviction delays its first stop. None when there is no bus yet (said once; the
+    first eviction connects, ``raising`` its error)."""
     import sdqos.host.podman  # noqa: F401
     import sdqos.reconcile.podman_pods  # noqa: F401
     import sdqos.reconcile.runtimes  # noqa: F401
     from sdqos.host.systemd import Systemd
 
-    async def connect() -> None:
-        async with Systemd(bus_address):
-            pass
-
     try:
-        asyncio.run(connect())
+        return loop.run_until_complete(Systemd(bus_address).connect())
     except Exception as exc:  # noqa: BLE001 - the first eviction tries again and says why it fails
+        if raising:
+            raise
         say(f"no D-Bus connection yet: {exc}")
+        return None
 
 
 def _newly_met(plan: Plan, a: Assessment, root: Path, proc: Path | None) -> bool:
