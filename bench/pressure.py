@@ -160,6 +160,8 @@ def main_v2(tries: int, suite: str = "trixie") -> int:
     sys.path.insert(0, str(ROOT))
     from tests.v2 import guest as gst
 
+    gst.BOOT_TIMEOUT = 900  # a shared, loaded host: TCG boots slowly
+
     share = Path(tempfile.mkdtemp(prefix="sdqos-prbench-v2-"))
     try:
         gst.sdqos_wheel(share)

@@ -319,6 +319,25 @@ def test_the_watching_loop_is_woken_by_the_kernel_and_evicts_once(clean_sandbox,
         print(f"hog started → evicted: {reaction:.2f} s (next poll was due in 300 s)")
         assert reaction < 60  # woken by the kernel, not by its 300 s interval
         assert procs["guar"].poll() is None and service.poll() is None
+        # the record says when the first stop was sent, on the clock the bench compares with
+        rec = json.loads((sb.run_dir / "sdqos" / "evicted.json").read_text())["evicted"]["pod:t/be"]
+        assert t0 < rec["begunMonotonic"] < time.monotonic() and rec["begun"] <= rec["time"], rec
+        # a second crossing: evicted again, once, over the connection the loop keeps
+        time.sleep(2)  # the memory back, the notifier re-armed
+        t1 = time.monotonic()
+        hog = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/be", "app", "--",
+                             sys.executable, "-c", HOLD, "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True)
+        procs["be2"] = hog
+        line = readline(service)
+        while not line.startswith("evicted "):  # "runs again" and condition lines may come first
+            assert line in ("pod t/be runs again: no longer evicted",) or line.startswith("node conditions: "), line
+            line = readline(service)
+        assert line.startswith("evicted pod t/be: memory.available "), line
+        hog.wait(timeout=30)
+        again = json.loads((sb.run_dir / "sdqos" / "evicted.json").read_text())
+        assert t1 < again["evicted"]["pod:t/be"]["begunMonotonic"] and again["counts"]["pod:t/be"] == {"memory.available": 2}
+        assert procs["guar"].poll() is None and service.poll() is None
     finally:
         if service is not None:
             if service.poll() is None:
@@ -374,6 +393,12 @@ def test_the_loop_evicts_for_a_soft_threshold_after_its_grace_period(clean_sandb
         assert readline(again) == "ready"
         assert readline(service) == "pod t/be runs again: no longer evicted"
         assert json.loads((sb.run_dir / "sdqos" / "evicted.json").read_text())["evicted"] == {}
+        # an unchanged config is not planned again each pass, but an edit is read at the next one
+        good = (config / "node.yaml").read_text()
+        (config / "node.yaml").write_text(good + "evictionMaxPodGracePeriod: -x\n")
+        line = readline(service)
+        assert line.startswith("config not reloaded, keeping the last good one: ") and "evictionMaxPodGracePeriod" in line, line
+        (config / "node.yaml").write_text(good)
     finally:
         if service is not None:
             if service.poll() is None:
