@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ from sdqos import sandbox as sbx
 from .. import vmtools as vm
 from ..sandbox.test_vmtools import vm_sandbox  # noqa: F401 (fixture)
 from ..sbhelpers import active_state, sdqos_in, wait_for
-from .test_pressure_sandbox import readline, settled_available, stop
+from .test_pressure_sandbox import STUBBORN, readline, settled_available, stop
 
 Mi = 2**20
 NODE = 'capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\n'
@@ -186,3 +187,48 @@ def test_a_run_vm_vm_is_evicted_through_machined(lv, config):
         wait_for(lambda: active_state(sb, "machine-vm1.scope") in ("inactive", "failed", ""), "the VM's scope gone")
     finally:
         vm.stop_qemu(p)
+
+
+@pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
+def test_a_machined_vm_that_ignores_sigterm_is_killed_through_machined_when_the_grace_is_over(lv, config, soft):
+    """A guest that does not end on SIGTERM (a stand-in process that ignores it, registered with
+    machined by `sdqos run --vm`): hard — TerminateMachine (systemd would wait 90 s), KillMachine
+    SIGKILL after 1 s; soft — KillMachine SIGTERM, SIGKILL after the 3 s; machined's record gone."""
+    sb = lv
+    (config / "vms" / "vm2.yaml").write_text(vm_yaml("vm2", ""))
+    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "--vm", "vm2", "--",
+                       sys.executable, "-c", STUBBORN, "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    service = None
+    try:
+        assert readline(p) == "ready", p.stderr.read() if p.poll() is not None else ""
+        assert vm.machine_info(sb, machine_name="vm2")["Service"] == "sdqos"
+        if soft:
+            (config / "node.yaml").write_text(
+                NODE + f"evictionHard: {{memory.available: 1Mi}}\nevictionSoft: {{memory.available: "
+                f"{above_available(sb, config)}Mi}}\nevictionSoftGracePeriod: {{memory.available: 1s}}\n"
+                "evictionMaxPodGracePeriod: 3\n")
+            service = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "0.5",
+                                     "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert readline(service) == "watching node pressure every 0.5s, evicting"
+            assert readline(service).startswith("node conditions: MemoryPressure")
+            line = readline(service)
+            how = line[line.index("(VM vm2 "):]
+            print(line)
+            # TerminateMachine too, unless machined had dropped the machine by then (its scope ended)
+            assert re.match(r"\(VM vm2 \(machined, registered by sdqos\): KillMachine SIGTERM, SIGKILL after 3s"
+                            r"(, TerminateMachine)? \([0-9.]+s\)\)$", how), line
+        else:
+            cross_hard_threshold(sb, config)
+            out, took = evict_once(sb, config)
+            how = out["evicted"]["how"][0]
+            print(f"{how}; `pressure --once --evict` took {took:.2f} s")
+            assert how.startswith("VM vm2 (machined, registered by sdqos): TerminateMachine, KillMachine SIGKILL "
+                                  "after 1s ("), how
+        p.wait(timeout=20)
+        assert p.returncode == -9  # it ignored SIGTERM: killed when the grace period was over
+        assert " vm2 " not in f" {machines(sb)} "
+    finally:
+        if service is not None:
+            stop(service)
+        p.kill()
+        p.wait()
