@@ -481,6 +481,7 @@ POD_CLEANUP_TIMEOUT_S = 30  # eviction_manager.go podCleanupTimeout
 # memory stall yet (PSI) starts a pass within this, not at the next --interval.
 CHECK_S = 0.5
 POD_CLEANUP_POLL_S = 1.0  # podCleanupPollFreq
+DRAIN_S = 5.0  # between passes, the kept D-Bus connection reads what the bus sent (JobRemoved) this often
 
 
 def _notifier_targets(plan: Plan, a: Assessment, root: Path) -> dict[tuple[str, int], int]:
@@ -531,6 +532,7 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
     # first stop at once instead of opening a connection (socket, auth, Hello, AddMatch, Subscribe).
     loop = asyncio.new_event_loop() if evict_on else None
     bus = _connect(loop, bus_address, say) if loop is not None else None
+    drained = time.monotonic()
     state: ev.ManagerState | None = ev.ManagerState()
     notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
     psi: list[hp.PsiTrigger] = []  # the node's memory stalls (PSI), armed once: wakes a pass on any kernel with PSI
@@ -592,8 +594,9 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                 while (left := deadline - time.monotonic()) > 0:
                     if hp.wait([*notifiers.values(), *psi], min(left, CHECK_S)) or _newly_met(plan, a, root, proc):
                         break
-                    if loop is not None:
+                    if loop is not None and time.monotonic() - drained >= DRAIN_S:
                         loop.run_until_complete(asyncio.sleep(0))  # the bus's signals read, not left queued
+                        drained = time.monotonic()
     finally:
         for x in notifiers.values():
             x.close()
