@@ -40,7 +40,8 @@ CAPS = {"CAP_DAC_OVERRIDE": 1, "CAP_FOWNER": 3, "CAP_KILL": 5, "CAP_NET_ADMIN": 
 def sandboxed(sb, pid: int) -> None:
     """The service's process runs under the unit's sandboxing, where the kernel holds it: a seccomp
     filter, no new privileges, and a bounding set within the unit's capabilities."""
-    status = dict(ln.split(":", 1) for ln in sbx.run(sb, ["cat", f"/proc/{pid}/status"], check=True).stdout.splitlines())
+    proc = sbx.run(sb, ["cat", f"/proc/{pid}/status"], check=True).stdout
+    status = dict(ln.split(":", 1) for ln in proc.splitlines())
     bounding = show(sb, UNIT, "CapabilityBoundingSet")["CapabilityBoundingSet"].upper().split()
     assert sorted(bounding) == sorted(CAPS), bounding
     allowed = sum(1 << n for n in CAPS.values())
