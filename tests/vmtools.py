@@ -393,6 +393,7 @@ class Domain:
     machine: str  # machined's machine name
     scope: str  # its unit: machine-qemu\x2d<id>\x2d<name>.scope
     inner_pid: int  # qemu's PID inside the sandbox
+    uuid: str | None = None  # given by libvirt_define_domain (virsh reads a numeric name as an id)
 
 
 def domain_xml(name: str, memory_mib: int = 64, inner_dir: str = INNER_DIR, partition: str | None = None) -> str:
@@ -452,6 +453,41 @@ def libvirt_destroy_domain(sb: sbx.Sandbox, name: str) -> None:
     cp = virsh(sb, "destroy", name, check=False)
     if cp.returncode != 0 and "failed to get domain" not in cp.stderr and "not running" not in cp.stderr:
         raise RuntimeError(f"virsh destroy {name}: {cp.stderr.strip()}")
+
+
+def libvirt_define_domain(sb: sbx.Sandbox, name: str, memory_mib: int = 64, *, timeout: float = 60.0) -> Domain:
+    """``virsh define`` then ``start`` a persistent domain `name` (any name libvirt takes, e.g. one
+    starting with ``--``), so that it outlives its QEMU and ``virsh domstate --reason`` says how it
+    ended. It is given a UUID, by which virsh is told which domain (``--domain=UUID``: a name such
+    as ``3`` would be read as the id of another). Remove it with `libvirt_remove_domain`."""
+    import uuid as uuidlib
+
+    _require(sb, "libvirtd.service", "libvirt")
+    uuid = str(uuidlib.uuid4())
+    d = vm_dir(sb)
+    (d / "define.xml").write_text(domain_xml(name, memory_mib).replace("</name>", f"</name>\n  <uuid>{uuid}</uuid>", 1))
+    virsh(sb, "define", f"--file={INNER_DIR}/define.xml", timeout=timeout)
+    try:
+        virsh(sb, "start", f"--domain={uuid}", timeout=timeout)
+        dom_id = int(virsh(sb, "domid", f"--domain={uuid}").stdout.strip())
+        inner = int((sb.run_dir / "libvirt" / "qemu" / f"{name}.pid").read_text().strip())
+        info = machine_info(sb, inner_pid=inner)
+        return Domain(name=name, id=dom_id, machine=info["Name"], scope=info["Unit"], inner_pid=inner, uuid=uuid)
+    except BaseException:
+        libvirt_remove_domain(sb, uuid)
+        raise
+
+
+def libvirt_remove_domain(sb: sbx.Sandbox, uuid: str) -> None:
+    """``virsh destroy`` and ``undefine`` a domain of `libvirt_define_domain` (idempotent)."""
+    virsh(sb, "destroy", f"--domain={uuid}", check=False)
+    virsh(sb, "undefine", f"--domain={uuid}", check=False)
+
+
+def domstate(sb: sbx.Sandbox, domain: str) -> str:
+    """``virsh domstate --reason`` of a domain (its UUID, or a name that is not a number): e.g.
+    "shut off (destroyed)", "shut off (crashed)", "running (booted)"."""
+    return virsh(sb, "domstate", "--reason", f"--domain={domain}").stdout.strip()
 
 
 # --- /proc -----------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RUN_DIR = Path("/run/libvirt/qemu")
+URI = "qemu:///system"  # the libvirtd whose records RUN_DIR holds
+VIRSH_TIMEOUT_S = 30.0  # destroy waits up to 10 s for QEMU to end on SIGTERM before its SIGKILL
 MAX_STATUS_BYTES = 4 << 20  # a status XML is a few KiB; a larger file is not libvirt's
 UNITS = {"b": 1, "bytes": 1, "kb": 1000, "k": 1024, "kib": 1024, "mb": 10**6, "m": 2**20, "mib": 2**20,
          "gb": 10**9, "g": 2**30, "gib": 2**30, "tb": 10**12, "t": 2**40, "tib": 2**40}
@@ -37,6 +39,7 @@ class Domain:
     vcpus: int
     partition: str | None  # <resource><partition>, e.g. /machine/tenant1
     id: int | None = None
+    uuid: str | None = None  # <uuid>: what virsh is given to stop it (see virsh_argv)
 
 
 def _bytes(el: ET.Element | None) -> int:
@@ -67,9 +70,18 @@ def parse_status(text: str) -> Domain | None:
             vcpus=int((vcpu.text or "1").strip()) if vcpu is not None else 1,
             partition=(dom.findtext("resource/partition") or "").strip() or None,
             id=int(dom.get("id", "")) if (dom.get("id") or "").lstrip("-").isdigit() else None,
+            uuid=_uuid(dom.findtext("uuid")),
         )
     except ValueError:
         return None
+
+
+def _uuid(text: str | None) -> str | None:
+    """A domain's ``<uuid>`` as libvirt writes it (8-4-4-4-12 hex digits); None otherwise."""
+    import re
+
+    text = (text or "").strip().lower()
+    return text if re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", text) else None
 
 
 def qemu_options(value: str) -> list[str]:
@@ -165,3 +177,38 @@ def running_domains(run_dir: Path = RUN_DIR, warnings: list[str] | None = None,
             continue
         out[dom.name] = dom
     return out
+
+
+# --- stopping a domain through libvirt (eviction) --------------------------------------------------
+
+
+def virsh_argv(verb: str, domain: str) -> list[str]:
+    """virsh's command line for a domain verb (``destroy``, ``shutdown``): the domain is the value
+    of ``--domain=`` in one word, so whatever it holds (a name starting with ``--``) is never an
+    option. Give it the domain's UUID: virsh looks a ``--domain`` up as an id first, then a UUID,
+    then a name, so a domain named ``1`` would be read as the domain whose id is 1."""
+    return ["virsh", "--quiet", "--connect", URI, verb, f"--domain={domain}"]
+
+
+def virsh(verb: str, domain: str, timeout: float = VIRSH_TIMEOUT_S) -> None:
+    """Run one domain verb (see :func:`virsh_argv`); a virsh that is missing, fails or hangs is a
+    HostError with virsh's own message."""
+    import shutil
+    import subprocess
+
+    from sdqos.errors import HostError
+
+    argv = virsh_argv(verb, domain)
+    exe = shutil.which(argv[0])
+    if exe is None:
+        raise HostError("virsh not found (Debian package libvirt-clients)")
+    try:
+        cp = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=timeout, check=False,
+                            stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise HostError(f"virsh {verb} did not finish within {timeout:g}s") from None
+    except OSError as exc:
+        raise HostError(f"virsh {verb}: {exc}") from None
+    if cp.returncode != 0:
+        why = " ".join(ln.removeprefix("error: ") for ln in cp.stderr.strip().splitlines()) or f"exit {cp.returncode}"
+        raise HostError(f"virsh {verb} failed: {why}")

@@ -3,7 +3,8 @@
 machined is where ``machinectl list/status/terminate`` look. A VM sdqos starts is registered
 there (``CreateMachine``: machined creates the scope, with the limits passed as its properties, so
 the VM is limited from its first instruction); sync asks ``ListMachines`` to name what runs in
-machine.slice. machined is never started by sdqos (NO_AUTOSTART): without it, these say so and
+machine.slice; eviction stops a machine through machined (``KillMachine``, ``TerminateMachine``),
+so that its record goes with it. machined is never started by sdqos (NO_AUTOSTART): without it, these say so and
 sdqos falls back to systemd alone.
 """
 
@@ -58,3 +59,36 @@ async def create_machine(sd: SystemdAPI, name: str, leader: int, scope_propertie
     props = {k: v for k, v in scope_properties.items() if k not in MACHINED_SETS}
     await sd.call_service(MACHINED, PATH, MANAGER, "CreateMachine", "sayssusa(sv)",
                           [name, b"", service, "vm", leader, "", sd.variant_properties(props, machine_scope(name))])
+
+
+NO_SUCH_MACHINE = "org.freedesktop.machine1.NoSuchMachine"
+
+
+def _gone(exc: SystemdError) -> bool:
+    """machined no longer knows the machine: it ended (machined drops it when its scope stops)."""
+    return exc.name == NO_SUCH_MACHINE
+
+
+async def terminate_machine(sd: SystemdAPI, name: str) -> bool:
+    """``TerminateMachine``: machined stops the machine's scope (systemd's stop: SIGTERM to every
+    process, SIGKILL after the scope's stop timeout) and drops its record. False when machined no
+    longer knows the machine."""
+    try:
+        await sd.call_service(MACHINED, PATH, MANAGER, "TerminateMachine", "s", [name])
+    except SystemdError as exc:
+        if _gone(exc):
+            return False
+        raise
+    return True
+
+
+async def kill_machine(sd: SystemdAPI, name: str, signal: int, whom: str = "all") -> bool:
+    """``KillMachine``: ``signal`` to the machine's processes (``all``, or its ``leader``). False when
+    machined no longer knows the machine."""
+    try:
+        await sd.call_service(MACHINED, PATH, MANAGER, "KillMachine", "ssi", [name, whom, signal])
+    except SystemdError as exc:
+        if _gone(exc):
+            return False
+        raise
+    return True

@@ -413,16 +413,16 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
         vp = next(p for p in plan.vms if f"vm/{p.vm.name}" == v.name)
         found = vm_cgroups(plan).get(vp.vm.name)  # its scope, also when libvirt or a pid file finds it
         stopped, left = [found.rsplit("/", 1)[-1]] if found else [], []
-        runs = runtimes.row_of(stopped[0]) if stopped else None  # libvirt's, machined's, or sdqos's own scope
-        workloads = [Workload(runs.name if runs else "", vp.vm.name, stopped[0])] if stopped else []
+        workloads = [await _vm_workload(sd, vp, found)] if found else []
         key, extra = f"vm:{vp.vm.name}", {}
+    how: list[str] = []
     if workloads:
-        await runtimes.stop(sd, workloads, grace)
+        await runtimes.stop(sd, workloads, grace, how)
     obs = a.observations[t.signal]
     record = {
         "kind": v.kind, "name": v.name, "signal": t.signal, "available": obs.available, "capacity": obs.capacity,
         "threshold": t.value.amount(obs.capacity), "hard": t.hard, "gracePeriodSeconds": grace,
-        "time": time.time(), "stopped": stopped, "leftRunning": left, **extra,
+        "time": time.time(), "stopped": stopped, "leftRunning": left, **({"how": how} if how else {}), **extra,
     }
     data = _load(run_dir)  # one read of the file for both its parts
     all_records = load_evicted(run_dir, data)
@@ -433,6 +433,30 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
     return record
 
 
+async def _vm_workload(sd: SystemdAPI, vp, cgroup: str):
+    """What runs a VM's scope, by the runtimes' own records (libvirt's status XML: the domain whose
+    QEMU is in the scope; machined's ListMachines: the machine of that scope), so that it is stopped
+    through that runtime. A VM found by its pid file, and a scope no runtime records (one sdqos
+    made without machined), stop as a scope."""
+    from sdqos.errors import SdqosError
+    from sdqos.reconcile import runtimes
+    from sdqos.reconcile.runtimes import Workload
+    from sdqos.reconcile.scopes import LiveScope
+
+    parts = cgroup.split("/")
+    scope = parts[-1]
+    own = Workload("", vp.vm.name, scope, what=f"VM {vp.vm.name}'s scope")
+    if vp.vm.pid_file:
+        return own
+    try:
+        pids = [int(pid) for _cg, pid, _cmd in await sd.get_unit_processes(scope)]
+    except SdqosError:
+        return own
+    live = LiveScope(scope, parts[-2] if len(parts) > 2 else "", cgroup, pids)
+    seen = await runtimes.observe(sd, {scope: live}, True, None, [], [])
+    return seen.workload(live) or own
+
+
 def eviction_line(r: dict) -> str:
     """One line for the journal (stdout of the service) and the terminal."""
     from sdqos import humanize as H
@@ -441,9 +465,10 @@ def eviction_line(r: dict) -> str:
         return str(n) if r["signal"] == ev.PID_AVAILABLE else H.size(n)
 
     left = f"; left running (not sdqos's): {', '.join(r['leftRunning'])}" if r.get("leftRunning") else ""
+    how = f" ({'; '.join(r['how'])})" if r.get("how") else ""
     return (f"evicted {r['kind']} {r['name']}: {r['signal']} {amount(r['available'])} < {amount(r['threshold'])} "
             f"({'hard' if r['hard'] else 'soft'}), grace {r['gracePeriodSeconds']}s, stopped "
-            f"{', '.join(r['stopped']) or 'nothing'}{left}")
+            f"{', '.join(r['stopped']) or 'nothing'}{how}{left}")
 
 
 # --- the long-running loop (kubelet's eviction manager Start + synchronize) ----------------------

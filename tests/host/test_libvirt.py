@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 from sdqos.host import libvirt
 
@@ -24,7 +30,9 @@ STATUS = """<domstatus state='running' reason='booted' pid='4242'>
 
 
 def test_a_status_file_gives_name_pid_ram_vcpus_and_partition():
-    assert libvirt.parse_status(STATUS) == libvirt.Domain("db_replica.2", 4242, 2 * 2**30, 2, "/machine/tenant1", 7)
+    assert libvirt.parse_status(STATUS) == libvirt.Domain("db_replica.2", 4242, 2 * 2**30, 2, "/machine/tenant1", 7,
+                                                          "5b0a7a5e-3d1c-5f2e-9a57-7364716f7300")
+    assert libvirt.parse_status(STATUS.replace("<uuid>5b0a", "<uuid>--5b0a")).uuid is None  # not a UUID: none
 
 
 def test_what_is_not_a_running_domains_status_is_ignored():
@@ -86,3 +94,45 @@ def test_guest_name_as_qemu_reads_it():
     assert libvirt.guest_name(["qemu", "-name", "guest=x,,y,debug-threads=on"]) == "x,y"
     assert libvirt.guest_name(["qemu", "-name", "plain,process=p"]) == "plain"
     assert libvirt.guest_name(["qemu", "-machine", "pc"]) is None
+
+
+# --- virsh's command line for a domain (eviction) ---------------------------------------------------
+# Checked against virsh itself with libvirt's in-process test driver (test:///default: one domain
+# "test", id 1, held in memory; nothing is written and no daemon is asked).
+
+TEST_URI = "test:///default"
+
+
+def _virsh_test(argv: list[str]) -> subprocess.CompletedProcess:
+    assert argv[:4] == ["virsh", "--quiet", "--connect", libvirt.URI]
+    return subprocess.run(["virsh", "--quiet", "--connect", TEST_URI, *argv[4:]], capture_output=True, text=True,
+                          timeout=20, stdin=subprocess.DEVNULL)
+
+
+needs_virsh = pytest.mark.skipif(shutil.which("virsh") is None, reason="virsh not installed (libvirt-clients)")
+
+
+@needs_virsh
+@settings(max_examples=60, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40))
+@example("--help")
+@example("--domain=test")
+@example("-- test")
+@example("--graceful")
+def test_whatever_the_domain_holds_virsh_takes_it_as_the_domain_never_as_an_option(text):
+    assume(text.strip() not in ("test", "1", "6695eb01-f6a4-8304-79aa-97f2502e193f") and text == text.strip())
+    argv = libvirt.virsh_argv("destroy", text)
+    assert argv[-1] == f"--domain={text}" and len(argv) == 6
+    cp = _virsh_test(argv)
+    assert cp.returncode == 1 and cp.stderr.strip() == f"error: failed to get domain '{text}'", cp.stderr
+
+
+@needs_virsh
+def test_virsh_reads_a_number_as_an_id_before_a_name_so_a_domain_is_stopped_by_its_uuid():
+    """The test driver's domain is named "test" with id 1: `--domain=1` finds it, so a domain named
+    "1" would be mistaken for the domain with id 1 (checked with real libvirtd too: a domain named
+    "1" and `virsh domname --domain 1` gives another domain's name). A UUID is unambiguous."""
+    assert _virsh_test(libvirt.virsh_argv("domname", "1")).stdout.strip() == "test"
+    uuid = _virsh_test(["virsh", "--quiet", "--connect", libvirt.URI, "domuuid", "--domain=test"]).stdout.strip()
+    assert _virsh_test(libvirt.virsh_argv("domname", uuid)).stdout.strip() == "test"
+    assert _virsh_test(libvirt.virsh_argv("destroy", uuid)).returncode == 0

@@ -94,15 +94,16 @@ async def observe(sd: SystemdAPI, scopes: dict[str, LiveScope], machine: bool, m
     return Seen({r.name: await r.observe(sd, scopes, machine, memo, warnings, errors) for r in TABLE})
 
 
-async def stop(sd: SystemdAPI, workloads: list[Workload], grace: int) -> None:
+async def stop(sd: SystemdAPI, workloads: list[Workload], grace: int, said: list[str] | None = None) -> None:
     """Stop workloads through the runtimes that run them, each with ``grace`` seconds between
-    SIGTERM and SIGKILL; a workload of no runtime (a scope sdqos made) as a scope. The first
-    failure is raised once all were tried."""
+    SIGTERM and SIGKILL; a workload of no runtime (a scope sdqos made) as a scope. ``said``: how,
+    a line per workload where a row says it (the VM rows). The first failure is raised once all
+    were tried."""
     failed: list[Exception] = []
     for r in TABLE:
         mine = [w for w in workloads if w.runtime == r.name]
         if mine:
-            failed += [e for e in await r.stop(sd, [(mine, grace)]) if e is not None]
+            failed += [e for e in await r.stop(sd, [(mine, grace)], said) if e is not None]
     rest = [s for w in workloads if row(w.runtime) is None for s in w.scopes]
     if rest:
         await kill_scopes(sd, rest, grace)

@@ -1,5 +1,6 @@
 """What every runtime row is: the :class:`Runtime` interface, the :class:`Workload` record, and
-stopping a scope through systemd (what libvirt's and machined's rows do, as sdqos always has).
+stopping a scope through systemd (a VM of no runtime's, and what the VM rows fall back to when
+their runtime cannot stop it).
 
 A row knows one runtime's scopes by name, asks the runtime (through its host adapter, the only
 module that talks to it) what runs there, and stops or updates what sdqos may. The callers never
@@ -24,12 +25,12 @@ class Workload:
     methods cost more to make than the rest of this package's import."""
 
     __slots__ = ("runtime", "name", "scope", "helpers", "pod_uid", "container", "managed", "grace_s", "pid",
-                 "guest", "what")
+                 "guest", "what", "ref")
 
     def __init__(self, runtime: str, name: str, scope: str, helpers: tuple[str, ...] = (), *,
                  pod_uid: str | None = None, container: str | None = None, managed: bool = False,
                  grace_s: int | None = None, pid: int | None = None, guest: tuple[int, int] | None = None,
-                 what: str = ""):
+                 what: str = "", ref: str | None = None):
         self.runtime = runtime  # the row's name ("": a scope of no runtime, sdqos's own)
         self.name = name  # the runtime's own name for it: podman's container name, a domain, a machine
         self.scope = scope  # the scope it runs in
@@ -41,6 +42,7 @@ class Workload:
         self.pid = pid  # its main process (a VM's QEMU)
         self.guest = guest  # a VM's (RAM bytes, vCPUs): what it can hold at most
         self.what = what  # in words, for reports: "podman container web1", "libvirt domain db"
+        self.ref = ref  # what the runtime is told to stop, when not the name (a libvirt domain's UUID)
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -87,27 +89,43 @@ class Runtime(Protocol):
         """sdqos's own workloads (running or exited) of the pods ``uids``, asking the runtime;
         ``seen``: some ran this sync (then a runtime that cannot be asked is an error)."""
 
-    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]],
+                   said: list[str] | None = None) -> list[Exception | None]:
         """Stop and remove workloads, each group with its grace period (SIGTERM, SIGKILL after it),
-        the groups side by side; one result per group (None: done)."""
+        the groups side by side; one result per group (None: done). ``said`` gets a line per
+        workload on how it was stopped, where that is worth a record (eviction's)."""
 
     def update(self, workload: Workload, container: ContainerPlan, cgroup: str) -> None:
         """Bring a running workload to a container's values where the scope's do not reach."""
 
 
-async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
-    """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
-    (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
+async def scope_alive(sd: SystemdAPI, scope: str) -> bool:
+    """Whether a scope still has a process (a scope whose processes all ended is gone)."""
+    from sdqos.errors import NoSuchUnit
+
+    try:
+        return bool(await sd.get_unit_processes(scope))
+    except NoSuchUnit:
+        return False
+
+
+async def wait_gone(sd: SystemdAPI, scopes: list[str], seconds: float) -> list[str]:
+    """Wait up to ``seconds`` for the scopes' processes to end; the scopes that still have some."""
     import asyncio
     import time
 
-    from sdqos.errors import NoSuchUnit
+    deadline = time.monotonic() + seconds
+    left = [s for s in scopes if await scope_alive(sd, s)]
+    while left and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        left = [s for s in left if await scope_alive(sd, s)]
+    return left
 
-    async def alive(s: str) -> bool:
-        try:
-            return bool(await sd.get_unit_processes(s))
-        except NoSuchUnit:  # a scope whose processes all ended is gone
-            return False
+
+async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
+    """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
+    (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
+    from sdqos.errors import NoSuchUnit
 
     async def kill(s: str, signal: int) -> None:
         try:
@@ -117,12 +135,7 @@ async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
 
     for s in scopes:
         await kill(s, 15)
-    deadline = time.monotonic() + grace
-    left = [s for s in scopes if await alive(s)]
-    while left and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-        left = [s for s in left if await alive(s)]
-    for s in left:
+    for s in await wait_gone(sd, scopes, grace):
         await kill(s, 9)
     errors = await sd.stop_units(scopes)
     for e in errors:
@@ -131,8 +144,9 @@ async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
 
 
 class ScopeRuntime:
-    """What the VM rows share: their workloads stop as scopes (SIGTERM, SIGKILL after the grace
-    period, StopUnit), they hold no pod's containers and take no container values."""
+    """What the VM rows share: they hold no pod's containers and take no container values; a
+    workload stops as a scope (SIGTERM, SIGKILL after the grace period, StopUnit) unless the row
+    stops it through its runtime (libvirt, machined do)."""
 
     name = ""
     inner_cgroup: str | None = None
@@ -144,7 +158,8 @@ class ScopeRuntime:
     def pod_workloads(self, uids: set[str], seen: bool) -> dict[str, list[Workload]]:
         return {}
 
-    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]],
+                   said: list[str] | None = None) -> list[Exception | None]:
         out: list[Exception | None] = []
         for workloads, grace in groups:
             try:

@@ -1,8 +1,12 @@
 """libvirt as a runtime row. A QEMU domain runs in ``machine-qemu\\x2d<id>\\x2d<name>.scope``
 (machine.slice, or a partition's sub-slice); which domain a scope runs is libvirt's record
 (:mod:`sdqos.host.libvirt`: a domain whose PID is its QEMU, checked as that module checks it), so
-a scope whatever machined made of the name is found by its PID. Stopped as a scope (SIGTERM,
-SIGKILL after the grace period, StopUnit); its values are its scope's.
+a scope whatever machined made of the name is found by its PID. Stopped through libvirt, as
+libvirt's own graceful/forced pair: ``virsh destroy`` at once for a hard eviction (grace ≤ 1 s),
+``virsh shutdown`` (the guest's ACPI power button) then ``destroy`` once the grace period is over
+for a soft one — so libvirt records the domain destroyed, not crashed under it, and machined's
+record goes with it. When virsh cannot do it, the scope is stopped instead and the line says so.
+Its values are its scope's.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdqos.kube.naming import parse_libvirt_scope
-from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload
+from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload, kill_scopes, wait_gone
 
 if TYPE_CHECKING:
     from sdqos.host.libvirt import Domain
@@ -82,10 +86,61 @@ class Libvirt(ScopeRuntime):
         dom = (known or {}).get(name)
         return _workload(dom, "") if dom is not None else None
 
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]],
+                   said: list[str] | None = None) -> list[Exception | None]:
+        out: list[Exception | None] = []
+        for workloads, grace in groups:
+            try:
+                for w in workloads:
+                    line = await stop_domain(sd, w, grace)
+                    if said is not None:
+                        said.append(line)
+                out.append(None)
+            except Exception as exc:  # noqa: BLE001 - one result per group, as the caller reports it
+                out.append(exc)
+        return out
+
+
+async def stop_domain(sd: SystemdAPI, w: Workload, grace: int) -> str:
+    """Stop one domain through libvirt (by its UUID: :func:`sdqos.host.libvirt.virsh_argv`), within
+    ``grace`` seconds; its scope as a scope when virsh cannot (never leave the node short). Returns
+    how, in words."""
+    import asyncio
+    import time
+
+    from sdqos.errors import HostError
+    from sdqos.host import libvirt
+
+    t0 = time.monotonic()
+    if w.ref is None:
+        await kill_scopes(sd, list(w.scopes), grace)
+        return f"{w.what}: libvirt's record has no UUID to stop it by; its scope was stopped instead"
+    verbs: list[str] = []
+    try:
+        if grace > 1:  # the guest's own shutdown, for the grace period
+            await asyncio.to_thread(libvirt.virsh, "shutdown", w.ref)
+            verbs.append("virsh shutdown")
+            if await wait_gone(sd, list(w.scopes), grace - (time.monotonic() - t0)):
+                await asyncio.to_thread(libvirt.virsh, "destroy", w.ref)
+                verbs.append(f"destroy after {grace}s")
+        else:
+            await asyncio.to_thread(libvirt.virsh, "destroy", w.ref)
+            verbs.append("virsh destroy")
+    except HostError as exc:
+        if not await wait_gone(sd, list(w.scopes), 0):  # it ended meanwhile ("domain is not running")
+            return f"{w.what}: {', '.join(verbs) or 'off'} ({time.monotonic() - t0:.1f}s)"
+        await kill_scopes(sd, list(w.scopes), 0 if verbs else grace)
+        return f"{w.what}: {exc}; its scope was stopped instead"
+    left = await wait_gone(sd, list(w.scopes), 1)  # libvirt has let QEMU go; systemd sees the scope end
+    if left:
+        await kill_scopes(sd, left, 0)
+        return f"{w.what}: {', '.join(verbs)}, but its scope still had processes: stopped as a scope"
+    return f"{w.what}: {', '.join(verbs)} ({time.monotonic() - t0:.1f}s)"
+
 
 def _workload(dom: Domain, scope: str) -> Workload:
     return Workload("libvirt", dom.name, scope, pid=dom.pid, guest=(dom.memory, dom.vcpus),
-                    what=f"libvirt domain {dom.name}")
+                    what=f"libvirt domain {dom.name}", ref=dom.uuid)
 
 
 ROW = Libvirt()

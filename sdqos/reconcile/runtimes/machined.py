@@ -1,6 +1,11 @@
 """systemd-machined as a runtime row: a machine registered there (a VM ``sdqos run --vm`` started,
 an nspawn container, …) runs in ``machine-<name>.scope``; which machine a scope runs is machined's
-record (``ListMachines``, :mod:`sdqos.host.machined`). Stopped as a scope, as sdqos always has.
+record (``ListMachines``, :mod:`sdqos.host.machined`). Stopped through machined, so that its
+record goes with it (``machinectl list`` no longer shows it): ``TerminateMachine`` for a hard
+eviction (grace ≤ 1 s), ``KillMachine`` SIGTERM then ``TerminateMachine`` once the grace period is
+over for a soft one; ``KillMachine`` SIGKILL for what outlives the grace period (machined's stop is
+systemd's, which waits the scope's stop timeout, 90 s, before it kills). When machined cannot do
+it, the scope is stopped instead and the line says so.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 
 from sdqos.errors import SdqosError
 from sdqos.kube.naming import marked, parse_machine_scope
-from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload
+from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload, kill_scopes, wait_gone
 
 if TYPE_CHECKING:
     from sdqos.host.machined import Machine
@@ -75,6 +80,56 @@ class Machined(ScopeRuntime):
     def by_name(self, name: str, known: Known | None) -> Workload | None:
         m = next((m for m in known or () if m.name == name), None)
         return _workload(m) if m is not None else None
+
+
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]],
+                   said: list[str] | None = None) -> list[Exception | None]:
+        out: list[Exception | None] = []
+        for workloads, grace in groups:
+            try:
+                for w in workloads:
+                    line = await stop_machine(sd, w, grace)
+                    if said is not None:
+                        said.append(line)
+                out.append(None)
+            except Exception as exc:  # noqa: BLE001 - one result per group, as the caller reports it
+                out.append(exc)
+        return out
+
+
+async def stop_machine(sd: SystemdAPI, w: Workload, grace: int) -> str:
+    """Stop one machine through machined within ``grace`` seconds (its scope as a scope when
+    machined cannot: never leave the node short). Returns how, in words."""
+    import time
+
+    from sdqos.host import machined
+
+    t0 = time.monotonic()
+    scopes = list(w.scopes)
+    calls: list[str] = []
+    try:
+        if grace > 1:
+            await machined.kill_machine(sd, w.name, 15)
+            calls.append("KillMachine SIGTERM")
+            if await wait_gone(sd, scopes, grace):
+                await machined.kill_machine(sd, w.name, 9)
+                calls.append(f"SIGKILL after {grace}s")
+            if await machined.terminate_machine(sd, w.name):  # False: it ended, machined dropped it
+                calls.append("TerminateMachine")
+        else:
+            await machined.terminate_machine(sd, w.name)
+            calls.append("TerminateMachine")
+            if await wait_gone(sd, scopes, grace):
+                await machined.kill_machine(sd, w.name, 9)
+                calls.append(f"KillMachine SIGKILL after {grace}s")
+    except SdqosError as exc:
+        await kill_scopes(sd, scopes, 0 if calls else grace)
+        return f"{w.what}: machined failed ({exc}); its scope was stopped instead"
+    left = await wait_gone(sd, scopes, 1)
+    if left:
+        await kill_scopes(sd, left, 0)
+        return f"{w.what}: {', '.join(calls)}, but its scope still had processes: stopped as a scope"
+    return f"{w.what}: {', '.join(calls)} ({time.monotonic() - t0:.1f}s)"
 
 
 def _workload(m: Machine) -> Workload:

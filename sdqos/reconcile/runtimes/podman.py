@@ -119,7 +119,8 @@ class Podman:
                 out.setdefault(uid, []).append(_workload(c, grace_s=grace_seconds(labels=c.labels)))
         return out
 
-    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]]) -> list[Exception | None]:
+    async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]],
+                   said: list[str] | None = None) -> list[Exception | None]:
         from sdqos.host import podman
 
         return list(podman.remove_side_by_side([([w.name for w in ws], grace) for ws, grace in groups]))
