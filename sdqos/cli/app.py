@@ -23,7 +23,9 @@ from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, Inv
 
 if TYPE_CHECKING:  # imported where used: each command loads only what it needs
     from sdqos.plan.engine import Plan
+    from sdqos.reconcile.diff import Launch
     from sdqos.reconcile.launch import Target
+    from sdqos.reconcile.report import Report
 
 SANDBOX_HELP = "A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in."
 
@@ -875,8 +877,8 @@ def run(
                         if owned is not None:
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
-                    await launch.start_scope(sd, target, [os.getpid()], replace=replace)
-                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
+                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
+                                              launch=target.launch([os.getpid()], replace=replace))
 
             warnings = asyncio.run(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
@@ -941,8 +943,10 @@ def adopt(
                         raise InvalidInput(f"VM {vm} runs in {owned}, which libvirt or machined manage; adopting it "
                                            "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
                                            "Pass --force to take it anyway")
-                how = await launch.adopt(sd, target, all_pids)
-                return how, await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
+                if await launch.attach(sd, target, all_pids):
+                    return "attached", await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
+                return "created", await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
+                                                     launch=target.launch(all_pids))
 
         with SyncLock(DEFAULT_RUN_DIR):  # the narrow pass writes what it applied, as a sync does
             how, warnings = asyncio.run(move())
@@ -952,19 +956,31 @@ def adopt(
 
 
 async def _narrow_pass(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, vm: str | None,
-                       pod: str | None) -> list[str]:
-    """After `run`/`adopt` made or filled a scope: its pod's units (a VM: its scope and the node
-    budget it changes) through the sync's own desired state, diff and apply (clamps included,
-    recorded as applied); the caller holds the sync lock. What fails is a warning: the scope runs,
-    and the next sync tries again."""
-    from sdqos.reconcile import launch
+                       pod: str | None, launch: "Launch | None" = None) -> list[str]:
+    """`run`/`adopt`: its pod's units (a VM: its scope and the node budget it changes) through the
+    sync's own desired state, diff and apply (clamps included, recorded as applied); with
+    ``launch``, the scope is created there around the processes, after the missing slices above
+    it. The caller holds the sync lock. A scope that could not be made is an error (nothing runs
+    in it); what else fails is a warning: the scope runs, and the next sync tries again."""
+    from sdqos.reconcile import launch as launching
     from sdqos.reconcile import sync as reconcile
 
-    only = reconcile.Narrow(vm=vm) if vm is not None else reconcile.Narrow(pod=launch.find_pod(p, pod or "").key)
+    key = launching.find_pod(p, pod or "").key if vm is None else None
+    only = reconcile.Narrow(pod=key, vm=vm, launch=launch)
     report = await reconcile.sync(
         sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only=only,
         replan=lambda machines: load_planned(config, insecure, cgroup, writes=True, machines=machines)[1])
+    if launch is not None and launch.unit.name not in report.created:
+        _not_made(report, launch.unit.name, [launch.unit.name, *report.failed_creates])
     return [f"{e} (the next sync tries again)" for e in report.errors]
+
+
+def _not_made(report: "Report", what: str, names: list[str]) -> None:
+    """A unit a narrow pass had to make was not made: its errors (those naming ``names``), as one error."""
+    lines = [e for e in report.errors if any(n in e for n in names)] or [f"{what} was not created"]
+    exc = SdqosError(lines[0])
+    exc.errors = [SdqosError(x) for x in lines]  # type: ignore[attr-defined]
+    raise exc
 
 
 def _launch_target(p: Plan, vm: str | None, pod: str | None, container: str | None) -> Target:
@@ -1024,6 +1040,7 @@ def podman_start(
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
     from sdqos.reconcile import launch, podman_pods
+    from sdqos.reconcile import sync as reconcile
 
     def interrupted(*_):  # systemd stopping us, or kill: the pod's containers are stopped as on Ctrl-C
         raise KeyboardInterrupt
@@ -1038,8 +1055,16 @@ def podman_start(
             spec = _run_spec(config, insecure, pp)
 
             async def go():
-                async with Systemd(bus_address) as sd:
-                    return await podman_pods.prepare(sd, p, pp, spec, replace=replace)
+                done, prepared = podman_pods.prepare(pp, spec, replace=replace)
+                async with Systemd(bus_address) as sd:  # its slice and tiers, through the one writer
+                    report = await reconcile.sync(
+                        sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys,
+                        only=reconcile.Narrow(pod=pp.key, create=True),
+                        replan=lambda machines: load_planned(config, insecure, cgroup, writes=True,
+                                                             machines=machines)[1])
+                if report.failed_creates:
+                    _not_made(report, pp.slice, report.failed_creates)
+                return done + [f"created {name}" for name in report.created], prepared
 
             lines, spec = asyncio.run(go())
             for line in lines:

@@ -10,6 +10,7 @@ sdqos falls back to systemd alone.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -22,6 +23,12 @@ PATH = "/org/freedesktop/machine1"
 MANAGER = MACHINED + ".Manager"
 # What machined puts on every scope it creates itself: the caller must not send these twice.
 MACHINED_SETS = frozenset({"Slice", "PIDs", "Delegate", "CollectMode", "AddRef"})
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # what machined takes as a machine name (a hostname)
+
+
+def valid_name(name: str) -> bool:
+    """Whether machined takes ``name`` as a machine's name."""
+    return bool(_NAME.match(name))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """What a unit is created with: its owned properties plus what only creation sets (a Description,
-accounting, and for a scope Delegate, CollectMode, OOMPolicy and ManagedOOMPreference). One function, used by sync's
-apply, ``sdqos run``/``adopt`` (reconcile/launch.py) and shown by ``plan -o json``, so what the plan
-shows is what systemd gets."""
+accounting, and for a scope Delegate, CollectMode, OOMPolicy and ManagedOOMPreference). One function, used by
+apply (the one writer: sync, and the narrow passes of ``sdqos run``/``adopt``/``podman start``) and
+shown by ``plan -o json``, so what the plan shows is what systemd gets."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """Carrying out a diff, in its order: removals, then growing limits top-down, creations top-down,
 shrinking limits bottom-up (``diff.APPLY_ORDER``, declared there once), through StartTransientUnit,
-SetUnitProperties and StopUnit only. A failure on one unit does not stop the others; a child of a
-unit that failed to be created is skipped."""
+SetUnitProperties and StopUnit only — and, for a VM ``sdqos run --vm`` starts, systemd-machined's
+CreateMachine. This is the only writer of unit values: sync, and the narrow passes of ``run``,
+``adopt`` and ``podman start``, which also create the scope around their processes here (a create
+with PIDs, after the slices above it). A failure on one unit does not stop the others; a child of
+a unit that failed to be created is skipped."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import time
 from typing import Callable
 
 from sdqos.errors import CallTimeout, NoSuchUnit, SystemdError, UnitExists
+from sdqos.host import machined
 from sdqos.host.systemd import UNIT, SystemdAPI
 from sdqos.plan.engine import UnitPlan
 from sdqos.plan.creation import create_properties
@@ -63,12 +67,12 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
             for a in skipped:
                 failed_creates.add(a.unit)
                 report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
-            results = await sd.start_transient_units((a.unit, create_properties(u)) for a, u in todo)
+            results = await _create(sd, todo)
             for (a, u), err in zip(todo, results):
                 if err is None:
                     report.created.append(a.unit)
                     done.add(a.unit)
-                elif isinstance(err, UnitExists):
+                elif isinstance(err, UnitExists) and not a.pids:
                     # A unit file or an implicit slice has the name (or a create raced us): set
                     # the properties on it instead.
                     try:
@@ -95,9 +99,45 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
                     report.errors.append(f"update {a.unit}: {err}")
             tick(len(updates))
 
+    report.failed_creates.extend(u for u in failed_creates if u not in report.failed_creates)
     # A unit updated in two phases (grow + shrink) is one entry; a failed half un-marks it.
     report.updated.extend({"unit": u, "changes": ch} for u, ch in updated.items() if u not in failed_updates)
     return done - failed_updates - failed_creates
+
+
+async def _create(sd: SystemdAPI, todo: list[tuple[Action, UnitPlan]]) -> list[SystemdError | None]:
+    """One wave of creations, one result each: the units without processes in one pipelined call,
+    then each scope around processes (:func:`_create_with_pids`)."""
+    out: list[SystemdError | None] = [None] * len(todo)
+    plain = [i for i, (a, _) in enumerate(todo) if not a.pids]
+    results = await sd.start_transient_units((todo[i][0].unit, create_properties(todo[i][1])) for i in plain)
+    for i, err in zip(plain, results):
+        out[i] = err
+    for i, (a, u) in enumerate(todo):
+        if a.pids:
+            try:
+                await _create_with_pids(sd, a, u)
+            except SystemdError as err:
+                out[i] = err
+    return out
+
+
+async def _create_with_pids(sd: SystemdAPI, a: Action, u: UnitPlan) -> None:
+    """A new scope holding ``a.pids`` (systemd moves them into it), with ``a.stop_timeout_us``.
+    A VM (``a.machine``, one process) is registered with systemd-machined, as libvirt does:
+    machined creates the scope (same name, machine.slice) with these values in the same call, so
+    the VM is limited from its first instruction and machinectl knows it. When machined does not
+    run or cannot take the name: systemd alone (StartTransientUnit with PIDs)."""
+    props = create_properties(u, a.stop_timeout_us)
+    if a.machine is not None and len(a.pids) == 1 and machined.valid_name(a.machine):
+        try:
+            await machined.create_machine(sd, a.machine, a.pids[0], props)
+            return
+        except SystemdError as exc:
+            if not machined.not_running(exc):
+                raise
+    props["PIDs"] = list(a.pids)
+    await sd.start_transient_unit(a.unit, props)
 
 
 def _waves(creates: list[Action]) -> list[list[Action]]:

@@ -31,6 +31,7 @@ from typing import Any
 
 from collections.abc import Mapping
 
+from sdqos.errors import ScopeBusy
 from sdqos.kube.model import BESTEFFORT, GUARANTEED
 from sdqos.kube.naming import (
     MACHINE_SLICE,
@@ -114,7 +115,10 @@ def apply_key(a: "Action", order: Mapping[str, int]) -> tuple[int, int]:
 
 @dataclass(slots=True)
 class Action:
-    """One write to systemd (create, update, stop or reset one unit), in the phase it belongs to."""
+    """One write to systemd (create, update, stop or reset one unit), in the phase it belongs to.
+    A create with ``pids`` makes a scope around running processes (``run``, ``adopt``: a
+    :class:`Launch`), with ``stop_timeout_us`` as its SIGTERM → SIGKILL time; with ``machine``, a VM
+    registered with systemd-machined under that name (apply says how)."""
 
     kind: str  # create | update | stop | reset
     unit: str
@@ -124,6 +128,9 @@ class Action:
     drift: bool = False
     plan: UnitPlan | None = None
     reason: str = ""
+    pids: tuple[int, ...] = ()
+    stop_timeout_us: int | None = None
+    machine: str | None = None
 
 
 @dataclass(slots=True)
@@ -522,14 +529,65 @@ def compute_diff(
     return d
 
 
-def narrowed(d: Diff, units: set[str] | frozenset[str], warnings: list[str]) -> Diff:
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Processes to put in a new scope, in a narrow pass (``sdqos run``, ``adopt``): the scope's
+    unit as planned, the PIDs it is created around, its stop timeout (a pod's grace period), the
+    machine name a VM is registered with (None: systemd alone), ``replace``: a running scope of
+    that name is stopped first. ``label`` names it in errors ("pod ns/x container app")."""
+
+    unit: UnitPlan
+    pids: tuple[int, ...]
+    label: str
+    replace: bool = False
+    stop_timeout_us: int | None = None
+    machine: str | None = None
+
+
+BUSY_STATES = frozenset({"active", "activating", "deactivating", "reloading"})
+
+
+def launch_actions(launch: Launch, unit: UnitPlan, state: str | None) -> list[Action]:
+    """The actions that make ``launch``'s scope (``unit``: its desired unit; ``state``: the scope's
+    ActiveState now, None when not loaded): a create with PIDs — after a stop of the running
+    scope with ``replace`` (ScopeBusy without), after a reset of a failed one."""
+    out = []
+    if state in BUSY_STATES:
+        if not launch.replace:
+            raise ScopeBusy(f"{launch.label} already runs in {unit.name}; pass --replace to stop it first")
+        out.append(Action("stop", unit.name, PHASE_REMOVE, plan=unit, reason="--replace"))
+    elif state == "failed":
+        out.append(Action("reset", unit.name, PHASE_CREATE, plan=unit, reason="unit had failed"))
+    out.append(Action("create", unit.name, PHASE_CREATE, props=dict(unit.properties), plan=unit,
+                      pids=tuple(launch.pids), stop_timeout_us=launch.stop_timeout_us, machine=launch.machine,
+                      reason=f"{launch.label}: {len(launch.pids)} process(es)"))
+    return out
+
+
+def narrowed(d: Diff, units: set[str] | frozenset[str], warnings: list[str],
+             creatable: set[str] | frozenset[str] = frozenset(), launch: list[Action] | None = None) -> Diff:
     """The part of ``d`` a narrow pass carries out (``sdqos run``, ``adopt``, ``podman start``):
-    the updates of ``units`` only — nothing created, stopped or released; their errors (those
-    naming them) and ``warnings``. A new Diff: ``d`` stays as it was computed."""
+    the updates of ``units``, the creations (and resets) of ``creatable`` (the slices above a
+    scope about to be made) and the ``launch`` actions (:func:`launch_actions`), which replace
+    whatever ``d`` had for their unit — nothing else created, nothing stopped or released; their
+    errors (those naming them) and ``warnings``. A new Diff: ``d`` stays as it was computed."""
+    launch = launch or []
+    mine = {a.unit for a in launch}
+    units = set(units) | mine
+
     def names(text: str) -> bool:
         return any(u in text for u in units)
-    return Diff(actions=[a for a in d.actions if a.kind == "update" and a.unit in units],
-                unchanged=[u for u in d.unchanged if u in units], drift=[x for x in d.drift if x["unit"] in units],
+
+    def kept(a: Action) -> bool:
+        if a.unit in mine:
+            return False
+        return (a.kind == "update" and a.unit in units) or (a.kind in ("create", "reset") and a.unit in creatable)
+
+    actions = [a for a in d.actions if kept(a)] + launch
+    actions.sort(key=lambda a: APPLY_ORDER.index(a.phase))  # (stable: the tree order within a phase stays)
+    return Diff(actions=actions,
+                unchanged=[u for u in d.unchanged if u in units and u not in mine],
+                drift=[x for x in d.drift if x["unit"] in units and x["unit"] not in mine],
                 warnings=list(warnings), errors=[e for e in d.errors if names(e)], foreign=list(d.foreign),
                 kept=list(d.kept), kept_why=dict(d.kept_why), frozen=dict(d.frozen), abort=d.abort)
 

@@ -1,13 +1,16 @@
 """``sdqos run`` and ``sdqos adopt``: put processes into a container's (or VM's) scope.
 
-``run`` works the way ``systemd-run --scope`` does: this process asks systemd for a transient scope
-holding its own PID, waits for the job, sets its own ``oom_score_adj`` (inherited by everything it
-starts) and then *becomes* the command with ``exec`` — so the command's exit status and signals
-are its own, and argv reaches it untouched, no shell involved. The pod slice and its tiers are
-created first when missing.
+``run`` works the way ``systemd-run --scope`` does: this process has a transient scope made
+holding its own PID, sets its own ``oom_score_adj`` (inherited by everything it starts) and then
+*becomes* the command with ``exec`` — so the command's exit status and signals are its own, and
+argv reaches it untouched, no shell involved.
 
 ``adopt`` moves processes that are already running (started by anything) into the scope: a new
 scope is created around them, or they are attached to the running one.
+
+This module finds the target and checks it; it writes no unit value. The scope (and the pod
+slice and tiers above it when missing) is made by the narrow pass through the one writer, the
+diff and apply (:class:`Target.launch` → :class:`sdqos.reconcile.sync.Narrow`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import re
 
 from dataclasses import dataclass
 
-from sdqos.errors import InvalidInput, ScopeBusy, SdqosError, SystemdError, UnitExists
+from sdqos.errors import InvalidInput, ScopeBusy
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import UNIT, SystemdAPI
 from sdqos.kube.naming import (
@@ -26,11 +29,13 @@ from sdqos.kube.naming import (
     description,
     machine_scope,
     marked,
+    parse_container_scope,
     scope_maker,
 )
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
 from sdqos.plan.creation import (  # noqa: F401 (the grace periods: podman_pods reads them here)
-    DEFAULT_GRACE_PERIOD_S, MINIMUM_GRACE_PERIOD_S, create_properties, grace_period_us)
+    DEFAULT_GRACE_PERIOD_S, MINIMUM_GRACE_PERIOD_S, grace_period_us)
+from sdqos.reconcile.diff import Launch
 
 
 @dataclass
@@ -43,6 +48,11 @@ class Target:
     label: str
     stop_timeout_us: int | None = None  # SIGTERM → SIGKILL when the scope is stopped (a pod's grace period)
     machine: str | None = None  # a VM: registered with systemd-machined under this name when it runs
+
+    def launch(self, pids: list[int], *, replace: bool = False) -> Launch:
+        """What the narrow pass needs to create this scope around ``pids`` (apply makes it, after
+        the slices above it; :class:`sdqos.reconcile.sync.Narrow`)."""
+        return Launch(self.unit, tuple(pids), self.label, replace, self.stop_timeout_us, self.machine)
 
 
 def find_pod(plan: Plan, pod_ref: str) -> PodPlan:
@@ -94,80 +104,21 @@ def ancestors(plan: Plan, slice_name: str) -> list[UnitPlan]:
     return list(reversed(chain))
 
 
-async def ensure_ancestors(sd: SystemdAPI, target: Target) -> list[str]:
-    """Create the missing slices above the scope (each with its planned values). machine.slice,
-    usually a unit file, just gets its properties."""
-    created = []
-    states = await sd.read_units([u.name for u in target.ancestors], {UNIT: ["ActiveState"]})
-    for u in target.ancestors:
-        st = states.get(u.name)
-        if st is not None and st.active_state == "active":
-            continue
-        try:
-            if st is not None and st.active_state == "failed":
-                await sd.reset_failed_unit(u.name)
-            await sd.start_transient_unit(u.name, create_properties(u))
-            created.append(u.name)
-        except UnitExists:
-            await sd.set_unit_properties(u.name, u.properties)
-            await sd.start_unit(u.name)
-    return created
-
-
 async def _scope_state(sd: SystemdAPI, name: str) -> str | None:
     states = await sd.read_units([name], {UNIT: ["ActiveState"]})
     st = states.get(name)
     return st.active_state if st is not None else None
 
 
-async def start_scope(sd: SystemdAPI, target: Target, pids: list[int], *, replace: bool = False) -> None:
-    """A new scope holding ``pids`` (processes are moved into it). Existing scope: ScopeBusy
-    unless ``replace`` (which stops it first, killing what runs there)."""
-    await ensure_ancestors(sd, target)
-    state = await _scope_state(sd, target.unit.name)
-    if state in ("active", "activating", "deactivating"):
-        if not replace:
-            raise ScopeBusy(f"{target.label} already runs in {target.unit.name}; pass --replace to stop it first")
-        await sd.stop_unit(target.unit.name)
-    elif state == "failed":
-        await sd.reset_failed_unit(target.unit.name)
-    props = create_properties(target.unit, target.stop_timeout_us)
-    if target.machine is not None and len(pids) == 1 and await _register_machine(sd, target, pids[0], props):
-        return
-    props["PIDs"] = pids
-    await sd.start_transient_unit(target.unit.name, props)
-
-
-_MACHINE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # what machined takes as a machine name (a hostname)
-
-
-async def _register_machine(sd: SystemdAPI, target: Target, leader: int, props: dict) -> bool:
-    """A VM is registered with systemd-machined when it runs, as libvirt does: machined creates
-    the scope (same name, machine.slice) with sdqos's values in the same call, and machinectl
-    knows the VM. False when machined does not run or cannot take the name (then systemd alone)."""
-    from sdqos.host import machined
-
-    name = target.machine
-    if name is None or not _MACHINE_NAME.match(name):
+async def attach(sd: SystemdAPI, target: Target, pids: list[int]) -> bool:
+    """``adopt`` into a running scope: move the processes into it (AttachProcessesToUnit). This
+    moves processes and sets no unit value, so it stays here, outside apply (the one writer of
+    unit values); the narrow pass after it brings the scope to its values. False when the scope
+    does not run: then the narrow pass creates it around them (:meth:`Target.launch`)."""
+    if await _scope_state(sd, target.unit.name) != "active":
         return False
-    try:
-        await machined.create_machine(sd, name, leader, props)
-        return True
-    except SystemdError as exc:
-        if machined.not_running(exc):
-            return False
-        raise
-
-
-async def adopt(sd: SystemdAPI, target: Target, pids: list[int]) -> str:
-    """Move running processes into the target scope: create it around them, or attach them to
-    the running one. Returns "created" or "attached"."""
-    state = await _scope_state(sd, target.unit.name)
-    if state == "active":
-        await sd.attach_processes(target.unit.name, pids)
-        return "attached"
-    await start_scope(sd, target, pids)
-    return "created"
+    await sd.attach_processes(target.unit.name, pids)
+    return True
 
 
 _QEMU_SUFFIX = {"": 2**20, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50, "E": 2**60}
@@ -239,9 +190,12 @@ def owner_of(pid: int, target: Target) -> tuple[str, bool] | None:
     if unit.endswith(".service"):
         return f"{unit} (a service: systemd manages its processes)", True
     if unit.endswith(".scope"):
-        maker = scope_maker(unit)
-        if maker == "sdqos":
+        from sdqos.reconcile import runtimes
+
+        if parse_container_scope(unit) is not None:
             return f"{unit} (another container's scope)", True
+        rt = runtimes.row_of(unit)  # podman, libvirt, machined: the runtime table knows its scopes
+        maker = rt.name if rt is not None else scope_maker(unit)  # (others by name: docker, containerd, CRI-O)
         if maker is not None:
             return f"{unit} ({maker})", True
         if "/machine.slice/" in f"{path}/":
@@ -292,4 +246,4 @@ async def vm_owned_elsewhere(sd: SystemdAPI, target: Target, name: str) -> str |
     return None
 
 
-__all__ = ["Target", "ScopeBusy", "container_target", "vm_target", "start_scope", "adopt", "set_oom", "SystemdError"]
+__all__ = ["Target", "ScopeBusy", "container_target", "vm_target", "attach", "set_oom"]

@@ -1,5 +1,6 @@
 """``sdqos podman start|stop NS/NAME``: run a configured pod's containers with podman, the way
-kubelet drives its runtime. The pod's slice (and tiers) first, with their values; then each init
+kubelet drives its runtime. The pod's slice (and tiers) first, with their values (made by a narrow
+pass through the one writer, sync's diff and apply); then each init
 container, in order, to completion; sidecars (``restartPolicy: Always`` init containers) started
 and kept running before the init containers after them; then the app containers. Each container
 gets kubelet's values and OOM score as podman flags (sdqos.plan.podman) and lands in its own
@@ -15,7 +16,6 @@ from __future__ import annotations
 from sdqos.errors import InvalidInput, PodRunning, SdqosError
 from sdqos.host import podman
 from sdqos.host import volumes as host_volumes
-from sdqos.host.systemd import SystemdAPI
 from sdqos.kube.naming import podman_scope
 from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
@@ -58,18 +58,12 @@ def grace_seconds(pp: PodPlan | None = None, labels: dict[str, str] | None = Non
     return max(launch.MINIMUM_GRACE_PERIOD_S, grace)
 
 
-async def start(sd: SystemdAPI, plan: Plan, pp: PodPlan, spec: PodRunSpec, *, replace: bool = False) -> list[str]:
-    """Start the pod's containers; returns what was done, one line each."""
-    done, spec = await prepare(sd, plan, pp, spec, replace=replace)
-    return done + run_containers(plan, pp, spec)
-
-
-async def prepare(sd: SystemdAPI, plan: Plan, pp: PodPlan, spec: PodRunSpec, *,
-                  replace: bool = False) -> tuple[list[str], PodRunSpec]:
-    """What must happen under the sync lock: the checks, earlier containers removed, the pod's
-    volumes made ready, its slice and tiers created with their values (a sync that planned
-    without the pod would remove a slice made outside the lock). Returns what was done and the run
-    spec with the volumes' host paths."""
+def prepare(pp: PodPlan, spec: PodRunSpec, *, replace: bool = False) -> tuple[list[str], PodRunSpec]:
+    """What must happen under the sync lock before the pod's slice and tiers are made (by a
+    narrow pass that creates, ``Narrow(pod=..., create=True)``, through the one writer; a sync
+    that planned without the pod would remove a slice made outside the lock): the checks, earlier
+    containers removed, the pod's volumes made ready. Returns what was done and the run spec with
+    the volumes' host paths."""
     if not any(s.image for s in spec.containers):
         raise InvalidInput(f"no container of pod {pp.key} has an image: nothing for podman to run")
     names = {c.name for c in pp.containers}
@@ -88,11 +82,6 @@ async def prepare(sd: SystemdAPI, plan: Plan, pp: PodPlan, spec: PodRunSpec, *,
         done.append(f"removed {len(existing)} earlier container(s) of pod {pp.key}")
     root = host_volumes.volume_root()
     spec = host_volumes.prepare(spec, pp.uid, root)
-    unit = plan.unit(pp.slice)
-    assert unit is not None
-    target = launch.Target(unit, launch.ancestors(plan, pp.slice), 0, f"pod {pp.key}")
-    for name in await launch.ensure_ancestors(sd, target):
-        done.append(f"created {name}")
     return done, spec
 
 

@@ -38,6 +38,7 @@ class Report:
     plan: object = None  # the desired units as a Plan (Desired.as_plan: machine.slice counted, scopes bound)
     desired: "Desired | None" = None  # what the sync wanted (reconcile.desired.Desired): adjustments, kept pods
     oom_kills: list = field(default_factory=list)  # new OOM kills (reconcile.oomkills.Kill), each reported once
+    failed_creates: list[str] = field(default_factory=list)  # units whose creation failed or was skipped
 
     def as_json(self) -> dict:
         return {

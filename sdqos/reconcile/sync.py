@@ -4,7 +4,8 @@
 2. the desired state from the plan and what was read (pure: :mod:`sdqos.reconcile.desired`), and
    the diff of the live state against it (pure);
 3. apply the changes in order — removals, growing limits top-down, creations top-down, shrinking
-   limits bottom-up — through StartTransientUnit / SetUnitProperties / StopUnit only;
+   limits bottom-up — through StartTransientUnit / SetUnitProperties / StopUnit only (the one
+   writer, :mod:`sdqos.reconcile.apply`; a narrow pass of ``run``/``adopt`` creates its scope there too);
 4. remember what was applied (drift detection next time) and report.
 
 A failure on one unit does not stop the others; it is reported and the exit status says so.
@@ -20,15 +21,17 @@ from typing import Callable
 from sdqos.errors import HostError, SdqosError
 from sdqos.host import rundir
 from sdqos.host.systemd import SystemdAPI
-from sdqos.plan.engine import MachineCharge, Plan
+from sdqos.plan.engine import MachineCharge, Plan, UnitPlan
 from sdqos.reconcile.apply import Progress, apply
 from sdqos.reconcile.binding import apply_oom_scores
 from sdqos.reconcile.desired import Desired, desired
 from sdqos.reconcile.diff import (
     Diff,
+    Launch,
     RemovalLimit,
     compute_diff,
     kept_pods,
+    launch_actions,
     narrowed,
     pod_requests_record,
     recorded_keys,
@@ -108,8 +111,16 @@ async def sync(
     synced = report.plan = want.as_plan()  # (its units are the desired ones: what the renderers and the OOM watch name)
     mine = only.units(want, obs) if only is not None else None
     managed = obs.runtime_managed
-    if mine is not None:  # the rest of the tree is the next sync's; this pass's warnings: its adjustments
-        diff = narrowed(diff, mine, [a.warning for a in want.adjustments if a.unit in mine])
+    launched: dict[str, UnitPlan] = {}  # the scope a narrow pass makes around processes, as it is made
+    if only is not None and mine is not None:  # the rest of the tree is the next sync's; its warnings: its adjustments
+        made = []
+        if only.launch is not None:
+            unit = want.by_name.get(only.launch.unit.name) or only.launch.unit
+            made = launch_actions(only.launch, unit, await _state(sd, unit.name))  # (ScopeBusy: nothing written)
+            launched[unit.name] = unit
+            mine.add(unit.name)
+        diff = narrowed(diff, mine, [a.warning for a in want.adjustments if a.unit in mine],
+                        creatable=only.creatable(want), launch=made)
         report.errors[:] = [e for e in report.errors if any(u in e for u in mine)]
         report.warnings[:] = []
         managed = {n: c for n, c in managed.items() if n in mine}
@@ -153,19 +164,21 @@ async def sync(
         planned = want.by_name  # what was applied: the desired values, adjustments in
         pods = {pp.slice: pp for pp in plan.pods}
         for name in done | set(diff.unchanged):
-            if name in planned:
-                new_applied[name] = dict(planned[name].properties)
+            u = planned.get(name) or launched.get(name)
+            if u is not None:
+                new_applied[name] = dict(u.properties)
                 if name in pods:  # its requests, to count it in its tier should it be kept
                     new_applied[name].update(pod_requests_record(pods[name]))
         for name in [*removed, *diff.released]:
-            new_applied.pop(name, None)
+            if name not in done:  # (a scope stopped and made again, --replace: recorded as made)
+                new_applied.pop(name, None)
         if new_applied != applied:
             try:
                 rundir.save_applied(new_applied, run_dir)
             except HostError as e:  # the units changed; say so, and still write the OOM scores
                 report.errors.append(f"{e}; the next sync reports what it restores as updates, not drift")
-        if mine is not None:
-            bindings = {n: b for n, b in bindings.items() if n in mine}
+        if mine is not None:  # (a launched scope's processes get theirs from run/adopt, after)
+            bindings = {n: b for n, b in bindings.items() if n in mine and n not in launched}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
         if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
             report.oom_kills, oom_error = oomwatch.track(synced, {n: sc.cgroup for n, sc in scopes.items()},
@@ -180,15 +193,30 @@ async def sync(
 
 @dataclass(frozen=True, slots=True)
 class Narrow:
-    """A narrow pass: only some units are updated and recorded as applied, nothing is created or
-    removed — what ``run``, ``adopt`` and ``sdqos podman start`` do right after processes entered a
-    scope, so it holds the desired values at once (clamps included) through the one writer, the
-    diff and apply, without waiting for the next sync. ``pod`` (NS/NAME): its slice, the slices
-    above it and the scopes in it; ``vm``: its scope and the node budget it changes (the node,
-    the tiers, machine.slice)."""
+    """A narrow pass: only some units are updated and recorded as applied, nothing is removed —
+    what ``run``, ``adopt`` and ``sdqos podman start`` do, so their units hold the desired values
+    at once (clamps included) through the one writer, the diff and apply, without waiting for the
+    next sync. ``pod`` (NS/NAME): its slice, the slices above it and the scopes in it; ``vm``: its
+    scope and the node budget it changes (the node, the tiers, machine.slice). ``create``: the
+    missing slices above the pod's (the VM's) scope are created too (``podman start``);
+    ``launch``: and its scope, around running processes (``run``, ``adopt``; :class:`Launch`),
+    a running one stopped first with ``replace``."""
 
     pod: str | None = None
     vm: str | None = None
+    create: bool = False
+    launch: Launch | None = None
+
+    def creatable(self, want: Desired) -> frozenset[str]:
+        """The units this pass may create: the slices above the pod's or VM's scope, top-down."""
+        from sdqos.kube.naming import MACHINE_SLICE
+        from sdqos.reconcile.launch import ancestors
+
+        if not (self.create or self.launch is not None):
+            return frozenset()
+        pp = want.plan.pod(self.pod) if self.pod is not None else None
+        top = pp.slice if pp is not None else MACHINE_SLICE if self.vm is not None else None
+        return frozenset(u.name for u in ancestors(want.plan, top)) if top is not None else frozenset()
 
     def units(self, want: Desired, obs: Observation) -> set[str]:
         from sdqos.kube.naming import owning_slice
@@ -203,6 +231,14 @@ class Narrow:
             out |= {u.name for u in want.units if u.kind in ("node", "tier", "machine")}
             out |= {u.name for u in want.bound if u.owner is not None and u.owner.vm_name == self.vm}
         return out
+
+
+async def _state(sd: SystemdAPI, name: str) -> str | None:
+    """A unit's ActiveState now (None: not loaded)."""
+    from sdqos.host.systemd import UNIT
+
+    st = (await sd.read_units([name], {UNIT: ["ActiveState"]})).get(name)
+    return st.active_state if st is not None else None
 
 
 async def _remove_runtime_containers(sd: SystemdAPI, plan: Plan, diff, obs, report: Report) -> None:

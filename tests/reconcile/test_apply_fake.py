@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from sdqos.errors import AccessDenied, CallTimeout, InvalidProperty, JobFailed, UnitExists
-from sdqos.host import cgroupfs
+from sdqos.errors import AccessDenied, CallTimeout, InvalidProperty, JobFailed, ScopeBusy, UnitExists
+from sdqos.host import cgroupfs, rundir
 from sdqos.plan.engine import Plan, build_plan
 from sdqos.reconcile.apply import apply
 from sdqos.reconcile.diff import PHASE_CREATE, PHASE_REMOVE, Action, Diff, compute_diff
 from sdqos.reconcile.live import read_live
 from sdqos.reconcile.report import Report
-from sdqos.reconcile.sync import sync
+from sdqos.reconcile.launch import container_target, vm_target
+from sdqos.reconcile.sync import Narrow, sync
 
 from ..fakesystemd import FakeSystemd
 from ..helpers import node, pod_from
@@ -322,6 +323,131 @@ def test_creations_skip_only_below_the_unit_that_failed():
     assert done == {"kubepods-besteffort.slice"}
     assert [n for m, n in fake.writes()] == ["kubepods-besteffort.slice", "kubepods-burstable.slice"]
     assert report.errors[-1] == f"create {b}: skipped, its parent kubepods-burstable.slice failed"
+
+
+# --- run/adopt: the narrow pass that creates a scope around processes ----------------------------
+
+
+def narrow(fake: FakeSystemd, plan: Plan, run_dir: Path, launch=None, **kw) -> Report:
+    return asyncio.run(sync(fake, plan, complete=True, removals_safe=False, invalid_keys=set(), run_dir=run_dir,
+                            only=Narrow(launch=launch, **kw)))
+
+
+def created_props(fake: FakeSystemd, unit: str) -> dict:
+    return next(p for m, n, p in fake.calls if m == "StartTransientUnit" and n == unit)
+
+
+def test_a_launch_creates_its_scope_with_the_pids_after_the_slices_above_it(tmp_path):
+    """`sdqos run` on an empty host: one pass creates the node, the tier, the pod slice, then the
+    container's scope around the process (PIDs, its pod's grace period as stop timeout) — every
+    write through apply, nothing else of the tree created (another pod's slice waits for sync)."""
+    plan = plan_of(pod("b", burstable=True), pod("other", "1Gi"))
+    target = container_target(plan, "default/b", "c")
+    fake = FakeSystemd()
+    report = narrow(fake, plan, tmp_path, target.launch([4242]), pod="default/b")
+    b = slice_of(plan, "b")
+    chain = ["kubepods.slice", "kubepods-burstable.slice", b, target.unit.name]
+    assert report.errors == [] and report.created == chain
+    assert [n for m, n in fake.writes()] == chain  # top-down, the scope last: nothing else written
+    assert slice_of(plan, "other") not in fake.units
+    props = created_props(fake, target.unit.name)
+    assert props["PIDs"] == [4242] and props["Slice"] == b and props["Delegate"] is True
+    assert props["TimeoutStopUSec"] == target.stop_timeout_us == 30_000_000
+    assert {k: props[k] for k in target.unit.properties} == target.unit.properties
+    assert fake.units[target.unit.name].active_state == "active"
+    recorded = rundir.load_applied(tmp_path)  # recorded as applied: the next sync sees no drift
+    assert recorded[target.unit.name] == dict(target.unit.properties)
+    fake.calls.clear()
+    again = run_sync(fake, plan_of(pod("b", burstable=True)), tmp_path)
+    assert again.errors == [] and again.drift == [] and target.unit.name not in {u["unit"] for u in again.updated}
+
+
+def test_a_failed_slice_above_skips_the_scope_and_nothing_runs_in_it(tmp_path):
+    plan = plan_of(pod("b", burstable=True))
+    target = container_target(plan, "default/b", "c")
+    fake = FakeSystemd()
+    fake.faults[("StartTransientUnit", "kubepods-burstable.slice")] = AccessDenied("no", unit="x")
+    report = narrow(fake, plan, tmp_path, target.launch([4242]), pod="default/b")
+    b = slice_of(plan, "b")
+    assert report.created == ["kubepods.slice"]
+    assert set(report.failed_creates) == {"kubepods-burstable.slice", b, target.unit.name}
+    assert f"create {target.unit.name}: skipped, its parent {b} failed" in report.errors
+    assert target.unit.name not in fake.units and b not in fake.units
+
+
+def test_a_running_scope_is_busy_unless_replaced_and_replace_stops_it_first(tmp_path):
+    plan = plan_of(pod("g", "1Gi"))
+    target = container_target(plan, "default/g", "c")
+    fake = FakeSystemd()
+    assert run_sync(fake, plan, tmp_path).errors == []
+    fake.add(target.unit.name, pids=[7], Slice=target.unit.slice, Description=target.unit.description)
+    fake.calls.clear()
+    with pytest.raises(ScopeBusy, match=r"already runs in .*--replace"):
+        narrow(fake, plan, tmp_path, target.launch([4242]), pod="default/g")
+    assert fake.writes() == []  # refused before anything was written
+    report = narrow(fake, plan, tmp_path, target.launch([4242], replace=True), pod="default/g")
+    assert report.errors == [] and report.removed == [target.unit.name] and report.created == [target.unit.name]
+    assert fake.writes() == [("StopUnit", target.unit.name), ("StartTransientUnit", target.unit.name)]
+    assert fake.units[target.unit.name].pids == [] and created_props(fake, target.unit.name)["PIDs"] == [4242]
+    assert target.unit.name in rundir.load_applied(tmp_path)
+
+
+def test_a_failed_scope_is_reset_then_made_and_a_create_that_meets_one_fails(tmp_path):
+    plan = plan_of(pod("g", "1Gi"))
+    target = container_target(plan, "default/g", "c")
+    fake = FakeSystemd()
+    assert run_sync(fake, plan, tmp_path).errors == []
+    fake.add(target.unit.name, "failed", Slice=target.unit.slice)
+    fake.calls.clear()
+    report = narrow(fake, plan, tmp_path, target.launch([4242]), pod="default/g")
+    assert report.errors == [] and report.reset == [target.unit.name] and report.created == [target.unit.name]
+    assert fake.writes() == [("ResetFailedUnit", target.unit.name), ("StartTransientUnit", target.unit.name)]
+    # a scope made by someone else in between: never values set on it, the processes are not in it
+    fake.faults[("StartTransientUnit", target.unit.name)] = UnitExists("exists", unit=target.unit.name)
+    fake.calls.clear()
+    report = narrow(fake, plan, tmp_path, target.launch([4243], replace=True), pod="default/g")
+    assert target.unit.name not in report.created and target.unit.name in report.failed_creates
+    assert not [m for m, n in fake.writes() if m == "SetUnitProperties" and n == target.unit.name]
+
+
+MACHINED = ("org.freedesktop.machine1", "CreateMachine")
+
+
+def vm_plan() -> Plan:
+    from sdqos.kube.manifests import ParseResult, parse_vm_documents
+
+    r = ParseResult()
+    parse_vm_documents([{"apiVersion": "sdqos.io/v1alpha1", "kind": "VirtualMachine", "metadata": {"name": "vm1"},
+                         "spec": {"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}}], "vms/x.yaml", r)
+    assert not r.errors
+    return build_plan(node(memory="16Gi"), [], r.vms, cgroup="v1")
+
+
+@pytest.mark.parametrize("machined_runs", [True, False])
+def test_a_vm_is_made_through_machined_with_its_limits_or_by_systemd_when_machined_does_not_run(
+        tmp_path, machined_runs):
+    """`run --vm`: machine.slice first, then the VM's scope — through machined's CreateMachine with
+    the limits in the same call (machined makes the scope), or StartTransientUnit with the PID."""
+    plan = vm_plan()
+    target = vm_target(plan, "vm1")
+    fake = FakeSystemd()
+    asked = []
+    if machined_runs:
+        def create_machine(name, _id, service, cls, leader, root, props):
+            asked.append((name, service, cls, leader, dict(props)))
+            fake.add(target.unit.name, Slice="machine.slice", pids=[leader], **dict(props))
+            return []
+        fake.services[MACHINED] = create_machine
+    report = narrow(fake, plan, tmp_path, target.launch([4242]), vm="vm1")
+    assert report.errors == [] and report.created == ["machine.slice", target.unit.name]
+    if machined_runs:
+        (name, service, cls, leader, props), = asked
+        assert (name, service, cls, leader) == ("vm1", "sdqos", "vm", 4242)
+        assert props["MemoryLimit"] == target.unit.properties["MemoryLimit"] and "PIDs" not in props
+        assert [n for m, n in fake.writes()] == ["machine.slice"]  # the scope: machined's
+    else:
+        assert [n for m, n in fake.writes()] == ["machine.slice", target.unit.name]
+        assert created_props(fake, target.unit.name)["PIDs"] == [4242]
 
 
 # --- the fake itself -----------------------------------------------------------------------------
