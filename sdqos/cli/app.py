@@ -580,7 +580,7 @@ def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Outp
         async with Systemd(bus_address) as sd:
             return await noop.check(sd, DEFAULT_RUN_DIR, digest, data)
     try:
-        data = noop.load(DEFAULT_RUN_DIR)
+        data = noop.load(DEFAULT_RUN_DIR, digest)
         report = run_async(check(data)) if data is not None and data.get("inputs") == digest else None
     except SdqosError:
         report = None  # the full path meets it again and says it properly

@@ -166,10 +166,12 @@ def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN
     write_atomic(run_dir / APPLIED_NAME, pieces(), 0o600)
 
 
-def write_atomic(path: Path, pieces, mode: int = 0o600) -> None:
+def write_atomic(path: Path, pieces, mode: int = 0o600, *, durable: bool = True) -> None:
     """Write ``pieces`` (strings) to a temp file next to ``path``, fsync, rename over it. Any
     failure (a full /run, a missing directory) removes the temp file and raises HostError with
-    the path and the reason: the file is either the old one or the new one, never a part."""
+    the path and the reason: the file is either the old one or the new one, never a part.
+    ``durable=False`` skips the fsync, for a cache whose every entry is checked against what it
+    was made from (a run dir on disk, not tmpfs, paid ~5–25 ms for the 1.5 MB parse cache at 1000 pods)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -181,7 +183,8 @@ def write_atomic(path: Path, pieces, mode: int = 0o600) -> None:
             for piece in ([pieces] if isinstance(pieces, str) else pieces):
                 fh.write(piece)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         try:

@@ -205,9 +205,13 @@ _MERGE_KEY = object()
 def load_documents(text: str) -> list[object]:
     """All documents of a YAML stream, as plain Python objects. Empty documents are dropped."""
     builder = _Builder(_Loader(""))
+    loader = _Loader(text)
     try:
-        for event in yaml.parse(text, Loader=_Loader):
-            builder.feed(event)
+        # yaml.parse's loop, without its generator and check_event(): one C call per event.
+        # get_event() answers None once the stream's end has been read.
+        get, feed = loader.get_event, builder.feed
+        while (event := get()) is not None:
+            feed(event)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
@@ -221,4 +225,6 @@ def load_documents(text: str) -> list[object]:
         if isinstance(exc, YamlError):
             raise
         raise YamlError(str(exc).splitlines()[0]) from None
+    finally:
+        loader.dispose()
     return [d for d in builder.docs if d is not None]

@@ -316,8 +316,10 @@ class ParseCache:
             del self.entries[k]
         try:
             rundir.ensure_dir(self.path.parent)
-            # write_atomic removes its temp file when /run is full mid-write
-            rundir.write_atomic(self.path, encode_file(self.tag, self.entries, self.context), 0o600)
+            # write_atomic removes its temp file when /run is full mid-write. No fsync: every entry
+            # is used only while its file has the identity it was stored with, and a torn file
+            # does not decode (decode_file), so a crash costs a parse, never a wrong plan
+            rundir.write_atomic(self.path, encode_file(self.tag, self.entries, self.context), 0o600, durable=False)
         except (OSError, HostError):
             pass  # a cache that cannot be written is only slower
 

@@ -339,7 +339,9 @@ def compute_diff(
     def is_pod(name: str) -> bool:
         return pod_slice_in(plan, name) is not None
 
-    keys = recorded_keys(applied)
+    # pod uid → key from applied.json: asked only about units outside the plan (none in a sync
+    # that removes nothing), so it is built on first use, not parsed from 1000 unit names each time
+    keys = _LazyKeys(applied)
     stale: list[LiveUnit] = []
     for name, lu in live.items():
         if name in planned or not (lu.exists or lu.failed) or off(name):
@@ -686,6 +688,21 @@ def recorded_owner(name: str, keys: Mapping[str, str]) -> Owner | None:
     if key is None:
         return None
     return Owner.pod(key, cs[1] if cs is not None else None)
+
+
+class _LazyKeys:
+    """:func:`recorded_keys`, computed when first asked."""
+
+    __slots__ = ("_applied", "_keys")
+
+    def __init__(self, applied: Mapping[str, Mapping[str, Any]]):
+        self._applied = applied
+        self._keys: dict[str, str] | None = None
+
+    def get(self, uid: str) -> str | None:
+        if self._keys is None:
+            self._keys = recorded_keys(self._applied)
+        return self._keys.get(uid)
 
 
 def recorded_keys(applied: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

@@ -238,8 +238,13 @@ def _ifaces(owned: list[str]) -> dict[str, list[str]]:
             UNIT: ["Description"]}
 
 
-def load(run_dir: Path) -> dict | None:
+def load(run_dir: Path, digest: str | None = None) -> dict | None:
+    """The stamp, or None. With ``digest``: None unless the stamp was taken with these inputs,
+    seen in its first bytes before the whole of it is decoded (``stamp`` writes ``inputs`` third,
+    compact): a sync whose config changed skips decoding ~0.3 MB at 1000 pods, 1.5 MB at 5000."""
     raw = rundir.read_private(run_dir / STAMP, ours=True)
+    if raw is not None and digest is not None and f'"inputs":{json.dumps(digest)}'.encode() not in raw[:512]:
+        return None
     try:
         data = json.loads(raw) if raw is not None else None
     except ValueError:
