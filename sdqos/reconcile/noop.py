@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # the stamp is written from them; the fast path never imports
     from sdqos.plan.engine import Plan
 
 STAMP = "noop.json"
-VERSION = 2
+VERSION = 3  # 3: the memory-limit property names come from the stamp
 LAST_SYNC = "last-sync.json"  # sdqos.cli.metrics.LAST_SYNC (reconcile may not import cli)
 NOT_INPUTS = frozenset({STAMP, rundir.LOCK_NAME, LAST_SYNC})
 ENV_PREFIXES = ("SDQOS_", "CONTAINERS_")
@@ -211,10 +211,12 @@ def _raw(units: list, shapes: list, root: str = str(cgroupfs.ROOT)) -> str | Non
     return h.hexdigest()
 
 
-def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str], period: str) -> bool:
+def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str], period: str,
+                    memory: list[str]) -> bool:
     """As the diff compares a unit read over D-Bus (diff.unit_changes), and its memory usage
     under its planned limits (diff.clamp_to_usage). ``owned``: plan.properties.owned(); ``period``:
-    its PERIOD_PROPERTY (both from the stamp: the proof does not import the plan's modules)."""
+    its PERIOD_PROPERTY; ``memory``: its MEMORY_PROPERTIES (all from the stamp, written from the
+    property table: the proof does not import the plan's modules)."""
     PERIOD_PROPERTY = period
     have = {k: int(v) for k, v in st.props.items() if k in owned}
     want = dict(planned)
@@ -224,7 +226,7 @@ def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str],
         return False
     current = st.props.get("MemoryCurrent")
     if current is not None and int(current) < INFINITY:
-        for prop in ("MemoryLimit", "MemoryMax"):
+        for prop in memory:
             limit = want.get(prop)
             if limit is not None and limit != INFINITY and int(current) > limit:
                 return False
@@ -288,7 +290,7 @@ async def check(sd: Systemd, run_dir: Path, digest: str, data: dict) -> Report |
             if set(units) != set(need) or _rows(units) != {n: data["units"][n] for n in need}:
                 return None
             for name, (kind, planned) in need.items():
-                if not _props_in_place(kind, planned, units[name], owned, data["period"]):
+                if not _props_in_place(kind, planned, units[name], owned, data["period"], data["memory"]):
                     return None
         unchanged = list(data["unchanged"])
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -330,7 +332,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
     """Observe the live state the way :func:`check` will, check it against ``plan``, and write
     the stamp; False (and none written) when anything does not match the plan."""
     from sdqos.kube.naming import marked
-    from sdqos.plan.properties import PERIOD_PROPERTY, owned
+    from sdqos.plan.properties import MEMORY_PROPERTIES, PERIOD_PROPERTY, owned
     from sdqos.reconcile.live import KUBELET, live_patterns
 
     if not cgroupfs.available() or not (_empty(cgroupfs.cgroup_of(plan.root_slice, "")) and _empty(MACHINE_SLICE)):
@@ -374,7 +376,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
         if set(got) != set(need):
             return False
         for name, (kind, want_props) in need.items():
-            if not _props_in_place(kind, want_props, got[name], props, PERIOD_PROPERTY):
+            if not _props_in_place(kind, want_props, got[name], props, PERIOD_PROPERTY, list(MEMORY_PROPERTIES)):
                 return False
     shape_list = [list(files) for files in shapes]
     raw = _raw(units, shape_list)
@@ -384,7 +386,8 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
     kernel = {"shapes": shape_list, "units": units, "digest": raw}
     data = {"version": VERSION, "taken": time.time(), "inputs": digest, "root": cgroupfs.cgroup_of(plan.root_slice, ""),
             "systemd": version, "patterns": patterns, "units": rows, "kernel": kernel, "need": need,
-            "owned": props, "period": PERIOD_PROPERTY, "unchanged": list(report.unchanged), "rundir": run_dir_identity(run_dir)}
+            "owned": props, "period": PERIOD_PROPERTY, "memory": list(MEMORY_PROPERTIES),
+            "unchanged": list(report.unchanged), "rundir": run_dir_identity(run_dir)}
     try:
         rundir.write_atomic(run_dir / STAMP, [json.dumps(data, separators=(",", ":"))], 0o600)
     except HostError:

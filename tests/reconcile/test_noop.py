@@ -17,7 +17,7 @@ import pytest
 from sdqos.host import oomevents
 from sdqos.loading.configdir import load_config
 from sdqos.plan.engine import build_plan
-from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY
+from sdqos.plan.properties import INFINITY, MEMORY_PROPERTIES, PERIOD_PROPERTY
 from sdqos.reconcile import noop
 from sdqos.reconcile.report import Report
 
@@ -173,19 +173,20 @@ def unit(props: dict, current=None) -> SimpleNamespace:
 
 
 OWNED = ["CPUShares", "CPUQuotaPerSecUSec", "MemoryLimit", "TasksMax", PERIOD_PROPERTY]
+ARGS = (OWNED, PERIOD_PROPERTY, list(MEMORY_PROPERTIES))  # what the stamp carries from the property table
 
 
 def test_units_read_over_dbus_compare_as_the_diff_compares_them():
     planned = {"CPUShares": 1228, "MemoryLimit": 12 << 30}
-    assert noop._props_in_place("tier", planned, unit({**planned, PERIOD_PROPERTY: INFINITY}, 1 << 30), OWNED, PERIOD_PROPERTY)
-    assert not noop._props_in_place("tier", planned, unit({**planned, "CPUShares": 100}), OWNED, PERIOD_PROPERTY)
-    assert not noop._props_in_place("tier", planned, unit({"CPUShares": 1228}), OWNED, PERIOD_PROPERTY)  # not read: not in place
+    assert noop._props_in_place("tier", planned, unit({**planned, PERIOD_PROPERTY: INFINITY}, 1 << 30), *ARGS)
+    assert not noop._props_in_place("tier", planned, unit({**planned, "CPUShares": 100}), *ARGS)
+    assert not noop._props_in_place("tier", planned, unit({"CPUShares": 1228}), *ARGS)  # not read: not in place
     # a period set although none is planned: the diff sets it back (not for reserved units)
-    assert not noop._props_in_place("tier", planned, unit({**planned, PERIOD_PROPERTY: 50_000}), OWNED, PERIOD_PROPERTY)
-    assert noop._props_in_place("reserved", planned, unit({**planned, PERIOD_PROPERTY: 50_000}), OWNED, PERIOD_PROPERTY)
+    assert not noop._props_in_place("tier", planned, unit({**planned, PERIOD_PROPERTY: 50_000}), *ARGS)
+    assert noop._props_in_place("reserved", planned, unit({**planned, PERIOD_PROPERTY: 50_000}), *ARGS)
     # usage above the planned memory limit: the full path clamps (qosReserved), so no proof
-    assert not noop._props_in_place("tier", planned, unit(planned, (12 << 30) + 4096), OWNED, PERIOD_PROPERTY)
-    assert noop._props_in_place("tier", planned, unit(planned, INFINITY), OWNED, PERIOD_PROPERTY)  # accounting off
+    assert not noop._props_in_place("tier", planned, unit(planned, (12 << 30) + 4096), *ARGS)
+    assert noop._props_in_place("tier", planned, unit(planned, INFINITY), *ARGS)  # accounting off
 
 
 def test_a_stamp_of_another_version_or_not_ours_is_not_read(tmp_path):
