@@ -9,7 +9,7 @@ branch on a runtime: they go through the table in :mod:`sdqos.reconcile.runtimes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 if TYPE_CHECKING:
     from sdqos.host.systemd import SystemdAPI
@@ -141,6 +141,23 @@ async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
     for e in errors:
         if e is not None and not isinstance(e, NoSuchUnit):
             raise e
+
+
+async def stop_each(groups: list[tuple[list[Workload], int]], one: Callable[[Workload, int], Awaitable[str]],
+                    said: list[str] | None) -> list[Exception | None]:
+    """A row's stop that goes through its runtime one workload at a time (libvirt, machined):
+    ``one(workload, grace)`` stops it and says how; one result per group, as Runtime.stop gives."""
+    out: list[Exception | None] = []
+    for workloads, grace in groups:
+        try:
+            for w in workloads:
+                line = await one(w, grace)
+                if said is not None:
+                    said.append(line)
+            out.append(None)
+        except Exception as exc:  # noqa: BLE001 - one result per group, as the caller reports it
+            out.append(exc)
+    return out
 
 
 class ScopeRuntime:

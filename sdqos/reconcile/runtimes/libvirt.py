@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdqos.kube.naming import parse_libvirt_scope
-from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload, kill_scopes, wait_gone
+from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload, kill_scopes, stop_each, wait_gone
 
 if TYPE_CHECKING:
     from sdqos.host.libvirt import Domain
@@ -88,17 +88,7 @@ class Libvirt(ScopeRuntime):
 
     async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]],
                    said: list[str] | None = None) -> list[Exception | None]:
-        out: list[Exception | None] = []
-        for workloads, grace in groups:
-            try:
-                for w in workloads:
-                    line = await stop_domain(sd, w, grace)
-                    if said is not None:
-                        said.append(line)
-                out.append(None)
-            except Exception as exc:  # noqa: BLE001 - one result per group, as the caller reports it
-                out.append(exc)
-        return out
+        return await stop_each(groups, lambda w, grace: stop_domain(sd, w, grace), said)
 
 
 async def stop_domain(sd: SystemdAPI, w: Workload, grace: int) -> str:

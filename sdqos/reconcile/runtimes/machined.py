@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 
 from sdqos.errors import SdqosError
 from sdqos.kube.naming import marked, parse_machine_scope
-from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload, kill_scopes, wait_gone
+from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload, kill_scopes, stop_each, wait_gone
 
 if TYPE_CHECKING:
     from sdqos.host.machined import Machine
@@ -84,17 +84,7 @@ class Machined(ScopeRuntime):
 
     async def stop(self, sd: SystemdAPI, groups: list[tuple[list[Workload], int]],
                    said: list[str] | None = None) -> list[Exception | None]:
-        out: list[Exception | None] = []
-        for workloads, grace in groups:
-            try:
-                for w in workloads:
-                    line = await stop_machine(sd, w, grace)
-                    if said is not None:
-                        said.append(line)
-                out.append(None)
-            except Exception as exc:  # noqa: BLE001 - one result per group, as the caller reports it
-                out.append(exc)
-        return out
+        return await stop_each(groups, lambda w, grace: stop_machine(sd, w, grace), said)
 
 
 async def stop_machine(sd: SystemdAPI, w: Workload, grace: int) -> str:
