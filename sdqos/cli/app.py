@@ -779,7 +779,7 @@ def pressure(
             if interval <= 0:
                 raise InvalidInput(f"--interval must be positive, not {interval}")
             from sdqos.host import rundir
-
+            from sdqos.loading.cache import file_identity
             from sdqos.reconcile import noop
 
             mode = resolve_cgroup(cgroup)
@@ -789,10 +789,9 @@ def pressure(
                 # a wake of the loop plans again only when an input of the plan changed: the config
                 # dir's files, host facts, environment (noop.inputs), and the last sync's record
                 try:
-                    st = os.stat(rundir.DEFAULT_RUN_DIR / rundir.LAST_SYNC_NAME)
-                    synced: tuple = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    synced = file_identity(os.stat(rundir.DEFAULT_RUN_DIR / rundir.LAST_SYNC_NAME))
                 except OSError:
-                    synced = ()
+                    synced = []
                 key = (noop.inputs(config, mode, {"insecure": insecure}), synced)
                 if key == last[0]:
                     return last[1]
@@ -982,13 +981,21 @@ async def _narrow_pass(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, v
     from sdqos.reconcile import sync as reconcile
 
     key = launching.find_pod(p, pod or "").key if vm is None else None
-    only = reconcile.Narrow(pod=key, vm=vm, launch=launch)
-    report = await reconcile.sync(
-        sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only=only,
-        replan=lambda machines: load_planned(config, insecure, cgroup, writes=True, machines=machines)[1])
+    report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p, reconcile.Narrow(pod=key, vm=vm, launch=launch))
     if launch is not None and launch.unit.name not in report.created:
         _not_made(report, launch.unit.name, [launch.unit.name, *report.failed_creates])
     return [f"{e} (the next sync tries again)" for e in report.errors]
+
+
+async def _narrow_sync(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, only) -> "Report":
+    """One narrow pass (``only``: :class:`sdqos.reconcile.sync.Narrow`) through sync's own desired
+    state, diff and apply, planned again with what runs in machine.slice when that differs from
+    what ``p`` counted; the caller holds the sync lock (run, adopt, podman start)."""
+    from sdqos.reconcile import sync as reconcile
+
+    return await reconcile.sync(
+        sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only=only,
+        replan=lambda machines: load_planned(config, insecure, cgroup, writes=True, machines=machines)[1])
 
 
 def _not_made(report: "Report", what: str, names: list[str]) -> None:
@@ -1073,11 +1080,8 @@ def podman_start(
             async def go():
                 done, prepared = podman_pods.prepare(pp, spec, replace=replace)
                 async with Systemd(bus_address) as sd:  # its slice and tiers, through the one writer
-                    report = await reconcile.sync(
-                        sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys,
-                        only=reconcile.Narrow(pod=pp.key, create=True),
-                        replan=lambda machines: load_planned(config, insecure, cgroup, writes=True,
-                                                             machines=machines)[1])
+                    report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p,
+                                                reconcile.Narrow(pod=pp.key, create=True))
                 if report.failed_creates:
                     _not_made(report, pp.slice, report.failed_creates)
                 return done + [f"created {name}" for name in report.created], prepared
@@ -1106,10 +1110,7 @@ def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout:
 
         async def go():
             async with Systemd(bus_address) as sd:
-                return await reconcile.sync(
-                    sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys,
-                    only=reconcile.Narrow(pod=key),
-                    replan=lambda machines: load_planned(config, insecure, mode, writes=True, machines=machines)[1])
+                return await _narrow_sync(sd, config, insecure, mode, cfg, p, reconcile.Narrow(pod=key))
 
         report = run_async(go())
     for e in report.errors:
