@@ -69,6 +69,24 @@ def cross_hard_threshold(sb, config: Path) -> None:
     (config / "node.yaml").write_text(NODE + f"evictionHard: {{memory.available: {above_available(sb, config)}Mi}}\n")
 
 
+def watch_soft_threshold(sb, config: Path) -> subprocess.Popen:
+    """A soft threshold already crossed (grace 1 s, evictionMaxPodGracePeriod 3) and the evicting
+    loop started on it, past its first two lines (watching; MemoryPressure)."""
+    (config / "node.yaml").write_text(
+        NODE + f"evictionHard: {{memory.available: 1Mi}}\nevictionSoft: {{memory.available: "
+        f"{above_available(sb, config)}Mi}}\nevictionSoftGracePeriod: {{memory.available: 1s}}\n"
+        "evictionMaxPodGracePeriod: 3\n")
+    service = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "0.5",
+                             "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert readline(service) == "watching node pressure every 0.5s, evicting"
+        assert readline(service).startswith("node conditions: MemoryPressure")
+    except BaseException:
+        stop(service)
+        raise
+    return service
+
+
 def machines(sb) -> str:
     return sbx.run(sb, ["machinectl", "list", "--no-legend"]).stdout
 
@@ -133,14 +151,7 @@ def test_a_libvirt_vm_evicted_soft_is_shut_down_then_destroyed_after_the_grace_p
     service = None
     try:
         (config / "vms" / "lv.yaml").write_text(vm_yaml("lv", f"  libvirt: {{domain: {name}}}\n"))
-        (config / "node.yaml").write_text(
-            NODE + f"evictionHard: {{memory.available: 1Mi}}\nevictionSoft: {{memory.available: "
-            f"{above_available(sb, config)}Mi}}\nevictionSoftGracePeriod: {{memory.available: 1s}}\n"
-            "evictionMaxPodGracePeriod: 3\n")
-        service = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "0.5",
-                                 "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert readline(service) == "watching node pressure every 0.5s, evicting"
-        assert readline(service).startswith("node conditions: MemoryPressure")
+        service = watch_soft_threshold(sb, config)
         line = readline(service)
         assert line.startswith("evicted vm vm/lv: memory.available ") and "(soft), grace 3s" in line, line
         how = line[line.index(f"(libvirt domain {name}:"):]
@@ -203,14 +214,7 @@ def test_a_machined_vm_that_ignores_sigterm_is_killed_through_machined_when_the_
         assert readline(p) == "ready", p.stderr.read() if p.poll() is not None else ""
         assert vm.machine_info(sb, machine_name="vm2")["Service"] == "sdqos"
         if soft:
-            (config / "node.yaml").write_text(
-                NODE + f"evictionHard: {{memory.available: 1Mi}}\nevictionSoft: {{memory.available: "
-                f"{above_available(sb, config)}Mi}}\nevictionSoftGracePeriod: {{memory.available: 1s}}\n"
-                "evictionMaxPodGracePeriod: 3\n")
-            service = sbx.popen(sb, [sys.executable, "-m", "sdqos", "pressure", "--evict", "--interval", "0.5",
-                                     "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            assert readline(service) == "watching node pressure every 0.5s, evicting"
-            assert readline(service).startswith("node conditions: MemoryPressure")
+            service = watch_soft_threshold(sb, config)
             line = readline(service)
             how = line[line.index("(VM vm2 "):]
             print(line)
