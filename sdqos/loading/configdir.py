@@ -14,7 +14,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, NamedTuple, Sequence
+from typing import BinaryIO, Mapping, NamedTuple, Sequence
 
 from sdqos.errors import ConfigDirError, ConfigInvalid, InvalidInput
 from sdqos.host import facts
@@ -162,17 +162,34 @@ def _checked_stat(where: str, st: os.stat_result, insecure: bool) -> os.stat_res
     return st
 
 
+def _read_upto(fh: BinaryIO, size: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of an unbuffered file whose size was ``size``: one read of what
+    fstat said (+1, to see it grew), not one of ``limit`` — ``read(8 MiB)`` allocates 8 MiB for
+    every 1 KiB pod file, which was the largest transient of a sync's memory."""
+    chunks = []
+    want = min(size + 1, limit)
+    while limit > 0:
+        chunk = fh.read(want)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        limit -= len(chunk)
+        want = min(1 << 16, limit)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def _read_text(config_dir: Path, path: Path, real: Path) -> str:
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise _fail(config_dir, path, f"cannot be read: {exc.strerror or exc}") from None
     try:  # what was checked may have been swapped meanwhile (a directory, a FIFO) or vanish
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise _fail(config_dir, path, "is not a regular file (it changed while being read)")
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            data = _read_upto(fh, st.st_size, MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise _fail(config_dir, path, f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:

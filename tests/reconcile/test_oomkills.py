@@ -151,3 +151,24 @@ def test_every_kill_is_reported_exactly_once_whatever_order_the_sources_see_it(s
         reported += len(r.kills)
         record = r.record
     assert reported == happened
+
+
+PATHS = [POD, SCOPE, f"{POD}/libpod-0a1b.scope", "/kubepods.slice/kubepods-burstable.slice",
+         "/system.slice/cron.service", "/sdqos-other-sandbox/kubepods.slice/kubepods-besteffort.slice/x.scope"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(PATHS), st.sampled_from([None, *PATHS]), st.booleans()), max_size=6),
+       st.booleans(), st.sampled_from([None, Counter(5, 0), Counter(5, 2)]))
+def test_only_the_units_a_record_names_are_needed_to_place_it(recs, recorded, counter):
+    """observe_kills hands ``account`` only the units named in a record's paths (plus those
+    counted or recorded; oomwatch._components): the kills and the record are the same as with
+    every unit."""
+    from sdqos.reconcile.oomwatch import _components
+
+    log = [LogKill(12 + i, 1.0 + i, 7 + i, "sh", (NS if ns else "") + task, oom and (NS + oom), "CONSTRAINT_MEMCG")
+           for i, (task, oom, ns) in enumerate(recs)]
+    counters = {HOG: counter}
+    old = account({"seq": 11}, UNITS, counters, log[:1], 12, 0.5).record if recorded else {"seq": 11}
+    named = _components(log) | set(counters) | set(old.get("units") or {})
+    narrow = [w for w in UNITS if w.unit in named]
+    assert account(old, narrow, counters, log, 20, 30.0) == account(old, UNITS, counters, log, 20, 30.0)
