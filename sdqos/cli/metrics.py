@@ -154,7 +154,7 @@ def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[s
         **budget_record(report),
     }
     rundir.ensure_dir(run_dir)
-    write_atomic(run_dir / LAST_SYNC, json.dumps(rec), mode=0o600)
+    rundir.write_atomic(run_dir / LAST_SYNC, json.dumps(rec), 0o600, durable=False)  # (as applied.json: of transient units)
     return rec
 
 

@@ -98,6 +98,7 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[
     live: dict[str, LiveUnit] = {}
     kernel_off: dict[str, dict] = {}
     need: list[str] = []
+    wants: dict[tuple, dict | None] = {}  # the kernel files of equal properties, computed once (pods share them)
     for name, st in listed.items():
         u = planned.get(name)
         if u is None and (name.endswith(".slice") or name == KUBELET):
@@ -110,9 +111,13 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[
         if u is None or st.active_state != "active" or u.kind in ("node", "tier", "reserved", "machine"):
             need.append(name)
             continue
-        check = dict(u.properties)
-        check.setdefault(PERIOD_PROPERTY, INFINITY)
-        want = cgroupfs.expected(check, plan.cgroup, page)
+        key = tuple(u.properties.items())
+        if key in wants:
+            want = wants[key]
+        else:
+            check = dict(u.properties)
+            check.setdefault(PERIOD_PROPERTY, INFINITY)
+            want = wants[key] = cgroupfs.expected(check, plan.cgroup, page)
         have = cgroupfs.read(cgroupfs.cgroup_of(name, u.slice), want) if want is not None else None
         if have is not None and have == want:
             live[name] = _listed_unit(name, st, props=dict(u.properties))
