@@ -117,21 +117,42 @@ def observe(node: NodeConfig, mode: str, allocatable_memory: int | None,
 def processes(cgroup: str, mode: str, root: Path = ROOT) -> int:
     """Processes in a cgroup and below (cadvisor's ProcessCount: the cgroup.procs entries), read
     in the memory hierarchy on v1."""
+    return len(process_ids(cgroup, mode, root))
+
+
+def process_ids(cgroup: str, mode: str, root: Path = ROOT) -> list[int]:
+    """The PIDs in a cgroup's ``cgroup.procs`` and below (a process that exited is no longer
+    listed, even while it is a zombie), read in the memory hierarchy on v1."""
     import os
 
     rel = cgroup.strip("/")
     base = root / "memory" if mode == "v1" else root
     top = base / rel if rel else base
-    n = 0
+    pids: list[int] = []
     for d, _dirs, _files in os.walk(top):
         try:
             with open(os.path.join(d, "cgroup.procs")) as f:
-                n += sum(1 for line in f if line.strip())
+                pids += [int(line) for line in f if line.strip()]
         except FileNotFoundError:
             pass  # removed while we walked
         except OSError as exc:
             raise SignalReadError(f"cannot list the processes of cgroup {cgroup}: {exc}") from None
-    return n
+    return pids
+
+
+def zombies(pids: list[int], proc: Path = PROC) -> list[int]:
+    """Those of ``pids`` that exited and are not reaped yet: a zombie holds its PID (it is in
+    /proc/loadavg's task count, which pid.available reads) until its parent, or PID 1, waits for
+    it. A PID that is gone, or that is a live process again (reused), is not one."""
+    out = []
+    for pid in pids:
+        try:
+            text = (proc / str(pid) / "stat").read_text()
+        except OSError:
+            continue
+        if text[text.rfind(")") + 2:].startswith("Z"):  # the state follows the comm, which may hold ")"
+            out.append(pid)
+    return out
 
 
 # --- being woken: memcg threshold notifications (cgroup v1) --------------------------------------

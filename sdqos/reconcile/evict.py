@@ -564,10 +564,12 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
             if a.victim is not None and loop is not None:
                 if bus is None:  # not connected at start: connect now (and keep it)
                     bus = _connect(loop, bus_address, say, raising=True)
+                cgroup = _victim_cgroup(plan, a.victim)
+                had = _pids(cgroup, plan.cgroup, root)  # one cgroup.procs read: the PIDs cleanup waits for
                 record = loop.run_until_complete(evict(bus, plan, a, run_dir))
                 if record:
                     say(eviction_line(record))
-                    _wait_cleanup(plan, a.victim, root)
+                    wait_cleanup(cgroup, plan.cgroup, root, had, proc)
                     continue
             if evict_on:  # after the eviction, not before: it is not urgent
                 for evicted in forget_running(run_dir, a):
@@ -639,18 +641,39 @@ def _newly_met(plan: Plan, a: Assessment, root: Path, proc: Path | None) -> bool
     return any(t not in a.met for t in now)
 
 
-def _wait_cleanup(plan: Plan, victim: ev.Candidate, root: Path) -> None:
-    """waitForPodsCleanup: until the evicted workload has no process left, at most 30 s."""
-    import time
-
-    from sdqos.host import pressure as hp
+def _victim_cgroup(plan: Plan, victim: ev.Candidate) -> str | None:
+    """The cgroup of the workload the eviction stops: the pod's slice, or the VM's scope."""
     from sdqos.host.cgroupfs import cgroup_of
 
     if victim.kind == "pod":
         pp = plan.pod(victim.name)
-        cgroup = cgroup_of(pp.slice, "") if pp else None
-    else:
-        cgroup = vm_cgroups(plan).get(victim.name.removeprefix("vm/"))
+        return cgroup_of(pp.slice, "") if pp else None
+    return vm_cgroups(plan).get(victim.name.removeprefix("vm/"))
+
+
+def _pids(cgroup: str | None, mode: str, root: Path) -> list[int]:
+    """The victim's PIDs before it is stopped; none when they cannot be read (cleanup then waits
+    for its cgroup alone)."""
+    from sdqos.errors import SignalReadError
+    from sdqos.host import pressure as hp
+
+    try:
+        return hp.process_ids(cgroup, mode, root) if cgroup else []
+    except SignalReadError:
+        return []
+
+
+def wait_cleanup(cgroup: str | None, mode: str, root: Path, had: list[int], proc: Path | None = None) -> None:
+    """waitForPodsCleanup: until the evicted workload's ``cgroup`` has no process left and the
+    processes it ``had`` are reaped, at most 30 s. A killed process leaves its cgroup at once but
+    holds its PID as a zombie until it is reaped (a fork bomb's children: by PID 1, one by one);
+    looking again before that would find pid.available still short and evict the next pod for
+    PIDs that are already being given back."""
+    import time
+
+    from sdqos.host import pressure as hp
+
     deadline = time.monotonic() + POD_CLEANUP_TIMEOUT_S
-    while cgroup and time.monotonic() < deadline and hp.processes(cgroup, plan.cgroup, root):
+    while time.monotonic() < deadline and (
+            (cgroup and hp.processes(cgroup, mode, root)) or hp.zombies(had, proc or hp.PROC)):
         time.sleep(POD_CLEANUP_POLL_S)

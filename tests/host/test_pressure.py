@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,22 @@ def test_a_psi_trigger_registers_with_the_kernel(sandbox):
         assert trigger.startswith("50000 500000 ") and bare == "22" and with_nul == "taken", r.stdout
     else:  # 2 s windows only: both 500 ms statements refused
         assert trigger.startswith("200000 2000000 ") and bare == "22" and with_nul == "22", r.stdout
+
+
+def test_a_real_zombie_is_found_until_it_is_reaped():
+    """A child that exited and is not waited for is a zombie (it still holds its PID); once reaped,
+    or for a PID that is gone or alive, there is none."""
+    import time
+
+    child = subprocess.Popen(["true"])
+    while not pressure.zombies([child.pid]):  # it exits on its own; not reaped while nobody waits
+        time.sleep(0.01)
+    assert pressure.zombies([child.pid, os.getpid(), 2**22 + 7]) == [child.pid]
+    child.wait()
+    assert pressure.zombies([child.pid]) == []
+
+
+def test_process_ids_walk_the_cgroup_below(tmp_path):
+    root = _tree(tmp_path, {"a/cgroup.procs": "10\n11\n", "a/b/cgroup.procs": "12\n", "a/c/cgroup.procs": ""})
+    assert sorted(pressure.process_ids("/a", "v2", root)) == [10, 11, 12]
+    assert pressure.processes("/a", "v2", root) == 3

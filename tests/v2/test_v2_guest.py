@@ -5,6 +5,7 @@ README's first command (a sandbox on a host where /run is a tmpfs) works there."
 from __future__ import annotations
 
 import json
+import time
 
 INFINITY = 2**64 - 1
 PAGE = 4096
@@ -301,7 +302,15 @@ def test_status_and_metrics_read_v2_usage(v2guest):
     cfg = write_config(g)
     g.check(f"sdqos sync --config {cfg}")
     g.check(f"(sdqos run --config {cfg} shop/web nginx -- python3 -c 'x = bytearray(32 << 20)\nwhile True: pass' "
-            ">/dev/null 2>&1 &); sleep 3")
+            ">/dev/null 2>&1 &)")
+    # until the command runs in its scope with its 32 MiB charged there (sdqos run under TCG can
+    # take seconds before it execs)
+    running = ("p=$(pgrep -f '^python3 -c x = bytearray') && cg=$(cut -d: -f3 /proc/$p/cgroup) && "
+               "case $cg in *-nginx.scope) test $(cat /sys/fs/cgroup$cg/memory.current) -ge 33554432;; *) false;; esac")
+    deadline = time.monotonic() + 120
+    while g.run(running).rc != 0:
+        assert time.monotonic() < deadline, g.run("ps -ef; journalctl -b -n 40 --no-pager").stdout
+        time.sleep(1)
     st = json.loads(g.check(f"sdqos status --config {cfg} -o json --interval 1", timeout=120))
     units = {u["unit"]: u for u in st["units"]}
     web = next(u for u in st["units"] if u["kind"] == "pod" and "shop/web" in u["label"])

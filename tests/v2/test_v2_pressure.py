@@ -343,7 +343,8 @@ def test_v2_pid_pressure_a_bounded_fork_bomb_is_evicted(v2guest):
         while g.run("pgrep -f '^python3 -c import os, sys'").rc == 0:  # every process of the bomb
             assert time.monotonic() < deadline
             time.sleep(1)
-        assert g.run("pgrep -f '^sleep 100000'").rc == 0  # the Guaranteed pod
+        assert g.run("pgrep -f '^sleep 100000'").rc == 0, g.run(  # the Guaranteed pod
+            "cat /root/pidloop.log; journalctl -b -n 100 --no-pager").stdout
         print(f"\nv2 {g.suite}: {log}")
     finally:
         g.run("systemctl stop sdqos-test-loop; systemctl reset-failed; pkill -f '^python3 -c import os, sys'")
