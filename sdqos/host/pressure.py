@@ -155,6 +155,26 @@ def zombies(pids: list[int], proc: Path = PROC) -> list[int]:
     return out
 
 
+def orphan_zombies(proc: Path = PROC) -> list[int]:
+    """Zombies whose parent is PID 1: processes whose parent died with them (a killed pod's), which
+    PID 1 reaps — systemd one per turn of its event loop, so a fork bomb's hundreds take it a while
+    and hold their PIDs until then."""
+    import os
+
+    out = []
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            text = (proc / name / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = text[text.rfind(")") + 2:].split(" ", 2)
+        if fields[0] == "Z" and fields[1] == "1":
+            out.append(int(name))
+    return out
+
+
 # --- being woken: memcg threshold notifications (cgroup v1) --------------------------------------
 
 

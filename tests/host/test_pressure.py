@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -165,8 +166,6 @@ def test_a_psi_trigger_registers_with_the_kernel(sandbox):
 def test_a_real_zombie_is_found_until_it_is_reaped():
     """A child that exited and is not waited for is a zombie (it still holds its PID); once reaped,
     or for a PID that is gone or alive, there is none."""
-    import time
-
     child = subprocess.Popen(["true"])
     while not pressure.zombies([child.pid]):  # it exits on its own; not reaped while nobody waits
         time.sleep(0.01)
@@ -179,3 +178,20 @@ def test_process_ids_walk_the_cgroup_below(tmp_path):
     root = _tree(tmp_path, {"a/cgroup.procs": "10\n11\n", "a/b/cgroup.procs": "12\n", "a/c/cgroup.procs": ""})
     assert sorted(pressure.process_ids("/a", "v2", root)) == [10, 11, 12]
     assert pressure.processes("/a", "v2", root) == 3
+
+
+def test_orphan_zombies_are_the_zombies_pid_1_has_to_reap(tmp_path):
+    """/proc/PID/stat's state and parent, after the command name (which may hold ") " itself)."""
+    rest = " 0 0 0 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"
+    root = _tree(tmp_path, {"10/stat": "10 (sh) Z 1" + rest, "11/stat": "11 (a) Z 9) Z 1" + rest,
+                            "12/stat": "12 (x) Z 5" + rest, "13/stat": "13 (y) S 1" + rest,
+                            "14/stat": "14 (z) Z 12" + rest, "sys/kernel/pid_max": "4194304\n"})
+    assert sorted(pressure.orphan_zombies(root)) == [10, 11]
+    child = subprocess.Popen(["true"])  # a real zombie: its parent is this process, not PID 1
+    try:
+        while not pressure.zombies([child.pid]):
+            time.sleep(0.01)
+        (tmp_path / str(child.pid)).symlink_to(f"/proc/{child.pid}")
+        assert child.pid not in pressure.orphan_zombies(root)
+    finally:
+        child.wait()
