@@ -564,12 +564,13 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
             if a.victim is not None and loop is not None:
                 if bus is None:  # not connected at start: connect now (and keep it)
                     bus = _connect(loop, bus_address, say, raising=True)
-                cgroup = _victim_cgroup(plan, a.victim)
-                had = _pids(cgroup, plan.cgroup, root)  # one cgroup.procs read: the PIDs cleanup waits for
+                # for PIDs, one cgroup.procs read before the stop: the processes whose reaping cleanup waits for
+                pids = a.reclaim is not None and a.reclaim.signal == ev.PID_AVAILABLE
+                had = _pids(_victim_cgroup(plan, a.victim), plan.cgroup, root) if pids else None
                 record = loop.run_until_complete(evict(bus, plan, a, run_dir))
                 if record:
                     say(eviction_line(record))
-                    wait_cleanup(cgroup, plan.cgroup, root, had, proc)
+                    wait_cleanup(_victim_cgroup(plan, a.victim), plan.cgroup, root, had, proc)
                     continue
             if evict_on:  # after the eviction, not before: it is not urgent
                 for evicted in forget_running(run_dir, a):
@@ -663,10 +664,12 @@ def _pids(cgroup: str | None, mode: str, root: Path) -> list[int]:
         return []
 
 
-def wait_cleanup(cgroup: str | None, mode: str, root: Path, had: list[int], proc: Path | None = None) -> None:
-    """waitForPodsCleanup: until the evicted workload's ``cgroup`` has no process left and its
-    processes are reaped, at most 30 s. A killed process leaves its cgroup at once but holds its
-    PID as a zombie until it is reaped: those it ``had`` (read before the stop), and the orphans
+def wait_cleanup(cgroup: str | None, mode: str, root: Path, had: list[int] | None,
+                 proc: Path | None = None) -> None:
+    """waitForPodsCleanup: until the evicted workload's ``cgroup`` has no process left and, after
+    an eviction for PIDs (``had`` given), its processes are reaped, at most 30 s. A killed process
+    leaves its cgroup at once but holds its PID (not its memory) as a zombie until it is reaped:
+    those it ``had`` (read before the stop), and the orphans
     PID 1 has still to reap (children forked after that read, whose parent died with them — a
     fork bomb's hundreds, which systemd reaps one per turn of its event loop). Looking again
     before that found pid.available still short and evicted the next pod for PIDs already being
@@ -678,5 +681,6 @@ def wait_cleanup(cgroup: str | None, mode: str, root: Path, had: list[int], proc
     proc = proc or hp.PROC
     deadline = time.monotonic() + POD_CLEANUP_TIMEOUT_S
     while time.monotonic() < deadline and (
-            (cgroup and hp.processes(cgroup, mode, root)) or hp.zombies(had, proc) or hp.orphan_zombies(proc)):
+            (cgroup and hp.processes(cgroup, mode, root))
+            or had is not None and (hp.zombies(had, proc) or hp.orphan_zombies(proc))):
         time.sleep(POD_CLEANUP_POLL_S)

@@ -72,3 +72,22 @@ def test_cleanup_waits_for_the_cgroup_and_then_for_nothing_more(tmp_path, monkey
     monkeypatch.setattr(time, "sleep", slept.append)
     evict.wait_cleanup("/pod", "v2", root, [4242], proc)  # no process, no zombie: no wait at all
     assert slept == []
+
+
+def test_after_a_memory_eviction_zombies_are_not_waited_for(tmp_path, monkeypatch):
+    """A zombie holds a PID, not memory: after an eviction for memory (no PIDs given) the next look
+    comes as soon as the cgroup is empty, whatever PID 1 has still to reap."""
+    proc = tmp_path / "proc"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "stat").write_text("4242 (python3) Z 1" + STAT)
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:  # PID 1 reaps it while we wait
+        slept.append(s)
+        (proc / "4242" / "stat").unlink()
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    evict.wait_cleanup("/pod", "v2", _cgroup(tmp_path), None, proc)
+    assert slept == []
+    evict.wait_cleanup("/pod", "v2", _cgroup(tmp_path / "x"), [], proc)  # for PIDs it waits
+    assert slept == [evict.POD_CLEANUP_POLL_S]
