@@ -140,41 +140,6 @@ def process_ids(cgroup: str, mode: str, root: Path = ROOT) -> list[int]:
     return pids
 
 
-def zombies(pids: list[int], proc: Path = PROC) -> list[int]:
-    """Those of ``pids`` that exited and are not reaped yet: a zombie holds its PID (it is in
-    /proc/loadavg's task count, which pid.available reads) until its parent, or PID 1, waits for
-    it. A PID that is gone, or that is a live process again (reused), is not one."""
-    out = []
-    for pid in pids:
-        try:
-            text = (proc / str(pid) / "stat").read_text()
-        except OSError:
-            continue
-        if text[text.rfind(")") + 2:].startswith("Z"):  # the state follows the comm, which may hold ")"
-            out.append(pid)
-    return out
-
-
-def orphan_zombies(proc: Path = PROC) -> list[int]:
-    """Zombies whose parent is PID 1: processes whose parent died with them (a killed pod's), which
-    PID 1 reaps — systemd one per turn of its event loop, so a fork bomb's hundreds take it a while
-    and hold their PIDs until then."""
-    import os
-
-    out = []
-    for name in os.listdir(proc):
-        if not name.isdigit():
-            continue
-        try:
-            text = (proc / name / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        fields = text[text.rfind(")") + 2:].split(" ", 2)
-        if fields[0] == "Z" and fields[1] == "1":
-            out.append(int(name))
-    return out
-
-
 # --- being woken: memcg threshold notifications (cgroup v1) --------------------------------------
 
 

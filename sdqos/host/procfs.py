@@ -121,12 +121,9 @@ def descendants(pids: list[int], proc: Path = PROC) -> list[int]:
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
+        found = _state_and_parent(entry)
+        if found is not None:
+            children.setdefault(found[1], []).append(int(entry.name))
     out, seen = [], set()
     queue = list(pids)
     while queue:
@@ -137,6 +134,31 @@ def descendants(pids: list[int], proc: Path = PROC) -> list[int]:
         out.append(pid)
         queue.extend(sorted(children.get(pid, [])))
     return out
+
+
+def zombies(pids: list[int], proc: Path = PROC) -> list[int]:
+    """Those of ``pids`` that exited and are not reaped yet: a zombie holds its PID (it is in
+    /proc/loadavg's task count, which pid.available reads) until its parent, or PID 1, waits for
+    it. A PID that is gone, or that is a live process again (reused), is not one."""
+    return [pid for pid in pids if (_state_and_parent(proc / str(pid)) or ("", 0))[0] == "Z"]
+
+
+def orphan_zombies(proc: Path = PROC) -> list[int]:
+    """Zombies whose parent is PID 1: processes whose parent died with them (a killed pod's), which
+    PID 1 reaps — systemd one per turn of its event loop, so a fork bomb's hundreds take it a while
+    and hold their PIDs until then."""
+    return [int(e.name) for e in proc.iterdir() if e.name.isdigit() and _state_and_parent(e) == ("Z", 1)]
+
+
+def _state_and_parent(entry: Path) -> tuple[str, int] | None:
+    """A process's state letter and parent PID from ``/proc/PID/stat`` (after the command name,
+    which may hold ") " itself); None when it is gone."""
+    try:
+        stat = (entry / "stat").read_text()
+    except OSError:
+        return None
+    state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+    return state, int(ppid)
 
 
 def pid_exists(pid: int, proc: Path = PROC) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sdqos import sandbox as sbx
-from sdqos.host import pressure
+from sdqos.host import pressure, procfs
 from sdqos.kube import eviction as ev
 from sdqos.kube.eviction import Observation
 
@@ -167,11 +167,11 @@ def test_a_real_zombie_is_found_until_it_is_reaped():
     """A child that exited and is not waited for is a zombie (it still holds its PID); once reaped,
     or for a PID that is gone or alive, there is none."""
     child = subprocess.Popen(["true"])
-    while not pressure.zombies([child.pid]):  # it exits on its own; not reaped while nobody waits
+    while not procfs.zombies([child.pid]):  # it exits on its own; not reaped while nobody waits
         time.sleep(0.01)
-    assert pressure.zombies([child.pid, os.getpid(), 2**22 + 7]) == [child.pid]
+    assert procfs.zombies([child.pid, os.getpid(), 2**22 + 7]) == [child.pid]
     child.wait()
-    assert pressure.zombies([child.pid]) == []
+    assert procfs.zombies([child.pid]) == []
 
 
 def test_process_ids_walk_the_cgroup_below(tmp_path):
@@ -186,12 +186,12 @@ def test_orphan_zombies_are_the_zombies_pid_1_has_to_reap(tmp_path):
     root = _tree(tmp_path, {"10/stat": "10 (sh) Z 1" + rest, "11/stat": "11 (a) Z 9) Z 1" + rest,
                             "12/stat": "12 (x) Z 5" + rest, "13/stat": "13 (y) S 1" + rest,
                             "14/stat": "14 (z) Z 12" + rest, "sys/kernel/pid_max": "4194304\n"})
-    assert sorted(pressure.orphan_zombies(root)) == [10, 11]
+    assert sorted(procfs.orphan_zombies(root)) == [10, 11]
     child = subprocess.Popen(["true"])  # a real zombie: its parent is this process, not PID 1
     try:
-        while not pressure.zombies([child.pid]):
+        while not procfs.zombies([child.pid]):
             time.sleep(0.01)
         (tmp_path / str(child.pid)).symlink_to(f"/proc/{child.pid}")
-        assert child.pid not in pressure.orphan_zombies(root)
+        assert child.pid not in procfs.orphan_zombies(root)
     finally:
         child.wait()

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from sdqos.host import pressure
+from sdqos.host import procfs
 from sdqos.reconcile import evict
 
 STAT = " 0 0 0 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"
@@ -41,7 +41,7 @@ def test_cleanup_waits_until_the_victims_own_zombies_are_reaped(tmp_path):
     proc = tmp_path / "proc"
     proc.mkdir()
     child = subprocess.Popen(["true"])
-    while not pressure.zombies([child.pid]):
+    while not procfs.zombies([child.pid]):
         time.sleep(0.01)
     (proc / str(child.pid)).symlink_to(f"/proc/{child.pid}")  # this /proc holds the zombie alone
     t, reaped = _later(child.wait)
