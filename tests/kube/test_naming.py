@@ -131,3 +131,16 @@ def test_pod_slices_lie_in_their_tree(r, t, u):
     assert N.in_tree(N.pod_slice(r, t, u), top) and N.in_tree(top, top)
     assert not N.in_tree(N.pod_slice(("other",), t, u), N.node_slice(("x",)))
     assert N.tree_globs(top)[0] == top
+
+
+_NAME = st.text(alphabet="ab-_.", max_size=12)
+
+
+@given(unit=st.one_of(_NAME, _NAME.map(lambda s: s + ".slice"), st.sampled_from(["-.slice", ".slice", "a.slice"])),
+       top=st.one_of(_NAME.map(lambda s: s + ".slice"), st.sampled_from(["-.slice", "kubepods.slice", "a_b.slice"])))
+@example(unit="kubepods-burstable-pod1_2.slice", top="kubepods.slice")
+@example(unit="a-b.slice", top="a_b.slice")
+def test_in_tree_is_a_prefix_of_the_slices_components(unit, top):
+    """in_tree looks at the first components only; it answers what the components say."""
+    comps, root = N.slice_components(unit), N.slice_components(top)
+    assert N.in_tree(unit, top) == (comps is not None and root is not None and comps[:len(root)] == root)
