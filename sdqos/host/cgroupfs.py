@@ -81,24 +81,21 @@ def _parse(file: str, text: str) -> object:
 
 def rendered(want: dict[str, object]) -> tuple[bytes | None, ...]:
     """For each file of ``want`` (as from :func:`expected`), in order, the bytes the kernel prints
-    when the file holds that value ("100\\n", "max\\n", "25000 50000\\n"), where :func:`_parse`
-    reads exactly those bytes back as the value; None where it does not (a period that is not
-    systemd's, ANY_PERIOD): then that file is parsed. For :func:`holds`, once per distinct
-    ``want`` (pods with equal resources share one)."""
+    when the file holds that value ("100\\n", "max\\n", "25000 50000\\n"): exactly the bytes
+    :func:`_parse` reads back as that value (an int's decimal, "max", cpu.max's "QUOTA PERIOD");
+    None for a value with no such spelling (a period that is not systemd's, ANY_PERIOD): then that
+    file is parsed. For :func:`holds`, once per distinct ``want`` (pods with equal resources share
+    one)."""
     out: list[bytes | None] = []
     for file, value in want.items():
-        if isinstance(value, tuple) and len(value) == 2 and value[1] is not ANY_PERIOD:
-            text = f"{value[0]} {value[1]}\n"
-        elif value == "max" or (type(value) is int):
-            text = f"{value}\n"
+        if file.endswith("cpu.max"):  # as _parse reads it: (quota or "max", period)
+            quota, period = value if isinstance(value, tuple) and len(value) == 2 else (None, None)
+            ok = type(period) is int and (quota == "max" or type(quota) is int)
+            out.append(f"{quota} {period}\n".encode() if ok else None)
+        elif value == "max" or type(value) is int:
+            out.append(f"{value}\n".encode())
         else:
             out.append(None)
-            continue
-        try:
-            same = _parse(file, text) == value
-        except ValueError:
-            same = False
-        out.append(text.encode() if same else None)
     return tuple(out)
 
 

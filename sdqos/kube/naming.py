@@ -102,8 +102,11 @@ def cgroup_path(unit: str, parent: str) -> str:
         stem = unit[: -len(".slice")]
         if stem in ("", "-"):
             return "/"
-        parts = stem.split("-")
-        return "/" + "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
+        out, prefix = [], None  # each prefix of the stem up to a dash, then the stem: "a", "a-b", ...
+        for part in stem.split("-"):
+            prefix = part if prefix is None else f"{prefix}-{part}"
+            out.append(f"/{prefix}.slice")
+        return "".join(out)
     base = cgroup_path(parent, "") if parent and parent != ROOT_SLICE else ""
     return f"{base}/{unit}"
 
