@@ -43,7 +43,7 @@ def test_machine_slice_never_oom_kills_running_pods_nor_moves_their_memory_high(
     d = f"{cgroup_dir(pod['slice'])}/{scope}"
     # kubelet's memory.high for a container without a limit: request + 0.9 × (allocatable − request)
     high = int((64 * MiB + 0.9 * (GiB - 64 * MiB)) // PAGE * PAGE)
-    g.check(f"(sdqos run --config {cfg} t/hold app -- {HOLD.format(mib=300)} >/dev/null 2>&1 &); sleep 0.5")
+    g.sdqos_run(f"--config {cfg} t/hold app -- {HOLD.format(mib=300)}")
     _wait(lambda: g.run(f"cat {d}/memory.current").rc == 0 and int(g.check(f"cat {d}/memory.current")) >= 300 * MiB,
           "the pod holds 300 MiB")
     pid = g.check(f"cat {d}/cgroup.procs").split()[0]
