@@ -60,7 +60,9 @@ def test_machine_slice_never_oom_kills_running_pods_nor_moves_their_memory_high(
     try:
         # A foreign scope with MemoryMax=800M running sleep: it holds nothing, so it takes nothing.
         g.check("(systemd-run --scope --slice machine.slice --unit sleeper -p MemoryMax=800M sleep 100000 "
-                ">/dev/null 2>&1 &); sleep 1")
+                ">/dev/null 2>&1 &)")
+        _wait(lambda: g.run("grep -q . /sys/fs/cgroup/machine.slice/sleeper.scope/cgroup.procs").rc == 0,
+              "the sleeper runs")
         report = json.loads(g.check(f"sdqos sync --config {cfg} -o json"))
         assert report["errors"] == [], report
         pods_intact(kills)

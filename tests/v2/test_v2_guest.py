@@ -385,8 +385,12 @@ def test_adopt_moves_a_running_process_with_its_oom_score_on_v2(v2guest):
     g.check(f"sdqos sync --config {cfg}")
     pod = planned(g, cfg)["pods"][0]
     c = pod["containers"][0]
-    g.check("(systemd-run --unit=loose.scope --scope sleep 100000 >/dev/null 2>&1 </dev/null &); sleep 1")
-    pid = g.check("cat /sys/fs/cgroup/system.slice/loose.scope/cgroup.procs").split()[0]
+    g.check("(systemd-run --unit=loose.scope --scope sleep 100000 >/dev/null 2>&1 </dev/null &)")
+    deadline = time.monotonic() + 60
+    while not (pids := g.run("cat /sys/fs/cgroup/system.slice/loose.scope/cgroup.procs").stdout.split()):
+        assert time.monotonic() < deadline, "loose.scope did not start"
+        time.sleep(0.5)
+    pid = pids[0]
     out = g.check(f"sdqos adopt --config {cfg} shop/hog app {pid}")
     assert out.startswith(f"created {c['scope']}"), out
     d = f"/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/{pod['slice']}/{c['scope']}"
