@@ -566,11 +566,12 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
                     bus = _connect(loop, bus_address, say, raising=True)
                 # for PIDs, one cgroup.procs read before the stop: the processes whose reaping cleanup waits for
                 pids = a.reclaim is not None and a.reclaim.signal == ev.PID_AVAILABLE
-                had = _pids(_victim_cgroup(plan, a.victim), plan.cgroup, root) if pids else None
+                victim = _victim_cgroup(plan, a.victim)
+                had = _pids(victim, plan.cgroup, root) if pids else None
                 record = loop.run_until_complete(evict(bus, plan, a, run_dir))
                 if record:
                     say(eviction_line(record))
-                    wait_cleanup(_victim_cgroup(plan, a.victim), plan.cgroup, root, had, proc)
+                    wait_cleanup(victim, plan.cgroup, root, had, proc)
                     continue
             if evict_on:  # after the eviction, not before: it is not urgent
                 for evicted in forget_running(run_dir, a):

@@ -23,16 +23,15 @@ COUNTED = ("container", "vm")  # the leaves: a kill below a pod or tier is its c
 PLACED = ("pod", "container", "vm")  # a log record below none of these (a tier, the node) is not a workload's
 
 
-def watched(plan: Plan, kinds: tuple[str, ...] | None = None, only=None, named=None) -> list[Watched]:
-    """The plan's units (of ``kinds``; of ``only``, a set of names, when given) with their cgroup
-    paths, names and memory limits. ``named``: like ``only``, but declared VMs whose scope ended
-    are still looked at (by their scope's name)."""
+def watched(plan: Plan, kinds: tuple[str, ...] | None = None, names=None) -> list[Watched]:
+    """The plan's units (of ``kinds``; of ``names``, a set of unit names, when given) with their
+    cgroup paths, names and memory limits, and declared VMs whose scope ended (by their scope's
+    name: a kill may be what ended it)."""
     out = []
     slices: dict[str, str] = {}
     qos = {(POD, pp.key): pp.qos for pp in plan.pods} | {(VM, v.vm.name): v.qos for v in plan.vms}
     for u in plan.units:
-        if kinds is not None and u.kind not in kinds or only is not None and u.name not in only \
-                or named is not None and u.name not in named:
+        if kinds is not None and u.kind not in kinds or names is not None and u.name not in names:
             continue
         o = u.owner
         name = "" if o is None else f"vm {o.name}" if o.kind == VM else f"{o.name}/{o.container}" if o.container else o.name
@@ -40,10 +39,10 @@ def watched(plan: Plan, kinds: tuple[str, ...] | None = None, only=None, named=N
         cgroup = _slice_path(u.name, slices) if u.name.endswith(".slice") else f"{_slice_path(u.slice, slices)}/{u.name}"
         out.append(Watched(u.name, cgroup, u.kind, name, qos.get((o.kind, o.name)) if o is not None else None,
                            None if mem == INFINITY else mem))
-    if (kinds is None or "vm" in kinds) and only is None:  # a declared VM whose scope ended (its qemu OOM-killed?)
+    if kinds is None or "vm" in kinds:  # a declared VM whose scope ended (its qemu OOM-killed?)
         bound = {u.name for u in plan.units}
         for v in plan.vms:
-            if v.scope and v.scope not in bound and (named is None or v.scope in named):
+            if v.scope and v.scope not in bound and (names is None or v.scope in names):
                 mem = memory_limit(v.properties)
                 out.append(Watched(v.scope, f"/{MACHINE_SLICE}/{v.scope}", "vm", f"vm {v.vm.name}", v.qos,
                                    None if mem == INFINITY else mem))
@@ -90,7 +89,7 @@ def observe_kills(plan: Plan, record: dict, running: dict[str, str] | None = Non
     # were OOM-killed since boot, the first sync listed all its thousands of units' paths for
     # that: ~0.9 MB of its peak RSS at 1000 pods). The units counted or recorded are looked at too.
     named = None if waiting else _components(log or []) | set(counters) | set(old)
-    units = watched(plan, PLACED, named=named) if log or waiting else counted
+    units = watched(plan, PLACED, named) if log or waiting else counted
     result = account(record, units, counters, log, last, time.time())
     if log is not None and everywhere is not None:
         result.record["kernelTotal"] = everywhere

@@ -349,6 +349,29 @@ class Guest:
             raise AssertionError(f"in the v2 guest, `{sh}` exited {r.rc}:\n{r.stdout}\n{r.stderr}")
         return r.stdout
 
+    def spawn_run(self, args: str, log: str = "/dev/null") -> int:
+        """``sdqos run ARGS`` in the background; its PID, which becomes the command's (run execs it)."""
+        return int(self.check(f"(sdqos run {args} >{log} 2>&1 </dev/null & echo $!)").split()[-1])
+
+    def wait_running(self, pid: int, log: str = "/dev/null", timeout: float = 180) -> None:
+        """Until ``sdqos run``'s process ``pid`` has exec'd its command, which it does only after its
+        scope exists with its values and the OOM score is written. Under TCG with one vCPU that
+        takes seconds, so a fixed sleep races (two CI failures did)."""
+        probe = (f"test -e /proc/{pid} || exit 2; tr '\\0' ' ' < /proc/{pid}/cmdline | grep -q 'sdqos run' && exit 1; "
+                 f"grep -q '\\.scope$' /proc/{pid}/cgroup")
+        deadline = time.monotonic() + timeout
+        while (rc := self.run(probe).rc) != 0:
+            if rc == 2 or time.monotonic() > deadline:
+                raise AssertionError(f"`sdqos run` (PID {pid}) {'exited' if rc == 2 else 'did not exec'} "
+                                     f"in time:\n{self.run(f'cat {log}; ps -ef; journalctl -b -n 40 --no-pager').stdout}")
+            time.sleep(0.5)
+
+    def sdqos_run(self, args: str, log: str = "/dev/null", timeout: float = 180) -> int:
+        """``sdqos run ARGS`` in the background, once its command runs in its scope; its PID."""
+        pid = self.spawn_run(args, log)
+        self.wait_running(pid, log, timeout)
+        return pid
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()

@@ -43,7 +43,7 @@ def test_machine_slice_never_oom_kills_running_pods_nor_moves_their_memory_high(
     d = f"{cgroup_dir(pod['slice'])}/{scope}"
     # kubelet's memory.high for a container without a limit: request + 0.9 × (allocatable − request)
     high = int((64 * MiB + 0.9 * (GiB - 64 * MiB)) // PAGE * PAGE)
-    g.check(f"(sdqos run --config {cfg} t/hold app -- {HOLD.format(mib=300)} >/dev/null 2>&1 &); sleep 0.5")
+    g.sdqos_run(f"--config {cfg} t/hold app -- {HOLD.format(mib=300)}")
     _wait(lambda: g.run(f"cat {d}/memory.current").rc == 0 and int(g.check(f"cat {d}/memory.current")) >= 300 * MiB,
           "the pod holds 300 MiB")
     pid = g.check(f"cat {d}/cgroup.procs").split()[0]
@@ -60,7 +60,9 @@ def test_machine_slice_never_oom_kills_running_pods_nor_moves_their_memory_high(
     try:
         # A foreign scope with MemoryMax=800M running sleep: it holds nothing, so it takes nothing.
         g.check("(systemd-run --scope --slice machine.slice --unit sleeper -p MemoryMax=800M sleep 100000 "
-                ">/dev/null 2>&1 &); sleep 1")
+                ">/dev/null 2>&1 &)")
+        _wait(lambda: g.run("grep -q . /sys/fs/cgroup/machine.slice/sleeper.scope/cgroup.procs").rc == 0,
+              "the sleeper runs")
         report = json.loads(g.check(f"sdqos sync --config {cfg} -o json"))
         assert report["errors"] == [], report
         pods_intact(kills)

@@ -53,7 +53,7 @@ def test_explain_shows_what_sync_set_with_a_guest_in_machine_slice(v2guest):
                 f"{HOLD.format(mib=200)} >/dev/null 2>&1 &)")
         _wait(lambda: int(g.run("cat /sys/fs/cgroup/machine.slice/guest.scope/memory.current").stdout or 0)
               >= 200 * MiB, "the guest holds 200 MiB")
-        g.check(f"(sdqos run --config {cfg} t/hold app -- {HOLD.format(mib=100)} >/dev/null 2>&1 &); sleep 0.5")
+        g.sdqos_run(f"--config {cfg} t/hold app -- {HOLD.format(mib=100)}")
         report = json.loads(g.check(f"sdqos sync --config {cfg} -o json"))
         assert report["errors"] == [], report
         doc = json.loads(g.check(f"sdqos explain t/hold --config {cfg} -o json"))

@@ -196,8 +196,9 @@ def test_a_realistic_config_reaches_the_v2_kernel_and_survives_reload_and_reexec
     cfg = write_config(g)
     r = g.run(f"sdqos sync --config {cfg} -o json")
     assert r.rc == 0, r.stderr
-    for pod, c in (("shop/db", "postgres"), ("shop/web", "nginx"), ("shop/web", "limited"), ("shop/batch", "job")):
-        g.check(f"(sdqos run --config {cfg} {pod} {c} -- sleep 100000 >/dev/null 2>&1 &) ; sleep 0.2")
+    for pid in [g.spawn_run(f"--config {cfg} {pod} {c} -- sleep 100000")
+                for pod, c in (("shop/db", "postgres"), ("shop/web", "nginx"), ("shop/web", "limited"), ("shop/batch", "job"))]:
+        g.wait_running(pid)
     plan = planned(g, cfg)
     assert plan["cgroup"] == "v2"
     import time
@@ -279,7 +280,7 @@ def test_memory_qos_reaches_v2_memory_high_and_min(v2guest):
     node = NODE.replace("featureGates: {QOSReserved: true}", "featureGates: {QOSReserved: true, MemoryQoS: true}")
     cfg = write_config(g, node + "memoryReservationPolicy: TieredReservation\n")
     g.check(f"sdqos sync --config {cfg}")
-    g.check(f"(sdqos run --config {cfg} shop/web nginx -- sleep 100000 >/dev/null 2>&1 &); sleep 0.2")
+    g.sdqos_run(f"--config {cfg} shop/web nginx -- sleep 100000")
     plan = planned(g, cfg)
     db = next(p for p in plan["pods"] if p["name"] == "db")
     web = next(p for p in plan["pods"] if p["name"] == "web")
@@ -346,8 +347,7 @@ def test_a_vm_in_machine_slice_shares_the_node_budget_on_v2(v2guest):
     g.check(f"mkdir -p {cfg}/vms && cat > {cfg}/vms/vm1.yaml <<'X'\n{VM}X\n")
     g.check(f"sdqos sync --config {cfg}")
     kernel = g.check("ls /boot/vmlinuz-* | tail -1").strip()
-    g.check(f"(sdqos run --config {cfg} --vm vm1 -- qemu-system-x86_64 -S -nodefaults -display none -m 32 "
-            f"-kernel {kernel} >/dev/null 2>&1 &); sleep 1")
+    g.sdqos_run(f"--config {cfg} --vm vm1 -- qemu-system-x86_64 -S -nodefaults -display none -m 32 -kernel {kernel}")
     import time
 
     deadline = time.monotonic() + 60
@@ -385,8 +385,12 @@ def test_adopt_moves_a_running_process_with_its_oom_score_on_v2(v2guest):
     g.check(f"sdqos sync --config {cfg}")
     pod = planned(g, cfg)["pods"][0]
     c = pod["containers"][0]
-    g.check("(systemd-run --unit=loose.scope --scope sleep 100000 >/dev/null 2>&1 </dev/null &); sleep 1")
-    pid = g.check("cat /sys/fs/cgroup/system.slice/loose.scope/cgroup.procs").split()[0]
+    g.check("(systemd-run --unit=loose.scope --scope sleep 100000 >/dev/null 2>&1 </dev/null &)")
+    deadline = time.monotonic() + 60
+    while not (pids := g.run("cat /sys/fs/cgroup/system.slice/loose.scope/cgroup.procs").stdout.split()):
+        assert time.monotonic() < deadline, "loose.scope did not start"
+        time.sleep(0.5)
+    pid = pids[0]
     out = g.check(f"sdqos adopt --config {cfg} shop/hog app {pid}")
     assert out.startswith(f"created {c['scope']}"), out
     d = f"/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/{pod['slice']}/{c['scope']}"

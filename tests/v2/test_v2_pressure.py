@@ -36,8 +36,9 @@ def test_v2_signals_and_an_eviction(v2guest):
     g = v2guest
     cfg = config(g, "evictionHard: {memory.available: 100Mi}\n")
     g.check(f"sdqos sync --config {cfg}")
-    g.check(f"(sdqos run --config {cfg} t/be app -- python3 -c \"{HOLD}\" >/dev/null 2>&1 &); "
-            f"(sdqos run --config {cfg} t/guar app -- sleep 100000 >/dev/null 2>&1 &); sleep 1")
+    for pid in [g.spawn_run(f"--config {cfg} t/be app -- python3 -c \"{HOLD}\""),
+                g.spawn_run(f"--config {cfg} t/guar app -- sleep 100000")]:
+        g.wait_running(pid)
     deadline = time.monotonic() + 60
     while True:
         out = pressure(g, cfg)
@@ -70,7 +71,7 @@ def test_v2_watching_loop_polls_and_evicts(v2guest):
     g = v2guest
     cfg = config(g, "evictionHard: {memory.available: 100Mi}\n")
     g.check(f"sdqos sync --config {cfg}")
-    g.check(f"(sdqos run --config {cfg} t/guar app -- sleep 100000 >/dev/null 2>&1 &); sleep 1")
+    g.sdqos_run(f"--config {cfg} t/guar app -- sleep 100000")
     available = pressure(g, cfg)["signals"][0]["available"]
     g.check(f"sed -i 's/100Mi/{(available - 100 * Mi) // Mi}Mi/' {cfg}/node.yaml")
     g.check(f"(sh -c 'echo $$ > /run/pressure-loop.pid; exec sdqos pressure --evict --interval 1 --config {cfg}' "
@@ -320,7 +321,7 @@ def test_v2_pid_pressure_a_bounded_fork_bomb_is_evicted(v2guest):
     g = v2guest
     cfg = config(g, "evictionHard: {memory.available: 100Mi}\n")
     g.check(f"sdqos sync --config {cfg}")
-    g.check(f"(sdqos run --config {cfg} t/guar app -- sleep 100000 >/dev/null 2>&1 &); sleep 1")
+    g.sdqos_run(f"--config {cfg} t/guar app -- sleep 100000")
     pid = pressure(g, cfg)["signals"][2]
     tasks = pid["capacity"] - pid["available"]
     g.check(f"printf 'capacity: {{pids: \"{tasks + 600}\"}}\\nevictionHard: {{memory.available: 100Mi, "

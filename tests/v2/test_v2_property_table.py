@@ -50,7 +50,7 @@ def test_every_owned_v2_property_reads_back_from_its_kernel_file_through_the_tab
     r = g.run(f"sdqos sync --config {cfg} -o json")
     assert r.rc == 0, r.stderr
     for pod, c in (("shop/db", "postgres"), ("shop/web", "nginx"), ("shop/batch", "job")):
-        g.check(f"(sdqos run --config {cfg} {pod} {c} -- sleep 100000 >/dev/null 2>&1 &) ; sleep 0.2")
+        g.sdqos_run(f"--config {cfg} {pod} {c} -- sleep 100000")
     plan = json.loads(g.check(f"sdqos plan --config {cfg} -o json"))
     assert plan["cgroup"] == "v2"
     units = [(u["name"], cgroup_dir(u["name"]), u["properties"]) for u in plan["units"]
