@@ -583,6 +583,21 @@ class Bench:
         st = pstats.Stats(str(prof), stream=buf)
         st.sort_stats("cumulative").print_stats(r"sdqos|yaml|dbus_fast|dbus_next|typer", 30)
         res["cprofile_warm_cum"] = buf.getvalue()
+        # and of a one-change sync (the other variant of the changed file, then the first again)
+        prof = self.tmp / "one_change.prof"
+        changed_path.write_text(variants[1])
+        s = self.sync(cfg, argv0=[sys.executable, "-c", code], extra_env={"SDQOS_BENCH_PROF": str(prof)})
+        changed_path.write_text(variants[0])
+        self.sync(cfg)
+        buf = io.StringIO()
+        st = pstats.Stats(str(prof), stream=buf)
+        st.sort_stats("tottime").print_stats(18)
+        res["cprofile_one_change_wall"] = s.wall
+        res["cprofile_one_change"] = buf.getvalue()
+        buf = io.StringIO()
+        st = pstats.Stats(str(prof), stream=buf)
+        st.sort_stats("cumulative").print_stats(r"sdqos|yaml|dbus_fast|dbus_next|typer", 40)
+        res["cprofile_one_change_cum"] = buf.getvalue()
         return res
 
 
@@ -838,6 +853,12 @@ def print_profile(n: int, prof: dict, out: Any = None) -> None:
     p("\n".join("    " + ln for ln in prof["cprofile_warm"].splitlines()[:45] if ln.strip()))
     p("\n  ... by cumulative time (sdqos, yaml, D-Bus, typer):")
     p("\n".join("    " + ln for ln in prof["cprofile_warm_cum"].splitlines()[:50] if ln.strip()))
+    if "cprofile_one_change" in prof:
+        p(f"\n  cProfile of a one-change `sdqos sync` (wall under the profiler {prof['cprofile_one_change_wall']:.2f} s), "
+          "by own time:")
+        p("\n".join("    " + ln for ln in prof["cprofile_one_change"].splitlines()[:45] if ln.strip()))
+        p("\n  ... by cumulative time (sdqos, yaml, D-Bus, typer):")
+        p("\n".join("    " + ln for ln in prof["cprofile_one_change_cum"].splitlines()[:60] if ln.strip()))
 
 
 # --- main ------------------------------------------------------------------------------------------

@@ -79,6 +79,59 @@ def _parse(file: str, text: str) -> object:
     return int(text)
 
 
+def rendered(want: dict[str, object]) -> tuple[bytes | None, ...]:
+    """For each file of ``want`` (as from :func:`expected`), in order, the bytes the kernel prints
+    when the file holds that value ("100\\n", "max\\n", "25000 50000\\n"): exactly the bytes
+    :func:`_parse` reads back as that value (an int's decimal, "max", cpu.max's "QUOTA PERIOD");
+    None for a value with no such spelling (a period that is not systemd's, ANY_PERIOD): then that
+    file is parsed. For :func:`holds`, once per distinct ``want`` (pods with equal resources share
+    one)."""
+    out: list[bytes | None] = []
+    for file, value in want.items():
+        if file.endswith("cpu.max"):  # as _parse reads it: (quota or "max", period)
+            quota, period = value if isinstance(value, tuple) and len(value) == 2 else (None, None)
+            ok = type(period) is int and (quota == "max" or type(quota) is int)
+            out.append(f"{quota} {period}\n".encode() if ok else None)
+        elif value == "max" or type(value) is int:
+            out.append(f"{value}\n".encode())
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+def holds(cgroup: str, want: dict[str, object], raw: tuple[bytes | None, ...],
+          root: Path = ROOT) -> dict[str, object] | None:
+    """``read(cgroup, want)``, for a caller that expects ``want`` (``raw``: :func:`rendered`):
+    each file's bytes are compared with what the kernel prints for the wanted value, and only when
+    one differs (or cannot be rendered) is the cgroup read and parsed as :func:`read` does. The
+    same answer (bytes equal to the rendering parse to the wanted value), without parsing every
+    file of every unit of every warm sync."""
+    rel = cgroup.strip("/")
+    base = str(root)
+    flags = os.O_RDONLY | os.O_CLOEXEC
+    for file, expect in zip(want, raw):
+        if expect is None:
+            return read(cgroup, want, root)
+        if "/" in file:
+            controller, name = file.split("/", 1)
+            path = f"{base}/{controller}/{rel}/{name}" if rel else f"{base}/{controller}/{name}"
+        else:
+            path = f"{base}/{rel}/{file}" if rel else f"{base}/{file}"
+        try:
+            fd = os.open(path, flags)
+        except OSError:
+            return None
+        try:
+            got = os.read(fd, 128)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if got != expect:
+            return read(cgroup, want, root)
+    return want
+
+
 def read(cgroup: str, files, root: Path = ROOT) -> dict[str, object] | None:
     """The kernel's values for ``files`` (as from :func:`expected`) of a cgroup; None if any is
     missing or unreadable (the caller then asks systemd). Plain os calls: this runs for every unit

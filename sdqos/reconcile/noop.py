@@ -353,7 +353,8 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
     page = os.sysconf("SC_PAGE_SIZE")
     units: list = []
     shapes: dict[tuple, int] = {}
-    checked: list[tuple[str, dict]] = []
+    checked: list[tuple[str, dict, tuple]] = []
+    raws: dict[tuple, tuple] = {}  # the bytes of each shape's values, rendered once (cgroupfs.holds)
     need: dict[str, list] = {}
     for name in rows:
         u = planned.get(name)
@@ -368,7 +369,10 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
             need[u.name] = [u.kind, dict(u.properties)]
             continue
         cg = cgroupfs.cgroup_of(u.name, u.slice)
-        checked.append((cg, want))
+        key = tuple(want.items())
+        if key not in raws:
+            raws[key] = cgroupfs.rendered(want)
+        checked.append((cg, want, raws[key]))
         units.append([cg.strip("/"), shapes.setdefault(tuple(want), len(shapes))])
     props = list(owned(plan.cgroup))
     if need:
@@ -380,7 +384,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
                 return False
     shape_list = [list(files) for files in shapes]
     raw = _raw(units, shape_list)
-    if raw is None or any(cgroupfs.read(cg, want) != want for cg, want in checked) \
+    if raw is None or any(cgroupfs.holds(cg, want, raw) != want for cg, want, raw in checked) \
             or _raw(units, shape_list) != raw:
         return False  # a value changed while it was read: whatever it is now, it is not stamped
     kernel = {"shapes": shape_list, "units": units, "digest": raw}

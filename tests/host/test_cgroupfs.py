@@ -71,3 +71,69 @@ def test_populated_on_this_host_matches_the_processes_in_the_tree():
     if not os.path.isdir(base + where) or where == "/":
         return
     assert cgroupfs.populated(where) is True
+
+
+# --- cgroupfs.holds: the bytes compared first, the same answer as read -------------------------
+
+from hypothesis import example, given, strategies as st  # noqa: E402
+
+from sdqos.plan import properties as P  # noqa: E402
+
+_VALUES = st.one_of(st.sampled_from([0, 1, 2, 1000, 50_000, 100_000, 1_000_000, 2**63 - 1, INF]),
+                    st.integers(min_value=0, max_value=2**64 - 1))
+
+
+def _props(mode: str):
+    periods = st.sampled_from([1000, 50_000, 100_000, 1_000_000, INF])  # (a period of 0 is refused before)
+    return st.dictionaries(st.sampled_from(P.owned(mode)), _VALUES, min_size=1).flatmap(
+        lambda d: periods.map(lambda p: {**d, "CPUQuotaPeriodUSec": p} if "CPUQuotaPeriodUSec" in d else d)).map(
+        lambda d: {**d, "CPUQuotaPerSecUSec": d["CPUQuotaPerSecUSec"] or 1} if "CPUQuotaPerSecUSec" in d else d)
+
+
+def _texts(want: dict, data) -> dict[str, str | None]:
+    """What each file holds: the wanted value as the kernel prints it, or a near miss (another
+    number, no newline, spaces, another period, "max", nothing), or no file at all (None)."""
+    out: dict[str, str | None] = {}
+    for f, v in want.items():
+        printed = f"{v[0]} {100_000 if v[1] is None else v[1]}" if isinstance(v, tuple) else str(v)
+        out[f] = data.draw(st.sampled_from([printed + "\n", printed + "\n", printed, f" {printed} \n",
+                                            printed + "0\n", "max\n", "max 100000\n", "-1\n", "1\n", "", None]),
+                           label=f)
+    return out
+
+
+@given(mode=st.sampled_from(["v1", "v2"]), data=st.data())
+@example(mode="v1", data=None)
+def test_holds_answers_what_read_answers(tmp_path_factory, mode, data):
+    """Whatever the files hold, ``holds`` (bytes first, parsed only on a difference) answers what
+    ``read`` answers: equal to the wanted values exactly when they are in place, the same dict of
+    what is held otherwise, None where a file is missing; and the usual case — every file as the
+    kernel prints the wanted value — is answered from the bytes alone (no file parsed)."""
+    if data is None:  # the kernel's own spelling of a unit with no limits: every file rendered
+        props = {k: INF for k in P.owned(mode)}
+        want = cgroupfs.expected(props, mode, 4096)
+        assert want is not None
+        texts: dict[str, str | None] = {f: (r.decode() if r is not None else None)
+                                        for f, r in zip(want, cgroupfs.rendered(want))}
+        texts = {f: t if t is not None else "max 100000\n" for f, t in texts.items()}
+    else:
+        props = data.draw(_props(mode), label="props")
+        want = cgroupfs.expected(props, mode, 4096)
+        if want is None:
+            return
+        texts = _texts(want, data)
+    root = tmp_path_factory.mktemp("cg")
+    for f, text in texts.items():
+        if text is not None:
+            d = root / (f.split("/")[0] if "/" in f else "") / "kubepods.slice" / "p.slice"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f.split("/")[-1]).write_text(text)
+    raw = cgroupfs.rendered(want)
+    assert cgroupfs.holds("/kubepods.slice/p.slice", want, raw, root) == cgroupfs.read("/kubepods.slice/p.slice",
+                                                                                      want, root)
+    for f, r in zip(want, raw):  # a rendering is what the kernel prints, and reads back as the value
+        if r is not None:
+            assert r.endswith(b"\n") and cgroupfs._parse(f, r.decode()) == want[f]
+    if all(r is not None and texts[f] == r.decode() for f, r in zip(want, raw)):
+        # the bytes alone answered: ``want`` itself, where read builds a dict of what it parsed
+        assert cgroupfs.holds("/kubepods.slice/p.slice", want, raw, root) is want

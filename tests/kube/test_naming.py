@@ -131,3 +131,36 @@ def test_pod_slices_lie_in_their_tree(r, t, u):
     assert N.in_tree(N.pod_slice(r, t, u), top) and N.in_tree(top, top)
     assert not N.in_tree(N.pod_slice(("other",), t, u), N.node_slice(("x",)))
     assert N.tree_globs(top)[0] == top
+
+
+_NAME = st.text(alphabet="ab-_.", max_size=12)
+
+
+@given(unit=st.one_of(_NAME, _NAME.map(lambda s: s + ".slice"), st.sampled_from(["-.slice", ".slice", "a.slice"])),
+       top=st.one_of(_NAME.map(lambda s: s + ".slice"), st.sampled_from(["-.slice", "kubepods.slice", "a_b.slice"])))
+@example(unit="kubepods-burstable-pod1_2.slice", top="kubepods.slice")
+@example(unit="a-b.slice", top="a_b.slice")
+def test_in_tree_is_a_prefix_of_the_slices_components(unit, top):
+    """in_tree looks at the first components only; it answers what the components say."""
+    comps, root = N.slice_components(unit), N.slice_components(top)
+    assert N.in_tree(unit, top) == (comps is not None and root is not None and comps[:len(root)] == root)
+
+
+@given(unit=st.one_of(_NAME.map(lambda s: s + ".slice"), _NAME.map(lambda s: s + ".scope"),
+                      st.sampled_from(["-.slice", ".slice", "a.scope"])),
+       parent=st.one_of(st.just(""), _NAME.map(lambda s: s + ".slice"), st.just("-.slice")))
+@example(unit="kubepods-burstable-pod1_2.slice", parent="")
+@example(unit="-a--b.slice", parent="")
+@example(unit="c.scope", parent="a-b.slice")
+def test_cgroup_path_nests_a_slice_in_each_prefix_of_its_name(unit, parent):
+    """systemd nests ``a-b-c.slice`` in ``a.slice`` and ``a-b.slice``; anything else sits in its
+    slice: as the join over the name's prefixes spells it."""
+    def spelled(u: str, p: str) -> str:
+        if u.endswith(".slice"):
+            stem = u[: -len(".slice")]
+            if stem in ("", "-"):
+                return "/"
+            parts = stem.split("-")
+            return "/" + "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
+        return f"{spelled(p, '') if p and p != N.ROOT_SLICE else ''}/{u}"
+    assert N.cgroup_path(unit, parent) == spelled(unit, parent)
