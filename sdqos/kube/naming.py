@@ -16,8 +16,6 @@ the record sync keeps in /run/sdqos.
 
 from __future__ import annotations
 
-import functools
-
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -172,7 +170,7 @@ def in_tree(unit: str, top: str) -> bool:
     return len(head) == k and tuple([c.replace("_", "-") for c in head]) == root
 
 
-_top_components = functools.lru_cache(maxsize=16)(slice_components)  # in_tree's ``top``: the tree's root, every time
+_top_components = lru_cache(maxsize=16)(slice_components)  # in_tree's ``top``: the tree's root, every time
 
 
 def tree_globs(top: str) -> list[str]:

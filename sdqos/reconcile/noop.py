@@ -384,7 +384,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
                 return False
     shape_list = [list(files) for files in shapes]
     raw = _raw(units, shape_list)
-    if raw is None or any(cgroupfs.holds(cg, want, raw) != want for cg, want, raw in checked) \
+    if raw is None or any(cgroupfs.holds(cg, want, rendered) != want for cg, want, rendered in checked) \
             or _raw(units, shape_list) != raw:
         return False  # a value changed while it was read: whatever it is now, it is not stamped
     kernel = {"shapes": shape_list, "units": units, "digest": raw}
