@@ -571,33 +571,28 @@ class Bench:
         code = ("import cProfile, os\np = cProfile.Profile()\np.enable()\ntry:\n"
                 "    from sdqos.cli.app import app\n    app(prog_name='sdqos')\nexcept SystemExit:\n    pass\n"
                 "p.disable()\np.dump_stats(os.environ['SDQOS_BENCH_PROF'])\n")
-        s = self.sync(cfg, argv0=[sys.executable, "-c", code], extra_env={"SDQOS_BENCH_PROF": str(prof)})
-        import pstats
         import io
-        buf = io.StringIO()
-        st = pstats.Stats(str(prof), stream=buf)
-        st.sort_stats("tottime").print_stats(18)
-        res["cprofile_warm_wall"] = s.wall
-        res["cprofile_warm"] = buf.getvalue()
-        buf = io.StringIO()
-        st = pstats.Stats(str(prof), stream=buf)
-        st.sort_stats("cumulative").print_stats(r"sdqos|yaml|dbus_fast|dbus_next|typer", 30)
-        res["cprofile_warm_cum"] = buf.getvalue()
+        import pstats
+
+        def tables(kind: str, path: Path, wall: float, cum_rows: int) -> None:
+            """The profile's top functions by own time and sdqos' (and its stack's) by cumulative time."""
+            for key, order, restrict in ((f"cprofile_{kind}", "tottime", (18,)),
+                                         (f"cprofile_{kind}_cum", "cumulative",
+                                          (r"sdqos|yaml|dbus_fast|dbus_next|typer", cum_rows))):
+                buf = io.StringIO()
+                pstats.Stats(str(path), stream=buf).sort_stats(order).print_stats(*restrict)
+                res[key] = buf.getvalue()
+            res[f"cprofile_{kind}_wall"] = wall
+
+        s = self.sync(cfg, argv0=[sys.executable, "-c", code], extra_env={"SDQOS_BENCH_PROF": str(prof)})
+        tables("warm", prof, s.wall, 30)
         # and of a one-change sync (the other variant of the changed file, then the first again)
         prof = self.tmp / "one_change.prof"
         changed_path.write_text(variants[1])
         s = self.sync(cfg, argv0=[sys.executable, "-c", code], extra_env={"SDQOS_BENCH_PROF": str(prof)})
         changed_path.write_text(variants[0])
         self.sync(cfg)
-        buf = io.StringIO()
-        st = pstats.Stats(str(prof), stream=buf)
-        st.sort_stats("tottime").print_stats(18)
-        res["cprofile_one_change_wall"] = s.wall
-        res["cprofile_one_change"] = buf.getvalue()
-        buf = io.StringIO()
-        st = pstats.Stats(str(prof), stream=buf)
-        st.sort_stats("cumulative").print_stats(r"sdqos|yaml|dbus_fast|dbus_next|typer", 40)
-        res["cprofile_one_change_cum"] = buf.getvalue()
+        tables("one_change", prof, s.wall, 40)
         return res
 
 

@@ -108,28 +108,39 @@ def holds(cgroup: str, want: dict[str, object], raw: tuple[bytes | None, ...],
     file of every unit of every warm sync."""
     rel = cgroup.strip("/")
     base = str(root)
-    flags = os.O_RDONLY | os.O_CLOEXEC
     for file, expect in zip(want, raw):
         if expect is None:
             return read(cgroup, want, root)
-        if "/" in file:
-            controller, name = file.split("/", 1)
-            path = f"{base}/{controller}/{rel}/{name}" if rel else f"{base}/{controller}/{name}"
-        else:
-            path = f"{base}/{rel}/{file}" if rel else f"{base}/{file}"
-        try:
-            fd = os.open(path, flags)
-        except OSError:
+        got = file_bytes(file_path(base, rel, file))
+        if got is None:
             return None
-        try:
-            got = os.read(fd, 128)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
         if got != expect:
             return read(cgroup, want, root)
     return want
+
+
+def file_path(base: str, rel: str, file: str) -> str:
+    """The path of ``file`` (v1: ``controller/file``) of the cgroup ``rel`` (no leading slash; ""
+    for the root) under the hierarchy mounted at ``base``."""
+    if "/" in file:  # v1: <controller>/<file>
+        controller, name = file.split("/", 1)
+        return f"{base}/{controller}/{rel}/{name}" if rel else f"{base}/{controller}/{name}"
+    return f"{base}/{rel}/{file}" if rel else f"{base}/{file}"
+
+
+def file_bytes(path: str) -> bytes | None:
+    """What a cgroup file holds (one read: the files sdqos reads are short), None if it cannot be
+    read. Plain os calls: this runs for every file of every unit of every warm sync."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 128)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def read(cgroup: str, files, root: Path = ROOT) -> dict[str, object] | None:
@@ -140,22 +151,13 @@ def read(cgroup: str, files, root: Path = ROOT) -> dict[str, object] | None:
     rel = cgroup.strip("/")
     base = str(root)
     for file in files:
-        if "/" in file:  # v1: <controller>/<file>
-            controller, name = file.split("/", 1)
-            path = f"{base}/{controller}/{rel}/{name}" if rel else f"{base}/{controller}/{name}"
-        else:
-            path = f"{base}/{rel}/{file}" if rel else f"{base}/{file}"
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
+        got = file_bytes(file_path(base, rel, file))
+        if got is None:
             return None
         try:
-            out[file] = _parse(file, os.read(fd, 128).decode())
-        except (OSError, ValueError):
+            value = out[file] = _parse(file, got.decode())
+        except ValueError:
             return None
-        finally:
-            os.close(fd)
-        value = out[file]
         if isinstance(value, tuple) and isinstance(files, dict) and isinstance(files[file], tuple) \
                 and files[file][1] is ANY_PERIOD:
             out[file] = (value[0], ANY_PERIOD)

@@ -193,20 +193,12 @@ def _raw(units: list, shapes: list, root: str = str(cgroupfs.ROOT)) -> str | Non
     open and read each, nothing parsed; None when one cannot be read."""
     h = hashlib.blake2b(digest_size=20)
     split = [[f.split("/", 1) if "/" in f else ["", f] for f in files] for files in shapes]
-    flags = os.O_RDONLY | os.O_CLOEXEC
     for rel, k in units:
-        for controller, name in split[k]:
-            path = f"{root}/{controller}/{rel}/{name}" if controller else f"{root}/{rel}/{name}"
-            try:
-                fd = os.open(path, flags)
-            except OSError:
+        for controller, name in split[k]:  # the paths spelled here, not by cgroupfs.file_path: 5 per unit
+            got = cgroupfs.file_bytes(f"{root}/{controller}/{rel}/{name}" if controller else f"{root}/{rel}/{name}")
+            if got is None:
                 return None
-            try:
-                h.update(os.read(fd, 128))
-            except OSError:
-                return None
-            finally:
-                os.close(fd)
+            h.update(got)
             h.update(b"\0")
     return h.hexdigest()
 
