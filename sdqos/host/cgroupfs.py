@@ -11,6 +11,7 @@ cgroup namespaces as PID 1, and PID 1 is systemd), so it can never read someone 
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 from sdqos.kube.naming import cgroup_path as cgroup_of  # a unit's cgroup, as systemd nests slices
@@ -84,8 +85,7 @@ def rendered(want: dict[str, object]) -> tuple[bytes | None, ...]:
     when the file holds that value ("100\\n", "max\\n", "25000 50000\\n"): exactly the bytes
     :func:`_parse` reads back as that value (an int's decimal, "max", cpu.max's "QUOTA PERIOD");
     None for a value with no such spelling (a period that is not systemd's, ANY_PERIOD): then that
-    file is parsed. For :func:`holds`, once per distinct ``want`` (pods with equal resources share
-    one)."""
+    file is parsed."""
     out: list[bytes | None] = []
     for file, value in want.items():
         if file.endswith("cpu.max"):  # as _parse reads it: (quota or "max", period)
@@ -99,16 +99,21 @@ def rendered(want: dict[str, object]) -> tuple[bytes | None, ...]:
     return tuple(out)
 
 
-def holds(cgroup: str, want: dict[str, object], raw: tuple[bytes | None, ...],
-          root: Path = ROOT) -> dict[str, object] | None:
-    """``read(cgroup, want)``, for a caller that expects ``want`` (``raw``: :func:`rendered`):
-    each file's bytes are compared with what the kernel prints for the wanted value, and only when
-    one differs (or cannot be rendered) is the cgroup read and parsed as :func:`read` does. The
-    same answer (bytes equal to the rendering parse to the wanted value), without parsing every
-    file of every unit of every warm sync."""
+@lru_cache(maxsize=1024)
+def _rendering(items: tuple) -> tuple[bytes | None, ...]:
+    """:func:`rendered`, once per distinct set of values: pods with equal resources share one."""
+    return rendered(dict(items))
+
+
+def holds(cgroup: str, want: dict[str, object], root: Path = ROOT) -> dict[str, object] | None:
+    """``read(cgroup, want)``, for a caller that expects ``want``: each file's bytes are compared
+    with what the kernel prints for the wanted value (:func:`rendered`), and only when one differs
+    (or cannot be rendered) is the cgroup read and parsed as :func:`read` does. The same answer
+    (bytes equal to the rendering parse to the wanted value), without parsing every file of every
+    unit of every warm sync."""
     rel = cgroup.strip("/")
     base = str(root)
-    for file, expect in zip(want, raw):
+    for file, expect in zip(want, _rendering(tuple(want.items()))):
         if expect is None:
             return read(cgroup, want, root)
         got = file_bytes(file_path(base, rel, file))

@@ -670,8 +670,9 @@ def wait_cleanup(cgroup: str | None, mode: str, root: Path, had: list[int] | Non
     """waitForPodsCleanup: until the evicted workload's ``cgroup`` has no process left and, after
     an eviction for PIDs (``had`` given), its processes are reaped, at most 30 s. A killed process
     leaves its cgroup at once but holds its PID (not its memory) as a zombie until it is reaped:
-    those it ``had`` (read before the stop), and the orphans PID 1 has still to reap (children forked after that read, whose parent died with them — a
-    fork bomb's hundreds, which systemd reaps one per turn of its event loop). Looking again
+    those it ``had`` (read before the stop), and the orphans PID 1 has still to reap (children
+    forked after that read, whose parent died with them — a fork bomb's hundreds, which systemd
+    reaps one per turn of its event loop). Looking again
     before that found pid.available still short and evicted the next pod for PIDs already being
     given back (seen in the v2 guest: a Guaranteed pod evicted a second after the bomb's pod)."""
     import time

@@ -98,7 +98,7 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[
     live: dict[str, LiveUnit] = {}
     kernel_off: dict[str, dict] = {}
     need: list[str] = []
-    wants: dict[tuple, tuple] = {}  # the kernel files of equal properties and their bytes, once (pods share them)
+    wants: dict[tuple, dict | None] = {}  # the kernel files of equal properties, computed once (pods share them)
     for name, st in listed.items():
         u = planned.get(name)
         if u is None and (name.endswith(".slice") or name == KUBELET):
@@ -113,14 +113,12 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[
             continue
         key = tuple(u.properties.items())
         if key in wants:
-            want, raw = wants[key]
+            want = wants[key]
         else:
             check = dict(u.properties)
             check.setdefault(PERIOD_PROPERTY, INFINITY)
-            want = cgroupfs.expected(check, plan.cgroup, page)
-            raw = cgroupfs.rendered(want) if want is not None else ()
-            wants[key] = (want, raw)
-        have = cgroupfs.holds(cgroupfs.cgroup_of(name, u.slice), want, raw) if want is not None else None
+            want = wants[key] = cgroupfs.expected(check, plan.cgroup, page)
+        have = cgroupfs.holds(cgroupfs.cgroup_of(name, u.slice), want) if want is not None else None
         if have is not None and have == want:
             live[name] = _listed_unit(name, st, props=dict(u.properties))
         else:
@@ -309,8 +307,7 @@ async def kernel_refusals(plan: "Desired", done: set[str], scopes: dict[str, Liv
         return set()
     page = facts.page_size()
     planned = {u.name: u for u in plan.units}
-    todo: dict[str, tuple[str, dict, tuple]] = {}
-    raws: dict[tuple, tuple] = {}  # the bytes of equal kernel values, rendered once
+    todo: dict[str, tuple[str, dict]] = {}
     for name in done:
         u = planned.get(name)
         if u is None:
@@ -320,17 +317,13 @@ async def kernel_refusals(plan: "Desired", done: set[str], scopes: dict[str, Liv
         want = cgroupfs.expected(check, plan.cgroup, page)
         if want:
             cg = scopes[name].cgroup if name in scopes else cgroupfs.cgroup_of(name, u.slice)
-            key = tuple(want.items())
-            raw = raws.get(key)
-            if raw is None:
-                raw = raws[key] = cgroupfs.rendered(want)
-            todo[name] = (cg, want, raw)
+            todo[name] = (cg, want)
     off: dict[str, dict] = {}
     deadline = asyncio.get_running_loop().time() + settle_s
     while True:  # systemd realizes cgroup values from its event loop, just after the call returns
         off = {}
-        for name, (cg, want, raw) in todo.items():
-            have = cgroupfs.holds(cg, want, raw)
+        for name, (cg, want) in todo.items():
+            have = cgroupfs.holds(cg, want)
             if have is not None and have != want:
                 off[name] = cgroupfs.differing(want, have)
         if not off or asyncio.get_running_loop().time() >= deadline:

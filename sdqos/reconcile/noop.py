@@ -345,8 +345,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
     page = os.sysconf("SC_PAGE_SIZE")
     units: list = []
     shapes: dict[tuple, int] = {}
-    checked: list[tuple[str, dict, tuple]] = []
-    raws: dict[tuple, tuple] = {}  # the bytes of each shape's values, rendered once (cgroupfs.holds)
+    checked: list[tuple[str, dict]] = []
     need: dict[str, list] = {}
     for name in rows:
         u = planned.get(name)
@@ -361,10 +360,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
             need[u.name] = [u.kind, dict(u.properties)]
             continue
         cg = cgroupfs.cgroup_of(u.name, u.slice)
-        key = tuple(want.items())
-        if key not in raws:
-            raws[key] = cgroupfs.rendered(want)
-        checked.append((cg, want, raws[key]))
+        checked.append((cg, want))
         units.append([cg.strip("/"), shapes.setdefault(tuple(want), len(shapes))])
     props = list(owned(plan.cgroup))
     if need:
@@ -376,7 +372,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
                 return False
     shape_list = [list(files) for files in shapes]
     raw = _raw(units, shape_list)
-    if raw is None or any(cgroupfs.holds(cg, want, rendered) != want for cg, want, rendered in checked) \
+    if raw is None or any(cgroupfs.holds(cg, want) != want for cg, want in checked) \
             or _raw(units, shape_list) != raw:
         return False  # a value changed while it was read: whatever it is now, it is not stamped
     kernel = {"shapes": shape_list, "units": units, "digest": raw}

@@ -35,7 +35,7 @@ for u in plan.units:
     want = cgroupfs.expected(check, mode, facts.page_size())
     cg = cgroupfs.cgroup_of(u.name, u.slice)
     raw = cgroupfs.rendered(want)
-    have, held = cgroupfs.holds(cg, want, raw), cgroupfs.read(cg, want)
+    have, held = cgroupfs.holds(cg, want), cgroupfs.read(cg, want)
     if held is None:  # a container's scope, made when it starts: no cgroup, as holds says too
         assert have is None, u.name
         continue
