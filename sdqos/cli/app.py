@@ -483,11 +483,12 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 limit = RemovalLimit.parse(max_removals)
             except ValueError as exc:
                 raise InvalidInput(str(exc), where="--max-removals") from None
-            cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
-            if not dry_run:
-                from sdqos.cli import codecache
+            if not dry_run:  # the modules a sync needs are imported: keep their compiled methods now, and
+                from sdqos.cli import codecache  # let them go before the config and the plan fill the memory
+                from sdqos.loading import load  # noqa: F401
 
-                codecache.save(DEFAULT_RUN_DIR)  # (its modules are imported: before the live state fills the memory)
+                codecache.save(DEFAULT_RUN_DIR)
+            cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
             unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
 
             def replan(machines):  # what runs in machine.slice changed since the last sync: count it
