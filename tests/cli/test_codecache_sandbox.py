@@ -29,8 +29,9 @@ def test_the_service_keeps_the_compiled_methods_and_the_next_sync_reuses_them(cl
     r = sdqos_in(sb, "install-units", "--dir", "/run/systemd/system", "--config", str(config), "--now")
     assert r.returncode == 0, r.stderr
     try:
-        wait_for(lambda: show(sb, "sdqos-sync.service", "Result", "ExecMainStatus")
-                 == {"Result": "success", "ExecMainStatus": "0"} and cache_file(sb), "the service's first sync", 40)
+        # (sync writes the cache part-way: the run that wrote it has ended once the service is idle again)
+        wait_for(lambda: cache_file(sb) and show(sb, "sdqos-sync.service", "ActiveState", "Result", "ExecMainStatus")
+                 == {"ActiveState": "inactive", "Result": "success", "ExecMainStatus": "0"}, "the service's first sync", 40)
     finally:
         remove_sync_units(sb)
     assert cache_file(sb)[0] == "600 root"  # type: ignore[index]
