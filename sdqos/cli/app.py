@@ -20,6 +20,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
+from sdqos.cli import codecache
 from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, InvalidInput, SdqosError
 
 if TYPE_CHECKING:  # imported where used: each command loads only what it needs
@@ -484,8 +485,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
             except ValueError as exc:
                 raise InvalidInput(str(exc), where="--max-removals") from None
             if not dry_run:  # the modules a sync needs are imported: keep their compiled methods now, and
-                from sdqos.cli import codecache  # let them go before the config and the plan fill the memory
-                from sdqos.loading import load  # noqa: F401
+                from sdqos.loading import load  # noqa: F401  # let them go before the config and the plan fill the memory
 
                 codecache.save(DEFAULT_RUN_DIR)
             cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
@@ -530,7 +530,6 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         changed: list[str]
         shown, changed, cleared = report.warnings, [], []
         if not dry_run:
-            from sdqos.cli import codecache
             from sdqos.cli import metrics as m
 
             if quiet:  # the timer: a standing warning once when it appears, and once when it clears
@@ -595,7 +594,6 @@ def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Outp
     if report is None:
         noop.discard(DEFAULT_RUN_DIR)
         return digest
-    from sdqos.cli import codecache
     from sdqos.cli import metrics as m
     from sdqos.errors import HostError
 
@@ -1259,7 +1257,7 @@ def for_args(args: list[str]) -> typer.Typer:
     options of every registered command before it parses a word, ~15 ms here, a twentieth of a
     sync with nothing to do. The whole ``app`` for anything else (help, --version, shell
     completion, a mistyped name, ``sandbox``), so what a user sees does not change."""
-    if not args or args[0].startswith("-") or any(k.startswith("_SDQOS") for k in os.environ):
+    if not args or args[0].startswith("-") or "_SDQOS_COMPLETE" in os.environ:  # (click's completion)
         return app
     one = copy.copy(app)
     for info in app.registered_commands:
@@ -1280,7 +1278,6 @@ def main() -> None:
     import logging
     import os
 
-    from sdqos.cli import codecache
     from sdqos.host.rundir import DEFAULT_RUN_DIR
 
     gc.set_threshold(*GC_THRESHOLD)

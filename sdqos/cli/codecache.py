@@ -54,11 +54,11 @@ def _records(data: bytes) -> dict[bytes, CodeType]:
     out: dict[bytes, CodeType] = {}
     view, at = memoryview(data), len(magic)
     while at < len(data):
-        key, (size,) = bytes(view[at:at + _KEY]), _LEN.unpack_from(view, at + _KEY)
+        key, (size,) = bytes(view[at:at + _KEY]), _LEN.unpack_from(view, at + _KEY)  # (short: struct.error)
         at += _KEY + _LEN.size
-        code = marshal.loads(view[at:at + size])
+        code = marshal.loads(view[at:at + size])  # (short: EOFError)
         at += size
-        if len(key) != _KEY or not isinstance(code, CodeType):
+        if not isinstance(code, CodeType):
             return {}
         out[key] = code
     return out
