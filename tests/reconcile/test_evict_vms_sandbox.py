@@ -118,7 +118,11 @@ def test_a_libvirt_vm_evicted_hard_is_destroyed_by_libvirt(lv, config, case):
         out, took = evict_once(sb, config, env)
         rec = out["evicted"]
         assert out["victim"] == "vm/lv" and rec["stopped"] == [dom.scope] and rec["gracePeriodSeconds"] == 1, out
-        state = vm.domstate(sb, dom.uuid)
+        # (libvirtd learns that QEMU ended from its monitor socket, on its own time: "in shutdown" until then)
+        def settled() -> str | None:
+            st = vm.domstate(sb, dom.uuid)
+            return None if st.startswith("in shutdown") else st
+        state = wait_for(settled, "libvirt to see QEMU gone", timeout=20)
         print(f"{case}: {rec['how']}; domstate {state!r}; `pressure --once --evict` took {took:.2f} s")
         if case == "no-virsh":
             assert rec["how"] == [f"libvirt domain {name}: virsh not found (Debian package libvirt-clients); "
