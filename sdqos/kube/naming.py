@@ -402,10 +402,10 @@ def marked(description_text: str) -> bool:
     return description_text.startswith(MARK)
 
 
+_UNIT_NAME_CHARS = _SAFE | frozenset("-\\@")
+
+
 def valid_unit_name(name: str) -> bool:
-    """Characters and length systemd accepts in a unit name."""
-    return (
-        0 < len(name) <= UNIT_NAME_MAX
-        and all(ch in _SAFE or ch in "-\\@" for ch in name)
-        and "/" not in name
-    )
+    """Characters and length systemd accepts in a unit name (the characters checked in one
+    C-level pass: a cold sync asks this of ~3000 names)."""
+    return 0 < len(name) <= UNIT_NAME_MAX and _UNIT_NAME_CHARS.issuperset(name)

@@ -164,3 +164,16 @@ def test_cgroup_path_nests_a_slice_in_each_prefix_of_its_name(unit, parent):
             return "/" + "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
         return f"{spelled(p, '') if p and p != N.ROOT_SLICE else ''}/{u}"
     assert N.cgroup_path(unit, parent) == spelled(unit, parent)
+
+
+@given(st.text(alphabet=st.sampled_from("aZ09:_.-\\@/ é\x00*"), max_size=300) | st.text(max_size=300))
+@example("kubepods-burstable-pod1.slice")
+@example("a" * 256)
+@example("a/b.slice")
+def test_valid_unit_name_is_the_per_character_rule(name):
+    """The one-pass check answers as the rule it replaced: length 1..UNIT_NAME_MAX, and every
+    character a letter, digit, ``:_.`` or ``-\\@`` (so never ``/``)."""
+    from sdqos.kube.naming import _SAFE, UNIT_NAME_MAX, valid_unit_name
+
+    rule = 0 < len(name) <= UNIT_NAME_MAX and all(ch in _SAFE or ch in "-\\@" for ch in name) and "/" not in name
+    assert valid_unit_name(name) == rule
