@@ -35,7 +35,8 @@ class _Pattern:
     (sdqos.kube.goyaml), so a sync uses none of them; one that is used (``yaml.safe_load``, a
     tagged ``!!timestamp``) is compiled then, with the same pattern and flags. Bazaar's
     ``lazy_regex`` did the same for its start-up. Only ``import yaml`` below sees this class, and
-    only when this module is the first to import PyYAML."""
+    only when this module is the first to import PyYAML (sdqos imports it from one thread; a
+    pattern another thread compiled in that moment would be deferred too, and answer the same)."""
 
     __slots__ = ("_args", "_compiled")
 
