@@ -22,18 +22,30 @@ ROOT = Path("/sys/fs/cgroup")
 
 
 def available(proc: Path = Path("/proc"), root: Path = ROOT) -> bool:
-    """Whether this process sees the cgroup tree of the systemd it talks to: PID 1 is systemd and
-    shares our mount and cgroup namespaces (true on a systemd host and inside `sdqos sandbox exec`;
-    false when pointing --bus-address at a systemd elsewhere)."""
+    """Whether this process sees the cgroup tree of the systemd it talks to: PID 1 is systemd, and
+    PID 1's own cgroup, as this process's cgroup namespace names it (``/proc/1/cgroup``: systemd's
+    hierarchy on v1, the one tree on v2), is a cgroup of the tree mounted here that holds PID 1 —
+    true on a systemd host, inside `sdqos sandbox exec` and in the shipped service; false when
+    pointing --bus-address at a systemd elsewhere (another cgroup namespace names PID 1's cgroup
+    with "..", another mount of the tree does not hold it). Not by comparing the ``/proc/1/ns``
+    links, which takes CAP_SYS_PTRACE: the hardened service has not got it, and so never read
+    the kernel."""
     try:
         if (proc / "1" / "comm").read_text().strip() != "systemd":
             return False
-        for ns in ("mnt", "cgroup"):
-            if os.readlink(proc / "1" / "ns" / ns) != os.readlink(proc / "self" / "ns" / ns):
-                return False
-    except OSError:
+        paths: dict[str, str] = {}
+        for line in (proc / "1" / "cgroup").read_text().splitlines():
+            _, _, rest = line.partition(":")
+            controllers, _, path = rest.partition(":")
+            paths[controllers] = path
+        hierarchy = "systemd" if "name=systemd" in paths else ""
+        found = paths.get("name=systemd" if hierarchy else "")
+        if found is None or not found.startswith("/") or "/.." in found:
+            return False
+        procs = root / hierarchy / found.strip("/") / "cgroup.procs"
+        return "1" in procs.read_text().split()
+    except (OSError, UnicodeDecodeError):
         return False
-    return root.is_dir()
 
 
 def populated(cgroup: str, root: Path = ROOT) -> bool | None:

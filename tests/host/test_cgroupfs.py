@@ -137,3 +137,33 @@ def test_holds_answers_what_read_answers(tmp_path_factory, mode, data):
     if all(r is not None and texts[f] == r.decode() for f, r in zip(want, raw)):
         # the bytes alone answered: ``want`` itself, where read builds a dict of what it parsed
         assert cgroupfs.holds("/kubepods.slice/p.slice", want, root) is want
+
+
+def _fake(tmp_path, comm: str, cgroup: str, tree: dict[str, str]):
+    proc, root = tmp_path / "proc", tmp_path / "cg"
+    (proc / "1").mkdir(parents=True)
+    (proc / "1" / "comm").write_text(comm + "\n")
+    (proc / "1" / "cgroup").write_text(cgroup)
+    for rel, pids in tree.items():
+        (root / rel).mkdir(parents=True, exist_ok=True)
+        (root / rel / "cgroup.procs").write_text(pids)
+    return proc, root
+
+
+V1 = "9:name=systemd:/init.scope\n4:memory:/init.scope\n1:cpu:/\n0::/init.scope\n"
+
+
+def test_available_when_the_tree_here_holds_pid_1_where_its_cgroup_says(tmp_path):
+    """Without the /proc/1/ns links (a service without CAP_SYS_PTRACE cannot read them): PID 1
+    is systemd and its cgroup, as /proc/1/cgroup names it here, holds PID 1 in the tree mounted
+    here — systemd's hierarchy on v1 (and hybrid), the one tree on v2."""
+    assert cgroupfs.available(*_fake(tmp_path / "v1", "systemd", V1, {"systemd/init.scope": "1\n"}))
+    assert cgroupfs.available(*_fake(tmp_path / "v2", "systemd", "0::/init.scope\n", {"init.scope": "1\n57\n"}))
+    assert not cgroupfs.available(*_fake(tmp_path / "init", "bash", "0::/init.scope\n", {"init.scope": "1\n"}))
+    # another cgroup namespace: PID 1's cgroup lies outside this one's root
+    assert not cgroupfs.available(*_fake(tmp_path / "ns", "systemd", "0::/../../init.scope\n",
+                                          {"init.scope": "1\n"}))
+    # another mount of the tree (a subtree, or another systemd's): PID 1 is not where its cgroup says
+    assert not cgroupfs.available(*_fake(tmp_path / "sub", "systemd", "0::/init.scope\n", {"init.scope": "4242\n"}))
+    assert not cgroupfs.available(*_fake(tmp_path / "none", "systemd", V1, {"init.scope": "1\n"}))
+    assert not cgroupfs.available(tmp_path / "nothing", tmp_path / "cg")
