@@ -477,6 +477,11 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                     "insecure": insecure, "allowEmpty": allow_empty, "maxRemovals": max_removals,
                     "adoptExisting": adopt_existing, "bus": bus_address},
                 fast=not recreate and not verbose and metrics_textfile is None)  # returns only to take the full path
+            from sdqos.reconcile.prefetch import prefetch
+
+            snapshots = None if dry_run else prefetch(DEFAULT_RUN_DIR, mode)  # a child reads the kernel while we plan
+            if snapshots is not None:
+                held.callback(snapshots.close)
             from sdqos.reconcile import sync as reconcile  # (the plan's and the diff's modules: after the proof)
             from sdqos.reconcile.diff import RemovalLimit
 
@@ -506,7 +511,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                         invalid_keys=cfg.invalid_keys, allow_empty=allow_empty, dry_run=dry_run,
                         progress=_progress_bar() if output == Output.text else None,
                         adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit,
-                        replan=replan,
+                        replan=replan, snapshots=snapshots,
                     )
 
             async def run_and_measure():

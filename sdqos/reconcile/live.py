@@ -11,7 +11,7 @@ import asyncio
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 from sdqos import humanize as H
 from sdqos.errors import SdqosError
@@ -36,6 +36,7 @@ from sdqos.reconcile.binding import (
 from sdqos.reconcile.budget import machine_charges
 from sdqos.reconcile import runtimes
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
+from sdqos.reconcile.prefetch import Snapshots, confirmed
 from sdqos.reconcile.runtimes import Workload
 from sdqos.reconcile.scopes import LiveScope
 from sdqos.plan.properties import BY_NAME, MEMORY_PROPERTIES, QUOTA_PROPERTY  # (the property table)
@@ -75,7 +76,8 @@ def _live_unit(name: str, st, props: list[str]) -> LiveUnit:
     )
 
 
-async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[str, LiveUnit]:
+async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, snapshots: "Snapshots | None" = None,
+                    applied: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, LiveUnit]:
     """Every unit sdqos may manage, with its owned properties (and usage counters for status).
 
     Fast path (no usage wanted, and this process sees systemd's cgroup tree): one list call, then
@@ -83,7 +85,9 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[
     in sync without asking systemd, and a slice outside the plan is known from the list alone;
     only the others (and the node/tier units, whose usage the qosReserved clamp needs) get a D-Bus
     read. A unit whose kernel values differ although systemd's properties match (a cgroupfs write
-    behind systemd's back) is marked for re-applying."""
+    behind systemd's back) is marked for re-applying. ``snapshots``: the child that checked those kernel files while this sync
+    planned, against the values the last sync ``applied`` (:mod:`sdqos.reconcile.prefetch`): a
+    unit it confirmed whose planned values are those is not read again."""
     props = list(owned(plan.cgroup))
     extra = list(USAGE) if usage else ["MemoryCurrent"]  # MemoryCurrent: tier clamping
     ifaces = {SLICE: props + extra, SCOPE: props + (list(USAGE) if usage else []), SERVICE_IFACE: props,
@@ -93,6 +97,8 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[
         return {name: _live_unit(name, st, props) if name != KUBELET else _listed_unit(name, st)
                 for name, st in units.items()}
     listed = await sd.read_units(live_patterns(plan), {UNIT: ["Description"]})
+    doubts = snapshots.take() if snapshots is not None else None
+    done = applied if applied is not None and doubts is not None else {}
     planned = {u.name: u for u in plan.units}
     page = facts.page_size()
     live: dict[str, LiveUnit] = {}
@@ -118,7 +124,12 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False) -> dict[
             check = dict(u.properties)
             check.setdefault(PERIOD_PROPERTY, INFINITY)
             want = wants[key] = cgroupfs.expected(check, plan.cgroup, page)
-        have = cgroupfs.holds(cgroupfs.cgroup_of(name, u.slice), want) if want is not None else None
+        if want is None:
+            have = None
+        elif done and confirmed(name, u.properties, done, doubts, plan.cgroup):
+            have = want  # (the child found it holding these values a moment ago)
+        else:
+            have = cgroupfs.holds(cgroupfs.cgroup_of(name, u.slice), want)
         if have is not None and have == want:
             live[name] = _listed_unit(name, st, props=dict(u.properties))
         else:
@@ -177,11 +188,11 @@ async def read_marks(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit]) -> N
 
 
 async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
-                  memo: "Memo | None" = None) -> Observation:
+                  memo: "Memo | None" = None, snapshots: "Snapshots | None" = None) -> Observation:
     """Read the live state in a few calls and bind scopes (``bound``: their units; the plan is not
     edited). The bound scopes' kernel files are checked by :func:`check_kernel` once the desired
     state is known (a clamped value is what the kernel should hold). ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
-    live = await read_live(sd, plan, usage=usage)
+    live = await read_live(sd, plan, usage=usage, snapshots=snapshots, applied=applied)
     await read_marks(sd, plan, live)
     scopes = await discover_scopes(sd, plan, live, machine=True)  # whatever runs there counts (budget.py)
     unknown = [name for name in scopes if name not in live]
