@@ -108,7 +108,7 @@ def test_what_the_child_found_is_taken_once_and_not_after_applied_changes(tmp_pa
 
 
 def test_no_child_on_one_cpu_beside_other_threads_without_a_cgroup_view_or_a_record(tmp_path, monkeypatch):
-    (tmp_path / "applied.json").write_text("{}")
+    (tmp_path / "applied.json").write_text("{" + " " * prefetch.MIN_BYTES + "}")
     tmp_path.chmod(0o700)
     (tmp_path / "applied.json").chmod(0o600)
     monkeypatch.setattr(cgroupfs, "available", lambda *a, **k: True)
@@ -127,5 +127,8 @@ def test_no_child_on_one_cpu_beside_other_threads_without_a_cgroup_view_or_a_rec
         stop.set()
         t.join()
     assert prefetch.prefetch(tmp_path / "nothing", "v1") is None  # nothing applied yet
+    (tmp_path / "small").mkdir(mode=0o700)
+    (tmp_path / "small" / "applied.json").write_text("{}")
+    assert prefetch.prefetch(tmp_path / "small", "v1") is None  # too little to be worth a fork
     monkeypatch.setattr(cgroupfs, "available", lambda *a, **k: False)
     assert prefetch.prefetch(tmp_path, "v1") is None

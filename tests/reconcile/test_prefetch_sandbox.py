@@ -49,14 +49,37 @@ print(json.dumps(out))
 """
 
 
+FILLER = """apiVersion: v1
+kind: Pod
+metadata: {{name: filler-{i}, namespace: fill}}
+spec:
+  containers:
+  - name: app
+    image: busybox
+    resources: {{requests: {{cpu: {cpu}m, memory: 16Mi}}, limits: {{memory: 32Mi}}}}
+"""
+
+
+def with_fillers(config, n: int = 120):
+    """The examples and ``n`` more pods: enough that applied.json is past prefetch.MIN_BYTES."""
+    for i in range(n):
+        path = config / "pods" / f"filler-{i:03d}.yaml"
+        path.write_text(FILLER.format(i=i, cpu=10 + i))
+        path.chmod(0o644)
+    return config
+
+
 def test_a_full_sync_reads_the_kernel_in_a_child_while_it_plans(clean_sandbox, tmp_path):
+    from sdqos.reconcile.prefetch import MIN_BYTES
+
     sb = clean_sandbox
-    config = copy_config(tmp_path)
+    config = with_fillers(copy_config(tmp_path))
     sync_json(sb, config)
+    assert int(sbx.run(sb, ["stat", "-c", "%s", "/run/sdqos/applied.json"], check=True).stdout) >= MIN_BYTES
     rel = cgroup_rel(WEB)
     (sb.cgroup_path("cpu") / rel / "cpu.shares").write_text("77")  # behind systemd's back
     seen = json.loads(sbx.run(sb, [sys.executable, "-c", PREFETCH, str(config)], check=True).stdout)
-    assert seen["doubts"] == [WEB] and seen["applied"] >= 5  # the one written behind systemd's back
+    assert seen["doubts"] == [WEB] and seen["applied"] >= 120  # the one written behind systemd's back
     assert seen["confirmed"] == {**{u: True for u in seen["confirmed"]}, WEB: False} and len(seen["confirmed"]) >= 3
     assert seen["children"] == "none"
     # through the CLI: a pod file edited, the value behind systemd's back found and restored
@@ -69,7 +92,20 @@ def test_a_full_sync_reads_the_kernel_in_a_child_while_it_plans(clean_sandbox, t
     assert kernel(sb, "memory", cgroup_rel(DB), "memory.limit_in_bytes") == 6 * 2**30
     left = sbx.run(sb, ["pgrep", "-f", "--", "-m sdqos sync"])
     assert left.returncode == 1, left.stdout  # no child of the sync still runs
+    # a small tree: no child (its few reads cost less than a fork); the same answers
+    for path in (config / "pods").glob("filler-*.yaml"):
+        path.unlink()
+    sync_json(sb, config)
+    small = json.loads(sbx.run(sb, [sys.executable, "-c", SMALL], check=True).stdout)
+    assert small == {"started": False}
 
+
+SMALL = r"""
+import json
+from pathlib import Path
+from sdqos.reconcile.prefetch import prefetch
+print(json.dumps({"started": prefetch(Path("/run/sdqos"), "v1") is not None}))
+"""
 
 HARDENED = r"""
 import json, sys
@@ -91,7 +127,7 @@ def test_the_child_runs_under_the_shipped_services_hardening(clean_sandbox, tmp_
     from sdqos.host import unitfiles
 
     sb = clean_sandbox
-    config = copy_config(tmp_path)
+    config = with_fillers(copy_config(tmp_path))
     sync_json(sb, config)
     units = tmp_path / "units"
     r = subprocess.run([sys.executable, "-m", "sdqos", "install-units", "--dir", str(units), "--config", str(config)],
