@@ -479,9 +479,9 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 fast=not recreate and not verbose and metrics_textfile is None)  # returns only to take the full path
             from sdqos.reconcile.prefetch import prefetch
 
-            snapshots = None if dry_run else prefetch(DEFAULT_RUN_DIR, mode)  # a child reads the kernel while we plan
-            if snapshots is not None:
-                held.callback(snapshots.close)
+            checked = None if dry_run else prefetch(DEFAULT_RUN_DIR, mode)  # a child checks the kernel while we plan
+            if checked is not None:
+                held.callback(checked.close)
             from sdqos.reconcile import sync as reconcile  # (the plan's and the diff's modules: after the proof)
             from sdqos.reconcile.diff import RemovalLimit
 
@@ -511,7 +511,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                         invalid_keys=cfg.invalid_keys, allow_empty=allow_empty, dry_run=dry_run,
                         progress=_progress_bar() if output == Output.text else None,
                         adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit,
-                        replan=replan, snapshots=snapshots,
+                        replan=replan, checked=checked,
                     )
 
             async def run_and_measure():

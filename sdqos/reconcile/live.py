@@ -36,7 +36,7 @@ from sdqos.reconcile.binding import (
 from sdqos.reconcile.budget import machine_charges
 from sdqos.reconcile import runtimes
 from sdqos.reconcile.diff import OWNED_BY_NAME, LiveUnit
-from sdqos.reconcile.prefetch import Snapshots, confirmed
+from sdqos.reconcile.prefetch import KernelCheck, confirmed
 from sdqos.reconcile.runtimes import Workload
 from sdqos.reconcile.scopes import LiveScope
 from sdqos.plan.properties import BY_NAME, MEMORY_PROPERTIES, QUOTA_PROPERTY  # (the property table)
@@ -76,7 +76,7 @@ def _live_unit(name: str, st, props: list[str]) -> LiveUnit:
     )
 
 
-async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, snapshots: "Snapshots | None" = None,
+async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, checked: KernelCheck | None = None,
                     applied: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, LiveUnit]:
     """Every unit sdqos may manage, with its owned properties (and usage counters for status).
 
@@ -85,9 +85,10 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, snapshot
     in sync without asking systemd, and a slice outside the plan is known from the list alone;
     only the others (and the node/tier units, whose usage the qosReserved clamp needs) get a D-Bus
     read. A unit whose kernel values differ although systemd's properties match (a cgroupfs write
-    behind systemd's back) is marked for re-applying. ``snapshots``: the child that checked those kernel files while this sync
-    planned, against the values the last sync ``applied`` (:mod:`sdqos.reconcile.prefetch`): a
-    unit it confirmed whose planned values are those is not read again."""
+    behind systemd's back) is marked for re-applying. ``checked``: the child that checked those
+    kernel files while this sync planned, against the values the last sync ``applied``
+    (:mod:`sdqos.reconcile.prefetch`): a unit it confirmed whose planned values are those is not
+    read again."""
     props = list(owned(plan.cgroup))
     extra = list(USAGE) if usage else ["MemoryCurrent"]  # MemoryCurrent: tier clamping
     ifaces = {SLICE: props + extra, SCOPE: props + (list(USAGE) if usage else []), SERVICE_IFACE: props,
@@ -97,7 +98,7 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, snapshot
         return {name: _live_unit(name, st, props) if name != KUBELET else _listed_unit(name, st)
                 for name, st in units.items()}
     listed = await sd.read_units(live_patterns(plan), {UNIT: ["Description"]})
-    doubts = snapshots.take() if snapshots is not None else None
+    doubts = checked.take() if checked is not None else None
     done = applied if applied is not None and doubts is not None else {}
     planned = {u.name: u for u in plan.units}
     page = facts.page_size()
@@ -188,11 +189,11 @@ async def read_marks(sd: SystemdAPI, plan: Plan, live: dict[str, LiveUnit]) -> N
 
 
 async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str], *, usage: bool = False,
-                  memo: "Memo | None" = None, snapshots: "Snapshots | None" = None) -> Observation:
+                  memo: "Memo | None" = None, checked: KernelCheck | None = None) -> Observation:
     """Read the live state in a few calls and bind scopes (``bound``: their units; the plan is not
     edited). The bound scopes' kernel files are checked by :func:`check_kernel` once the desired
     state is known (a clamped value is what the kernel should hold). ``memo``: podman's, libvirt's and machined's answers of the last sync, reused while unchanged."""
-    live = await read_live(sd, plan, usage=usage, snapshots=snapshots, applied=applied)
+    live = await read_live(sd, plan, usage=usage, checked=checked, applied=applied)
     await read_marks(sd, plan, live)
     scopes = await discover_scopes(sd, plan, live, machine=True)  # whatever runs there counts (budget.py)
     unknown = [name for name in scopes if name not in live]

@@ -6,7 +6,8 @@ files against what the kernel prints for its applied values (:func:`sdqos.host.c
 It hands back only the slices it could not confirm — usually none. The live read then trusts a
 planned unit without reading it when the plan wants exactly what was applied and the child
 confirmed it (:func:`confirmed`); it reads every other unit itself. So a unit's answer is what
-reading it gave when the child read it, a moment before the listing: as if the sync had read it then."""
+reading it gave when the child read it, a moment before the listing: as if the sync had read it
+then."""
 
 from __future__ import annotations
 
@@ -20,14 +21,14 @@ from sdqos.host import cgroupfs, children, facts, rundir
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
 
 
-# applied.json is ~250 bytes a pod: below ~100 pods their reads take less than a fork and the
-# copy-on-write faults it costs this process (the path unit's latency with the examples: +0.04 s)
+# applied.json is ~250 bytes a pod: below ~100 pods their reads take a few milliseconds, no more
+# than the fork and the copy-on-write faults it costs this process
 MIN_BYTES = 24 * 1024
 
 
-class Snapshots:
-    """The child :func:`prefetch` started: what it found is taken once, by the first live read;
-    :meth:`close` stops and reaps it if nothing took it (the sync ended before)."""
+class KernelCheck:
+    """The child :func:`prefetch` started to check the kernel: what it found is taken once, by the
+    first live read; :meth:`close` stops and reaps it if nothing took it (the sync ended before)."""
 
     def __init__(self, child: children.Child, path: Path, identity: tuple):
         self._child: children.Child | None = child
@@ -49,7 +50,7 @@ class Snapshots:
             children.kill(child)
 
 
-def prefetch(run_dir: Path, mode: str) -> Snapshots | None:
+def prefetch(run_dir: Path, mode: str) -> KernelCheck | None:
     """Start the child that checks the kernel files of the slices the last sync applied. None,
     nothing started: nothing (or little: :data:`MIN_BYTES`) applied yet, one CPU, other threads
     running, no view of systemd's cgroup tree, or no child could be made; the live read then reads
@@ -64,7 +65,7 @@ def prefetch(run_dir: Path, mode: str) -> Snapshots | None:
     if raw is None or _identity(path) != before:
         return None  # (changed while read: no claim about what the sync will load)
     child = children.spawn(lambda items: [";".join(doubtful(items[0], mode))], [raw])  # (the child decodes it)
-    return Snapshots(child, path, before) if child is not None else None
+    return KernelCheck(child, path, before) if child is not None else None
 
 
 def _identity(path: Path) -> tuple | None:

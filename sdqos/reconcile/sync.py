@@ -41,7 +41,7 @@ from sdqos.reconcile import oomwatch
 from sdqos.reconcile.live import (KUBELET, Observation, check_kernel, container_kernel_off, container_refusals,
                                   kernel_refusals, observe)
 from sdqos.reconcile.memo import Memo
-from sdqos.reconcile.prefetch import Snapshots
+from sdqos.reconcile.prefetch import KernelCheck
 from sdqos.reconcile.report import Report
 
 
@@ -69,20 +69,20 @@ async def sync(
     max_removals: RemovalLimit | None = None,
     replan: Callable[[tuple[MachineCharge, ...]], Plan] | None = None,
     only: Narrow | None = None,
-    snapshots: Snapshots | None = None,
+    checked: KernelCheck | None = None,
 ) -> Report:
     """One reconciliation pass. The caller holds the sync lock. ``replan``: the plan again with
     what runs in machine.slice counted (called when that differs from what ``plan`` counted).
     ``only``: a narrow pass (:class:`Narrow`) over a few units, through the same desired state,
-    diff and apply. ``snapshots``: the kernel files of the units the last sync applied, read by a
-    child while this sync planned (:mod:`sdqos.reconcile.prefetch`), for the first live read."""
+    diff and apply. ``checked``: the child that checked the kernel files of the units the last sync
+    applied while this sync planned (:mod:`sdqos.reconcile.prefetch`), for the first live read."""
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
     report = Report(dry_run=dry_run)
     applied = rundir.load_applied(run_dir)
     seen: list[str] = []
     memo = Memo(run_dir)
-    obs = await observe(sd, plan, applied, seen, memo=memo, snapshots=snapshots)
+    obs = await observe(sd, plan, applied, seen, memo=memo, checked=checked)
     if replan is not None and obs.machines != plan.machines:
         plan = replan(obs.machines)  # one node budget: what runs in machine.slice is counted before pods
         seen = []

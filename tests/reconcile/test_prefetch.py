@@ -82,19 +82,19 @@ def test_what_the_child_found_is_taken_once_and_not_after_applied_changes(tmp_pa
     applied.write_text("{}")
     child = children.spawn(lambda items: ["a.slice;b.slice"], [b""])
     assert child is not None
-    s = prefetch.Snapshots(child, applied, prefetch._identity(applied))
+    s = prefetch.KernelCheck(child, applied, prefetch._identity(applied))
     assert s.take() == {"a.slice", "b.slice"}
     assert s.take() is None  # once
     s.close()
     child = children.spawn(lambda items: [""], [b""])
     assert child is not None
-    s = prefetch.Snapshots(child, applied, prefetch._identity(applied))
+    s = prefetch.KernelCheck(child, applied, prefetch._identity(applied))
     time.sleep(0.01)
     applied.write_text("{}")  # rewritten since: the sync may have loaded other values
     assert s.take() is None
     slow = children.spawn(_slow, [b""])
     assert slow is not None
-    s = prefetch.Snapshots(slow, applied, prefetch._identity(applied))
+    s = prefetch.KernelCheck(slow, applied, prefetch._identity(applied))
     t = time.monotonic()
     s.close()  # stopped and reaped, at once
     assert time.monotonic() - t < 5 and s.take() is None

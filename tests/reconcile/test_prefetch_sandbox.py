@@ -28,11 +28,11 @@ from sdqos.host.facts import detect_cgroup_mode
 from sdqos.reconcile.prefetch import confirmed, prefetch
 run = Path("/run/sdqos")
 mode = detect_cgroup_mode()
-snapshots = prefetch(run, mode)
-assert snapshots is not None, "a child was started"
-doubts = snapshots.take()
-assert doubts is not None and snapshots.take() is None, "taken once"
-snapshots.close()
+checked = prefetch(run, mode)
+assert checked is not None, "a child was started"
+doubts = checked.take()
+assert doubts is not None and checked.take() is None, "taken once"
+checked.close()
 applied = rundir.load_applied(run)
 _, plan = load_planned(Path(sys.argv[1]), False, mode)
 out = {"doubts": sorted(doubts), "applied": len(applied), "confirmed": {}}
