@@ -82,6 +82,14 @@ def expected(props: dict[str, int], mode: str, page: int = 4096) -> dict[str, ob
     return P.kernel_files(props, mode, page)
 
 
+def unit_expected(props: dict[str, int], mode: str, page: int = 4096) -> dict[str, object] | None:
+    """:func:`expected` for a unit sdqos manages: a CPU period its properties leave unset is
+    systemd's default (the live read, the no-op stamp and the prefetch child all check it so)."""
+    check = dict(props)
+    check.setdefault(P.PERIOD_PROPERTY, P.INFINITY)
+    return expected(check, mode, page)
+
+
 def _parse(file: str, text: str) -> object:
     text = text.strip()
     if file.endswith("cpu.max"):

@@ -122,9 +122,7 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, checked:
         if key in wants:
             want = wants[key]
         else:
-            check = dict(u.properties)
-            check.setdefault(PERIOD_PROPERTY, INFINITY)
-            want = wants[key] = cgroupfs.expected(check, plan.cgroup, page)
+            want = wants[key] = cgroupfs.unit_expected(u.properties, plan.cgroup, page)
         if want is None:
             have = None
         elif done and confirmed(name, u.properties, done, doubts, plan.cgroup):
@@ -324,9 +322,7 @@ async def kernel_refusals(plan: "Desired", done: set[str], scopes: dict[str, Liv
         u = planned.get(name)
         if u is None:
             continue
-        check = dict(u.properties)
-        check.setdefault(PERIOD_PROPERTY, INFINITY)
-        want = cgroupfs.expected(check, plan.cgroup, page)
+        want = cgroupfs.unit_expected(u.properties, plan.cgroup, page)
         if want:
             cg = scopes[name].cgroup if name in scopes else cgroupfs.cgroup_of(name, u.slice)
             todo[name] = (cg, want)

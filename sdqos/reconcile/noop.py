@@ -353,9 +353,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
             continue  # kubelet.service, not active
         want = None
         if u.kind not in NEED_KINDS:
-            check_props = dict(u.properties)
-            check_props.setdefault(PERIOD_PROPERTY, INFINITY)
-            want = cgroupfs.expected(check_props, plan.cgroup, page)
+            want = cgroupfs.unit_expected(u.properties, plan.cgroup, page)
         if want is None:
             need[u.name] = [u.kind, dict(u.properties)]
             continue

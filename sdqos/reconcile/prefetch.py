@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from sdqos.host import cgroupfs, children, facts, rundir
-from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
+from sdqos.plan.properties import owned
 
 
 # applied.json is ~250 bytes a pod: below ~100 pods their reads take a few milliseconds, no more
@@ -103,9 +103,7 @@ def doubtful(raw: bytes, mode: str, root: Path = cgroupfs.ROOT) -> list[str]:
         values = _values(record, props)
         key = tuple(values.items())
         if key not in wants:
-            check = dict(values)
-            check.setdefault(PERIOD_PROPERTY, INFINITY)
-            wants[key] = cgroupfs.expected(check, mode, page)
+            wants[key] = cgroupfs.unit_expected(values, mode, page)
         want = wants[key]
         if want is None or cgroupfs.holds(cgroupfs.cgroup_of(name, ""), want, root) != want:
             out.append(name)
