@@ -32,6 +32,13 @@ def read_private(path: Path, max_bytes: int = MAX_READ, *, ours: bool = False) -
     trust: a symlink is not followed, a FIFO or device is not read (opened non-blocking, so a FIFO
     planted there cannot hang a command), a file larger than ``max_bytes`` is not loaded, and with
     ``ours`` one not owned by us or writable by others is ignored. Missing → None."""
+    got = read_private_stat(path, max_bytes, ours=ours)
+    return got[0] if got is not None else None
+
+
+def read_private_stat(path: Path, max_bytes: int = MAX_READ, *,
+                      ours: bool = False) -> tuple[bytes, os.stat_result] | None:
+    """:func:`read_private`, with the stat of the file the bytes came from (its identity)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -50,7 +57,7 @@ def read_private(path: Path, max_bytes: int = MAX_READ, *, ours: bool = False) -
             chunks.append(chunk)
             left -= len(chunk)
         data = b"".join(chunks)
-        return data if len(data) <= max_bytes else None  # grew while read: not ours to trust
+        return (data, st) if len(data) <= max_bytes else None  # grew while read: not ours to trust
     except OSError:
         return None
     finally:
