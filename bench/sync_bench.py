@@ -115,6 +115,11 @@ TARGETS = {
     "one_change_1000_s": 0.3,
     "rss_5000_mb": 80.0,
     "shell_speedup": 10.0,
+    # issue 34: the timer's sync against what any drift-repairing sync must do
+    "warm_vs_recheck": 1.3,
+    "one_change_vs_recheck": 1.6,
+    "cold_vs_floor_warm_issue": 1.1,
+    "rss_1000_mb": 40.0,
 }
 
 
@@ -496,13 +501,20 @@ class Bench:
         log(f"N={n}: one change with the plan handed over (bench/given_plan.py) x{2 * R + 1}")
         row["given_plan_s"] = self.given_plan(n, cfg, [(conf2, plan2), (conf, plan)], 2 * R + 1)
 
-        log(f"N={n}: sync one change x{2 * R + 1}")
-        samples["one_change"] = []
+        # One change alternates with the recheck floor too, as warm does: its ratio is taken
+        # against the floor of the same minutes, not of the minutes before.
+        log(f"N={n}: sync one change{' and recheck floor, alternating,' if recheck else ''} x{2 * R + 1}")
+        samples["one_change"], rechecks = [], []
         for i in range(2 * R + 1):
+            if recheck:
+                rechecks.append(self.median_wall(
+                    [sys.executable, str(HERE / "recheck_floor.py"), str(cfg), plan.cgroup], 1))
             changed_path.write_text(variants[(i + 1) % 2])
             s = self.sync(cfg)
             self.check("one_change", s, created=0, updated=1, removed=0)
             samples["one_change"].append(s)
+        if rechecks:
+            row["one_change_recheck_s"] = statistics.median(rechecks)
         changed_path.write_text(variants[0])
         self.sync(cfg)  # back to the original limit (2R+1 is odd; not measured)
 
@@ -634,6 +646,7 @@ def extras(row: dict) -> dict:
     return {
         "units": row["units"],
         "recheck_floor": row.get("recheck_floor_s"),
+        "one_change_recheck": row.get("one_change_recheck_s"),  # the floor alternated with one change
         # warm minus the recheck floor run just before it: what sdqos adds, less exposed to drift
         "warm_recheck_pairs": row.get("warm_recheck_pairs"),
         "given_plan": row.get("given_plan_s"),
@@ -702,6 +715,21 @@ def targets(rows: list[dict], ext: dict[int, dict] | None = None,
                     None if rss is None else rss <= TARGETS["rss_5000_mb"]))
     else:
         out.append(("5000: disconnects, RSS", "N=5000 not run", None))
+    for r in rows:  # the warm sync's targets (issue 34), as ratios of yardsticks taken alongside
+        e = (ext or {}).get(r["n"], {})
+        if r["n"] not in (1000, 5000) or not e.get("recheck_floor"):
+            continue
+        n, floor, floor1 = r["n"], e["recheck_floor"], e.get("one_change_recheck") or e["recheck_floor"]
+        out.append((f"warm <= 1.3 x recheck floor (N={n})", f"{r['warm_s']:.3f} s / {floor:.3f} s = "
+                    f"{r['warm_s'] / floor:.2f} x", r["warm_s"] / floor <= TARGETS["warm_vs_recheck"]))
+        out.append((f"one change <= 1.6 x recheck floor (N={n})", f"{r['one_change_s']:.3f} s / {floor1:.3f} s = "
+                    f"{r['one_change_s'] / floor1:.2f} x (the floor alternated with it; against warm's: "
+                    f"{r['one_change_s'] / floor:.2f} x)", r["one_change_s"] / floor1 <= TARGETS["one_change_vs_recheck"]))
+        out.append((f"cold <= 1.1 x raw D-Bus floor (N={n})", f"{r['cold_s'] / r['floor_s']:.2f} x",
+                    r["cold_s"] / r["floor_s"] <= TARGETS["cold_vs_floor_warm_issue"]))
+        if n == 1000 and r["peak_rss_mb"] is not None:
+            out.append(("peak RSS <= 40 MB at 1000", f"{r['peak_rss_mb']:.1f} MB", r["peak_rss_mb"] <= TARGETS["rss_1000_mb"]))
+        out.append((f"0 bus disconnects (N={n})", f"{r['disconnects']}", r["disconnects"] == 0))
     for r in rows:
         if r["shell_s"] is not None:
             sp = r["shell_s"] / r["cold_s"]
