@@ -129,6 +129,57 @@ def parse_log(records, clock_offset: float) -> list[LogKill]:
     return out
 
 
+def _is_oom(msg: str) -> bool:
+    return "oom-kill:" in msg or "Killed process" in msg or "memory.oom.group" in msg
+
+
+def select_records(raw, after_seq: int | None) -> tuple[list[tuple[int, int, str]], int | None]:
+    """The OOM records of ``raw`` (``(seq, usec, message)`` in log order) above ``after_seq``, and
+    the last sequence number seen. A kill's ``Killed process`` line takes its memcg from the
+    ``oom-kill:`` line (and a group's from the ``memory.oom.group`` line) before it, which an
+    earlier read may have taken alone: the kernel prints that line, then counts and kills, then
+    prints the ``Killed process`` line. So the newest OOM's context lines at or below
+    ``after_seq`` come first, as context: they name no kill of their own, and a read split
+    anywhere finds the kills one read of the whole log finds."""
+    records: list[tuple[int, int, str]] = []
+    context: list[tuple[int, int, str]] = []
+    last = after_seq
+    for seq, usec, msg in raw:
+        last = seq if last is None else max(last, seq)
+        if not _is_oom(msg):
+            continue
+        if after_seq is not None and seq <= after_seq:
+            if "oom-kill:" in msg:
+                context = [(seq, usec, msg)]
+            elif "memory.oom.group" in msg and context:
+                context.append((seq, usec, msg))
+            continue
+        records.append((seq, usec, msg))
+    return context + records if records else [], last
+
+
+def _kmsg_records(fd: int):
+    """``(seq, usec, first line of the message)`` of each record /dev/kmsg gives (one a read)."""
+    while True:
+        try:
+            raw = os.read(fd, 8192)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # overwritten while we read: go on with the next
+                continue
+            if exc.errno == errno.EAGAIN:
+                return
+            raise
+        if not raw:
+            return
+        head, _, body = raw.decode("utf-8", "replace").partition(";")
+        fields = head.split(",")
+        try:
+            seq, usec = int(fields[1]), int(fields[2])
+        except (IndexError, ValueError):
+            continue
+        yield seq, usec, body.split("\n", 1)[0]
+
+
 def read_log(after_seq: int | None, path: str = KMSG) -> tuple[list[LogKill], int | None] | None:
     """The kills the kernel log holds with a sequence number above ``after_seq``, and the last
     sequence number read; None when the log cannot be read (no privilege, no device)."""
@@ -136,31 +187,10 @@ def read_log(after_seq: int | None, path: str = KMSG) -> tuple[list[LogKill], in
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
-    records, last = [], after_seq
     try:
-        while True:
-            try:
-                raw = os.read(fd, 8192)
-            except OSError as exc:
-                if exc.errno == errno.EPIPE:  # overwritten while we read: go on with the next
-                    continue
-                if exc.errno == errno.EAGAIN:
-                    break
-                return None
-            if not raw:
-                break
-            head, _, body = raw.decode("utf-8", "replace").partition(";")
-            fields = head.split(",")
-            try:
-                seq, usec = int(fields[1]), int(fields[2])
-            except (IndexError, ValueError):
-                continue
-            last = seq if last is None else max(last, seq)
-            if after_seq is not None and seq <= after_seq:
-                continue
-            msg = body.split("\n", 1)[0]
-            if "oom-kill:" in msg or "Killed process" in msg or "memory.oom.group" in msg:
-                records.append((seq, usec, msg))
+        records, last = select_records(_kmsg_records(fd), after_seq)
+    except OSError:
+        return None
     finally:
         os.close(fd)
     return parse_log(records, time.time() - time.monotonic()), last

@@ -172,3 +172,52 @@ def test_only_the_units_a_record_names_are_needed_to_place_it(recs, recorded, co
     named = _components(log) | set(counters) | set(old.get("units") or {})
     narrow = [w for w in UNITS if w.unit in named]
     assert account(old, narrow, counters, log, 20, 30.0) == account(old, UNITS, counters, log, 20, 30.0)
+
+
+# --- the log read in pieces: a sync may read it between an OOM's lines --------------------------
+
+from sdqos.host.oomevents import select_records  # noqa: E402
+
+
+def _event(pid: int, members: list[int], where: str) -> list[str]:
+    """The kernel's lines for one OOM: its oom-kill: line, its victim's kill, and with
+    memory.oom.group the group line and each other member's kill."""
+    oom = OOM_LINE.replace("pid=21372", f"pid={pid}").replace(SCOPE, where)
+    out = [f"{where} invoked oom-killer", oom, KILLED.replace("21372 (python)", f"{pid} (python)")]
+    if members:
+        out.append(f"Tasks in {NS}{where} are going to be killed due to memory.oom.group set")
+        out += [KILLED.replace("21372 (python)", f"{m} (sh)") for m in members]
+    return out
+
+
+EVENTS = st.lists(st.tuples(st.integers(100, 999), st.lists(st.integers(1000, 1999), max_size=3),
+                            st.sampled_from([SCOPE, SCOPE.replace("hog", "web")]), st.booleans()),
+                  min_size=1, max_size=4)
+
+
+@given(EVENTS, st.data())
+def test_a_log_read_in_two_pieces_finds_the_kills_one_read_finds(events, data):
+    """Wherever a sync's read of the kernel log ends — between an OOM's oom-kill: line and its
+    kill, between a group's line and its members' — the next read, from that sequence number on,
+    finds the rest: the two reads together name each kill once, with the memcg one read of the
+    whole log gives it."""
+    log: list[tuple[int, int, str]] = []
+    for pid, members, where, noise in events:
+        for msg in _event(pid, members, where) + (["audit: something else"] if noise else []):
+            log.append((len(log) + 1, len(log) * 10, msg))
+    split = data.draw(st.integers(0, len(log)), label="the first read ends after")
+    whole = parse_log(select_records(log, None)[0], 0.0)
+    first, last = select_records(log[:split], None)
+    second, _ = select_records(log, last)
+    assert parse_log(first, 0.0) + parse_log(second, 0.0) == whole
+    assert len(whole) == sum(1 + len(m) for _, m, _, _ in events)
+
+
+def test_a_kill_line_read_after_its_oom_line_keeps_that_oom_memcg():
+    """The case the property above found in the code before: the read ended right after the
+    oom-kill: line, and the next read's Killed process line had nothing to be placed by."""
+    log = [(11, 0, OOM_LINE), (12, 0, KILLED)]
+    first, last = select_records(log[:1], None)
+    assert parse_log(first, 0.0) == [] and last == 11
+    (k,) = parse_log(select_records(log, last)[0], 0.0)
+    assert (k.seq, k.pid, k.task_memcg, k.event) == (12, 21372, NS + SCOPE, 11)
