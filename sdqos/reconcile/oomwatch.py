@@ -8,7 +8,7 @@ kernel has counted since.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sdqos import humanize as H
@@ -92,8 +92,23 @@ def observe_kills(plan: Plan, record: dict, running: dict[str, str] | None = Non
     units = watched(plan, PLACED, named) if log or waiting else counted
     result = account(record, units, counters, log, last, time.time())
     if log is not None and everywhere is not None:
-        result.record["kernelTotal"] = everywhere
+        result.record["kernelTotal"] = logged_total(record, everywhere, len(log))
+        result.record["kernelSeen"] = everywhere
     return result
+
+
+def logged_total(record: Mapping, everywhere: int, logged: int) -> int:
+    """The kernel's kill count the next sync compares with to skip reading the log. The kernel
+    counts a kill before it prints its ``Killed process`` line, so a read between the two finds
+    the count without the line; recording that count would skip the log until the next OOM
+    anywhere. So the count is recorded only as far as the log accounted for it, and the next
+    sync reads the log again — unless the count stood still since the last read, when the
+    missing lines are not coming (a rate-limited OOM prints no oom-kill: line to place them by,
+    or the log wrapped)."""
+    before, seen = record.get("kernelTotal"), record.get("kernelSeen")
+    if type(before) is int and before + logged < everywhere and seen != everywhere:
+        return before + logged
+    return everywhere
 
 
 def _components(log: list[oomevents.LogKill]) -> set[str]:

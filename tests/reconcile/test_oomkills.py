@@ -221,3 +221,47 @@ def test_a_kill_line_read_after_its_oom_line_keeps_that_oom_memcg():
     assert parse_log(first, 0.0) == [] and last == 11
     (k,) = parse_log(select_records(log, last)[0], 0.0)
     assert (k.seq, k.pid, k.task_memcg, k.event) == (12, 21372, NS + SCOPE, 11)
+
+
+def test_the_kill_count_is_recorded_only_as_far_as_the_log_told_of_it():
+    from sdqos.reconcile.oomwatch import logged_total
+
+    # the kernel counted a kill whose Killed process line was not printed yet: the next sync reads the log again
+    assert logged_total({"kernelTotal": 4, "kernelSeen": 4}, 5, 0) == 4
+    # ... and finds it there
+    assert logged_total({"kernelTotal": 4, "kernelSeen": 5}, 5, 1) == 5
+    # ... or not, with the count standing still since: that line is not coming (rate-limited, wrapped)
+    assert logged_total({"kernelTotal": 4, "kernelSeen": 5}, 5, 0) == 5
+    # every counted kill in the log, or no count recorded before (the first read): the count as it is
+    assert logged_total({"kernelTotal": 4, "kernelSeen": 4}, 6, 2) == 6
+    assert logged_total({}, 6, 0) == 6
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=12))
+def test_a_counted_kill_keeps_the_log_read_until_its_line_is_seen_or_stops_coming(steps):
+    """Syncs, each after the kernel counted some kills and printed some of the counted ones'
+    lines: a sync skips the log (the recorded count is the counter's) only when every counted
+    kill's line was seen by a read, or was given up on — by the first read, which cannot know
+    what the log lost before it, or by a read after the counter stood still over two reads (a
+    line the kernel prints microseconds after counting is not coming a sync later)."""
+    from sdqos.reconcile.oomwatch import logged_total
+
+    counted = printed = forgiven = 0
+    record: dict = {}
+    reads: list[tuple[int, int]] = []  # (the counter, the lines seen so far) at each read
+    for new, lines_now in steps:
+        counted += new
+        printed = min(counted, printed + lines_now)
+        if record and record["kernelTotal"] == counted:  # the sync skips the log
+            seen = reads[-1][1]
+            assert seen + forgiven >= counted
+            continue
+        logged = printed - (reads[-1][1] if reads else 0)
+        stood_still = bool(reads) and reads[-1][0] == counted
+        record = {"kernelTotal": logged_total(record, counted, logged), "kernelSeen": counted}
+        reads.append((counted, printed))
+        assert record["kernelTotal"] <= counted
+        if record["kernelTotal"] == counted and printed + forgiven < counted:
+            # lines still missing are given up on only by the first read or after the count stood still
+            assert len(reads) == 1 or stood_still
+            forgiven = counted - printed
