@@ -150,10 +150,6 @@ class ServiceNotRunning(BusDisconnected):
     that is a disconnect (retried until it is back); for systemd-machined, that it does not run."""
 
 
-class AlreadySubscribed(SystemdError):
-    """org.freedesktop.systemd1.AlreadySubscribed: Subscribe again on a connection that has it."""
-
-
 class BusUnavailable(SystemdError):
     """The bus cannot be reached at all (no socket, connection refused). ``transient``: the
     connection was made and then reset, as when the bus daemon restarts under us."""

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sdqos.errors import (
     AccessDenied,
-    AlreadySubscribed,
     BusDisconnected,
     BusUnavailable,
     CallTimeout,
@@ -81,7 +80,6 @@ PROPERTY_SIGNATURES: dict[str, str] = {
 _E = "org.freedesktop.DBus.Error."
 _ERRORS: dict[str, type[SystemdError]] = {
     f"{SYSTEMD}.UnitExists": UnitExists, f"{SYSTEMD}.NoSuchUnit": NoSuchUnit,
-    f"{SYSTEMD}.AlreadySubscribed": AlreadySubscribed,
     **dict.fromkeys((_E + "PropertyReadOnly", _E + "InvalidArgs", _E + "UnknownProperty"), InvalidProperty),
     **dict.fromkeys((_E + "AccessDenied", _E + "InteractiveAuthorizationRequired"), AccessDenied),
     # LimitsExceeded: a full queue or too many pending replies
@@ -263,7 +261,6 @@ class Systemd:
         self._watch: asyncio.Future | None = None
         self._closed = False
         self._up = asyncio.Event()  # org.freedesktop.systemd1 has an owner
-        self._need_subscribe = True
         self._jobs: dict[str, asyncio.Future] = {}  # job path -> future(result)
         self._early: dict[str, str] = {}  # JobRemoved processed before the reply carrying its path
         self._expecting = 0  # job-returning calls whose reply is not handled yet
@@ -324,7 +321,7 @@ class Systemd:
         bus.add_message_handler(self._on_message)
         self._watch = asyncio.ensure_future(bus.wait_for_disconnect())
         self._watch.add_done_callback(functools.partial(self._on_bus_lost, bus))
-        self._bus, self._addref, self._need_subscribe = bus, 0, True  # AddRef refs die with a connection
+        self._bus, self._addref = bus, 0  # AddRef refs die with a connection
         try:
             for rule in (JOB_REMOVED_RULE, OWNER_RULE):
                 await self._call(DBUS_PATH, DBUS, "AddMatch", "s", [rule], dest=DBUS)
@@ -338,11 +335,14 @@ class Systemd:
         self._up.set() if has else self._up.clear()
 
     def _healthy(self) -> bool:
-        return self._bus is not None and self._bus.connected and self._up.is_set() and not self._need_subscribe
+        return self._bus is not None and self._bus.connected and self._up.is_set()
 
     async def _ready(self) -> None:
-        """Before each attempt: reconnect if our connection closed, wait (bounded) for systemd to be
-        on the bus, and Subscribe again after either (subscriptions die with a connection)."""
+        """Before each attempt: reconnect if our connection closed, and wait (bounded) for systemd to
+        be on the bus. No Subscribe: systemd sends a job's JobRemoved to the client that queued it
+        anyway (as systemctl and systemd-run wait for theirs), and a subscriber makes it send
+        UnitNew, JobNew and PropertiesChanged for every unit it touches — ~10 % more of systemd's
+        CPU for each unit created, which is most of what a cold sync waits for."""
         if self._closed:
             raise SystemdError("the systemd client is closed")
         if self._healthy():
@@ -360,12 +360,6 @@ class Systemd:
                     await asyncio.wait_for(self._up.wait(), min(self.call_timeout, 5.0))
                 except asyncio.TimeoutError:
                     raise BusDisconnected(f"{SYSTEMD} is not on the bus at {self.address}") from None
-            if self._need_subscribe:
-                try:
-                    await self._call(MANAGER_PATH, MANAGER, "Subscribe")
-                except AlreadySubscribed:
-                    pass
-                self._need_subscribe = False
 
     def _on_message(self, msg: Any) -> None:
         if msg.message_type is not self._d.MessageType.SIGNAL:
@@ -379,7 +373,6 @@ class Systemd:
                 self._early[job] = result
         elif msg.member == "NameOwnerChanged" and msg.body[0] == SYSTEMD:
             log.info("%s owner: %r -> %r", SYSTEMD, msg.body[1], msg.body[2])
-            self._need_subscribe = True
             self._epoch += 1
             if msg.body[2]:
                 self._up.set()
@@ -430,7 +423,6 @@ class Systemd:
             cls = _ERRORS.get(reply.error_name, SystemdError)
             if cls is ServiceNotRunning and dest == SYSTEMD:
                 self._up.clear()
-                self._need_subscribe = True
             raise cls(f"{member}: {text}", reply.error_name, unit)
         return reply.body
 

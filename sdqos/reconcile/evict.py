@@ -529,7 +529,7 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
 
     root = root or hp.ROOT
     # One event loop and one D-Bus connection for the loop's life (evicting): an eviction sends its
-    # first stop at once instead of opening a connection (socket, auth, Hello, AddMatch, Subscribe).
+    # first stop at once instead of opening a connection (socket, auth, Hello, AddMatch).
     loop = asyncio.new_event_loop() if evict_on else None
     bus = _connect(loop, bus_address, say) if loop is not None else None
     drained = time.monotonic()
