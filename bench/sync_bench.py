@@ -471,14 +471,14 @@ class Bench:
         log(f"N={n}: floor ({n_units} units, raw dbus-fast, sequential) and sync cold, alternating, x{R}")
         samples["floor"], samples["cold"], floor_sub = [], [], []
         for _ in range(R):
+            self.reset()  # the floor as every run before 2026-11-28 took it: subscribed (info only)
+            floor_sub.append(asyncio.run(_floor(self.sb.bus_address, items, subscribe=True)))
             self.reset()
             with Meter(self.sb.pid) as m:
                 loop_s = asyncio.run(_floor(self.sb.bus_address, items))
             s = m.sample(cpu=float("nan"))
             s.wall = loop_s  # the creation loop only
             samples["floor"].append(s)
-            self.reset()  # the floor as every run before 2026-11-28 took it: subscribed (info only)
-            floor_sub.append(asyncio.run(_floor(self.sb.bus_address, items, subscribe=True)))
             self.reset()
             s = self.sync(cfg)
             self.check("cold", s, created=n_units, updated=0, removed=0)
