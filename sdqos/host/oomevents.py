@@ -106,7 +106,8 @@ def parse_log(records, clock_offset: float) -> list[LogKill]:
     """``(seq, usec since boot, message)`` records → the kills among them. A ``Killed process``
     line takes its memcg from the ``oom-kill:`` line before it (same PID; the other processes of a
     group kill from the ``Tasks in CGROUP are going to be killed due to memory.oom.group set``
-    line)."""
+    line). A kill line with neither is another OOM's whose ``oom-kill:`` line the kernel's rate
+    limit left out: it is not placed (a scope's own counter still counts it)."""
     oom_line, group, killed = _patterns()
     out = []
     last: dict | None = None
@@ -123,7 +124,12 @@ def parse_log(records, clock_offset: float) -> list[LogKill]:
         if not k or last is None:
             continue
         pid = int(k["pid"])
-        task = last["task"] if int(last["pid"]) == pid else last.get("group", last["task"])
+        if int(last["pid"]) == pid:
+            task = last["task"]
+        elif "group" in last:
+            task = last["group"]
+        else:
+            continue  # another OOM's, whose oom-kill: line was rate-limited away: nothing places it
         out.append(LogKill(seq, clock_offset + usec / 1e6, pid, k["comm"], task, last["oom"] or None,
                            last["constraint"], last["event"]))
     return out

@@ -265,3 +265,11 @@ def test_a_counted_kill_keeps_the_log_read_until_its_line_is_seen_or_stops_comin
             # lines still missing are given up on only by the first read or after the count stood still
             assert len(reads) == 1 or stood_still
             forgiven = counted - printed
+
+
+def test_a_kill_whose_oom_line_was_rate_limited_is_not_placed_in_the_oom_before_it():
+    """The kernel prints an OOM's header (and its oom-kill: line) only within its rate limit; the
+    Killed process line always. A kill of another PID after a single kill is not that OOM's."""
+    other = KILLED.replace("21372 (python)", "555 (postgres)")
+    kills = parse_log([(11, 0, OOM_LINE), (12, 0, KILLED), (13, 0, other)], 0.0)
+    assert [(k.pid, k.task_memcg) for k in kills] == [(21372, NS + SCOPE)]
