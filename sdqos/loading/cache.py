@@ -395,7 +395,7 @@ class ParseCache:
             # is used only while its file has the identity it was stored with, and a torn file
             # does not decode (decode_file), so a crash costs a parse, never a wrong plan
             if small:
-                changed = {k: e for k, e in self.entries.items() if k in self._changed}
+                changed = {k: self.entries[k] for k in sorted(self._changed)}
                 rundir.write_atomic(self.delta_path, encode_file(self.tag, changed, self.context, base=self._base,
                                                                  removed=sorted(self._removed)), 0o600, durable=False)
                 return
