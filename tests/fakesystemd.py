@@ -17,7 +17,7 @@ above the parent's (EINVAL), and sdqos promises its order never briefly breaks t
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -194,9 +194,15 @@ class FakeSystemd:
         self._note_limits()
 
     async def start_transient_units(self, items: Iterable[tuple[str, Mapping[str, Any]]], mode: str = "fail",
-                                    window: int | None = None) -> list[SystemdError | None]:
+                                    window: int | None = None, on_done: Callable[[int], None] | None = None
+                                    ) -> list[SystemdError | None]:
         """One result per item, in order (the real one pipelines them; systemd handles them in order)."""
-        return [await _result(self.start_transient_unit(n, p, mode)) for n, p in items]
+        out = []
+        for i, (n, p) in enumerate(items):
+            out.append(await _result(self.start_transient_unit(n, p, mode)))
+            if out[-1] is None and on_done is not None:
+                on_done(i)
+        return out
 
     async def set_unit_properties(self, name: str, properties: Mapping[str, Any], runtime: bool = True) -> None:
         """On a slice that is not loaded, systemd loads it implicitly (not transient, not started)

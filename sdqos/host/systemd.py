@@ -170,7 +170,8 @@ class SystemdAPI(Protocol):
                                    aux: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> None: ...
 
     async def start_transient_units(self, items: Iterable[tuple[str, Mapping[str, Any]]], mode: str = "fail",
-                                    window: int | None = None) -> list[SystemdError | None]: ...
+                                    window: int | None = None, on_done: Callable[[int], None] | None = None
+                                    ) -> list[SystemdError | None]: ...
 
     async def set_unit_properties(self, name: str, properties: Mapping[str, Any], runtime: bool = True) -> None: ...
 
@@ -526,12 +527,14 @@ class Systemd:
         return todo, bad
 
     async def _bulk(self, items: Iterable[tuple[str, Mapping[str, Any]]], window: int,
-                    once: Callable[[str, Any], Awaitable[Any]], retry: Callable[[str, Any], Awaitable[Any]]
-                    ) -> list[SystemdError | None]:
-        """_bounded over the items whose values can be sent; the others get their InvalidProperty."""
+                    once: Callable[[str, Any], Awaitable[Any]], retry: Callable[[str, Any], Awaitable[Any]],
+                    on_done: Callable[[int], None] | None = None) -> list[SystemdError | None]:
+        """_bounded over the items whose values can be sent; the others get their InvalidProperty.
+        ``on_done(i)``: item i succeeded (called as it does, while later items are in flight)."""
         todo, bad = self._checked(items)
         good = [i for i in range(len(todo)) if i not in bad]
-        sent = await self._bounded([todo[i] for i in good], window, once, retry) if good else []
+        done = None if on_done is None else (lambda j: on_done(good[j]))
+        sent = await self._bounded([todo[i] for i in good], window, once, retry, done) if good else []
         results: list[SystemdError | None] = [bad.get(i) for i in range(len(todo))]
         for i, r in zip(good, sent):
             results[i] = r
@@ -545,9 +548,11 @@ class Systemd:
         return n
 
     async def _bounded(self, items: list[tuple[str, Any]], window: int, once: Callable[[str, Any], Awaitable[Any]],
-                       retry: Callable[[str, Any], Awaitable[Any]]) -> list[SystemdError | None]:
+                       retry: Callable[[str, Any], Awaitable[Any]], on_done: Callable[[int], None] | None = None
+                       ) -> list[SystemdError | None]:
         """once(*item) for every item, `window` at a time, sent in list order; items caught by a
-        disconnect go through retry(*item) afterwards, one by one, in list order."""
+        disconnect go through retry(*item) afterwards, one by one, in list order. on_done(i) as
+        item i succeeds."""
         results: list[SystemdError | None] = [None] * len(items)
         again: list[int] = []
         gave_up: SystemdError | None = None
@@ -560,6 +565,9 @@ class Systemd:
                 again.append(i)
             except SystemdError as e:
                 results[i] = e
+            else:
+                if on_done is not None:
+                    on_done(i)
             finally:
                 sem.release()
 
@@ -598,6 +606,9 @@ class Systemd:
                 await retry(*items[i])
             except SystemdError as e:
                 results[i] = e
+            else:
+                if on_done is not None:
+                    on_done(i)
         return results
 
     # manager API ----------------------------------------------------------------------------------
@@ -613,17 +624,21 @@ class Systemd:
         self._addref += addref
 
     async def start_transient_units(self, items: Iterable[tuple[str, Mapping[str, Any]]], mode: str = "fail",
-                                    window: int | None = None) -> list[SystemdError | None]:
+                                    window: int | None = None, on_done: Callable[[int], None] | None = None
+                                    ) -> list[SystemdError | None]:
         """Create many units with at most `window` jobs in flight (module doc). One result per item,
         in order: None, or the error (UnitExists, JobFailed...). Calls go out in list order on one
-        connection and systemd handles them in that order, so list parent slices before children."""
+        connection and systemd handles them in that order, so list parent slices before children.
+        ``on_done(i)``: item i's job ended "done", called then, while later items are in flight
+        (a cold sync reads each unit's cgroup back there, while systemd makes the next ones)."""
         todo = list(items)
         addref = [int(bool(p.get("AddRef"))) for _, p in todo]
         self._check_addref(sum(addref))
         results = await self._bulk(
             todo, window or self.window,
             lambda n, p: self._job(n, "StartTransientUnit", _STU, [n, mode, self._props(p, n), []]),
-            lambda n, p: self._retrying(self._job, n, "StartTransientUnit", _STU, [n, mode, self._props(p, n), []]))
+            lambda n, p: self._retrying(self._job, n, "StartTransientUnit", _STU, [n, mode, self._props(p, n), []]),
+            on_done)
         self._addref += sum(a for a, r in zip(addref, results) if r is None)
         return results
 

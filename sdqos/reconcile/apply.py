@@ -22,8 +22,11 @@ from sdqos.reconcile.report import Report
 Progress = Callable[[int, int], None]
 
 
-async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress | None = None) -> set[str]:
-    """Carry out the diff. Returns the names of units whose planned values are now in place."""
+async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress | None = None,
+                created: Callable[[str], None] | None = None) -> set[str]:
+    """Carry out the diff. Returns the names of units whose planned values are now in place.
+    ``created(unit)``: called as each unit made without processes is, while the next are made
+    (the kernel read-back, :class:`sdqos.reconcile.live.ReadBack`)."""
     done: set[str] = set()
     failed_creates: set[str] = set()
     failed_updates: set[str] = set()
@@ -67,7 +70,7 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
             for a in skipped:
                 failed_creates.add(a.unit)
                 report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
-            results = await _create(sd, todo)
+            results = await _create(sd, todo, created)
             for (a, u), err in zip(todo, results):
                 if err is None:
                     report.created.append(a.unit)
@@ -105,12 +108,15 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
     return done - failed_updates - failed_creates
 
 
-async def _create(sd: SystemdAPI, todo: list[tuple[Action, UnitPlan]]) -> list[SystemdError | None]:
+async def _create(sd: SystemdAPI, todo: list[tuple[Action, UnitPlan]],
+                  created: Callable[[str], None] | None = None) -> list[SystemdError | None]:
     """One wave of creations, one result each: the units without processes in one pipelined call,
     then each scope around processes (:func:`_create_with_pids`)."""
     out: list[SystemdError | None] = [None] * len(todo)
     plain = [i for i, (a, _) in enumerate(todo) if not a.pids]
-    results = await sd.start_transient_units((todo[i][0].unit, create_properties(todo[i][1])) for i in plain)
+    on_done = None if created is None else (lambda j: created(todo[plain[j]][0].unit))
+    results = await sd.start_transient_units(((todo[i][0].unit, create_properties(todo[i][1])) for i in plain),
+                                             on_done=on_done)
     for i, err in zip(plain, results):
         out[i] = err
     for i, (a, u) in enumerate(todo):

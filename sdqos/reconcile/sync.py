@@ -38,8 +38,8 @@ from sdqos.reconcile.diff import (
     recorded_owner,
 )
 from sdqos.reconcile import oomwatch
-from sdqos.reconcile.live import (KUBELET, Observation, check_kernel, container_kernel_off, container_refusals,
-                                  kernel_refusals, observe)
+from sdqos.reconcile.live import (KUBELET, Observation, ReadBack, check_kernel, container_kernel_off,
+                                  container_refusals, kernel_refusals, observe)
 from sdqos.reconcile.memo import Memo
 from sdqos.reconcile.prefetch import KernelCheck
 from sdqos.reconcile.report import Report
@@ -159,8 +159,9 @@ async def sync(
     else:
         await _remove_runtime_containers(sd, plan, diff, obs, report)
         _update_runtime_containers(plan, diff, obs, bindings, report, set(inside))  # before: systemd writes the scope last
-        done = await apply(sd, diff, report, progress)
-        done -= await kernel_refusals(want, done, scopes, report)
+        readback = ReadBack.of(want, scopes)
+        done = await apply(sd, diff, report, progress, readback)
+        done -= await kernel_refusals(want, done, scopes, report, held=readback.held if readback else set())
         done -= container_refusals(want, runtime, bindings, scopes, report)
         removed = set(report.removed)
         new_applied = {k: v for k, v in applied.items() if k in live and k not in removed}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 
 from sdqos.errors import JobFailed, SystemdError
@@ -101,3 +102,83 @@ def test_the_fake_answers_as_systemd_does(clean_sandbox):
     for g, w in zip(got, want):
         assert g == w
     assert len(got) == len(want)
+
+
+_READ_BACK_INSIDE = r'''
+import asyncio, json, pickle, sys
+from sdqos.host import cgroupfs, facts
+from sdqos.host.systemd import Systemd
+from sdqos.reconcile.apply import apply
+from sdqos.reconcile.desired import of_plan
+from sdqos.reconcile.diff import compute_diff
+from sdqos.reconcile.live import ReadBack, _kernel_target, kernel_refusals
+from sdqos.reconcile.report import Report
+
+want = of_plan(pickle.load(open(sys.argv[1], "rb")))
+last, other = sys.argv[2], sys.argv[3]
+page = facts.page_size()
+
+
+def tamper(name):
+    """A memory limit other than the planned one, written straight into the unit's cgroup."""
+    cg, files = _kernel_target(want.by_name, name, {}, want.cgroup, page)
+    f = next(f for f in files if "memory" in f)
+    with open(cgroupfs.file_path(str(cgroupfs.ROOT), cg.strip("/"), f), "w") as fh:
+        fh.write(str(256 * 2**20))
+
+
+async def main():
+    rb = ReadBack.of(want, {})
+    assert rb is not None, "this process does not see the sandbox's cgroups"
+    async with Systemd() as sd:
+        sent_at = {}
+
+        def created(name):
+            sent_at[name] = sd.stats.calls
+            if name == last:  # the kernel does not hold it when it is read back
+                tamper(name)
+            rb(name)
+        done = await apply(sd, compute_diff(want, {}), Report(), None, created)
+    tamper(other)  # after it was read back holding its values
+    with_held = await kernel_refusals(want, done, {}, Report(), settle_s=0.2, held=rb.held)
+    without = await kernel_refusals(want, done, {}, Report(), settle_s=0.2)
+    targets = sorted(n for n in done if _kernel_target(want.by_name, n, {}, want.cgroup, page))
+    print(json.dumps({"held": sorted(rb.held), "targets": targets, "done": sorted(done), "sent_at": sent_at,
+                      "calls": sd.stats.calls, "with_held": sorted(with_held), "without": sorted(without)}))
+
+asyncio.run(main())
+'''
+
+
+def test_created_units_are_read_back_while_the_next_are_made(clean_sandbox, tmp_path):
+    """A cold sync reads each created unit's cgroup as its job ends, while later units are still
+    being sent (not all after the last job); a unit seen holding its values is not read again after
+    apply, one that did not hold them when its job ended (here: its memory limit overwritten in the
+    kernel just then) is, and is reported as refused."""
+    import pickle
+    import sys
+
+    from sdqos import sandbox as sbx
+
+    sb = clean_sandbox
+    pods = [pod_from({"metadata": {"name": f"p{i}", "namespace": "default"}, "spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": f"{16 * (i + 1)}Mi"}}
+         if i % 2 else {"limits": {"cpu": "100m", "memory": f"{16 * (i + 1)}Mi"}}}]}}) for i in range(40)]
+    plan = build_plan(node(), pods, cgroup=sb.cgroup_mode if sb.cgroup_mode == "v2" else "v1")
+    created = [u.name for u in plan.units if u.create]
+    burstable = [n for n in created if n.startswith("kubepods-burstable-pod")]  # the last wave: 20 > 16 in flight
+    last = burstable[-1]
+    other = next(n for n in created if n.startswith("kubepods-pod"))  # a Guaranteed pod: an early wave
+    (tmp_path / "plan.pickle").write_bytes(pickle.dumps(plan))
+    script = tmp_path / "inside.py"
+    script.write_text(_READ_BACK_INSIDE)
+    cp = sbx.run(sb, [sys.executable, str(script), str(tmp_path / "plan.pickle"), last, other], timeout=120,
+                 cwd=str(tmp_path))
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    got = json.loads(cp.stdout)
+    assert got["done"] == sorted(created)
+    assert got["held"] == [n for n in got["targets"] if n != last]  # every other unit, read as its job ended
+    assert set(burstable) | {other} <= set(got["targets"])
+    assert got["sent_at"][burstable[0]] < got["calls"]  # read while the wave's last units were still to be sent
+    assert got["with_held"] == [last]  # `other`, tampered after it was read holding its values: not read again
+    assert got["without"] == sorted([last, other])  # (and it would have been caught by a full read)
