@@ -12,7 +12,9 @@ Ctrl-C/SIGTERM unless --keep) and, per N, in that one sandbox:
               order) created by a minimal loop on raw dbus-fast: one StartTransientUnit, wait for
               its reply, wait for its JobRemoved, next. Messages are built before the clock
               starts; the clock covers the loop only (no connect, no Python start-up): this is what
-              systemd + dbus-daemon can do strictly sequentially, not what our client adds.
+              systemd + dbus-daemon can do strictly sequentially, not what our client adds
+              (bench/floor.py). The same loop on systemd's private socket, which sdqos uses as
+              root, run inside the sandbox, is printed beside it (info).
   shell       `busctl call ... StartTransientUnit` once per unit, same properties, a shell script
               run inside the sandbox (one nsenter; the script ends when systemd has no jobs left).
               N <= 1000 only.
@@ -103,7 +105,7 @@ from sdqos import sandbox as sbx  # noqa: E402
 from sdqos.loading.configdir import load_config  # noqa: E402
 from sdqos.plan.engine import build_plan  # noqa: E402
 from sdqos.reconcile.apply import create_properties  # noqa: E402
-from sdqos.host.systemd import JOB_REMOVED_RULE, MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD  # noqa: E402
+from sdqos.host.systemd import MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD  # noqa: E402
 
 TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None  # GNU time (Debian package time)
 KEYS = ["n", "floor_s", "shell_s", "cold_s", "warm_s", "one_change_s", "remove10_s", "peak_rss_mb",
@@ -207,63 +209,7 @@ def systemd_on_bus(address: str) -> tuple[str | None, int | None]:
 # --- the floor: raw dbus-fast, strictly sequential -------------------------------------------------
 
 
-async def _floor(address: str, items: list[tuple[str, dict]], subscribe: bool = False) -> float:
-    """Seconds to create ``items`` one at a time: call, reply, JobRemoved, next. Without
-    ``subscribe`` as systemctl (and sdqos since it stopped subscribing) waits for a job: systemd
-    sends JobRemoved to the job's requester anyway. ``subscribe``: the floor of every run before
-    that, where a Subscribe made systemd also send UnitNew, JobNew and PropertiesChanged for each
-    unit (~10 % more of its CPU a unit)."""
-    from dbus_fast import BusType, Message, MessageType, Variant
-    from dbus_fast.aio import MessageBus
-
-    bus = await MessageBus(bus_address=address, bus_type=BusType.SYSTEM).connect()
-    loop = asyncio.get_running_loop()
-    early: dict[str, str] = {}
-    waiting: dict[str, asyncio.Future] = {}
-
-    def on_msg(msg: Message) -> None:
-        if msg.message_type == MessageType.SIGNAL and msg.member == "JobRemoved":
-            _id, job, _unit, result = msg.body
-            fut = waiting.pop(job, None)
-            if fut is not None:
-                fut.set_result(result)
-            else:
-                early[job] = result
-
-    bus.add_message_handler(on_msg)
-    try:
-        setup = [Message(destination="org.freedesktop.DBus", path="/org/freedesktop/DBus",
-                         interface="org.freedesktop.DBus", member="AddMatch", signature="s", body=[JOB_REMOVED_RULE])]
-        if subscribe:
-            setup.append(Message(destination=SYSTEMD, path=MANAGER_PATH, interface=MANAGER, member="Subscribe"))
-        for m in setup:
-            r = await bus.call(m)
-            if r.message_type == MessageType.ERROR:
-                raise RuntimeError(f"{m.member}: {r.error_name} {r.body}")
-
-        def variant(k: str, v: Any) -> Any:
-            sig = PROPERTY_SIGNATURES[k]
-            return [k, Variant(sig, list(v) if sig.startswith("a") else v)]
-
-        msgs = [Message(destination=SYSTEMD, path=MANAGER_PATH, interface=MANAGER, member="StartTransientUnit",
-                        signature="ssa(sv)a(sa(sv))", body=[name, "fail", [variant(k, v) for k, v in props.items()], []])
-                for name, props in items]
-        t0 = time.perf_counter()
-        for m in msgs:
-            r = await bus.call(m)
-            if r.message_type == MessageType.ERROR:
-                raise RuntimeError(f"StartTransientUnit {m.body[0]}: {r.error_name} {r.body}")
-            job = r.body[0]
-            result = early.pop(job, None)
-            if result is None:
-                fut = waiting[job] = loop.create_future()
-                result = await asyncio.wait_for(fut, 60)
-            if result != "done":
-                raise RuntimeError(f"job for {m.body[0]}: {result}")
-            early.clear()  # other clients' jobs: nobody claims them
-        return time.perf_counter() - t0
-    finally:
-        bus.disconnect()
+from floor import PRIVATE, floor as _floor  # noqa: E402  (bench/floor.py: also run inside the sandbox)
 
 
 # --- the shell loop --------------------------------------------------------------------------------
@@ -469,10 +415,20 @@ class Bench:
         # floor and cold alternate, one of each per repeat: the guest's speed drifts over minutes, and
         # cold / floor is the figure that matters
         log(f"N={n}: floor ({n_units} units, raw dbus-fast, sequential) and sync cold, alternating, x{R}")
-        samples["floor"], samples["cold"], floor_sub = [], [], []
+        samples["floor"], samples["cold"], floor_sub, floor_priv = [], [], [], []
+        items_file = self.tmp / f"items-{n}.pickle"
+        items_file.write_bytes(pickle.dumps(items, pickle.HIGHEST_PROTOCOL))
         for _ in range(R):
             self.reset()  # the floor as every run before 2026-11-28 took it: subscribed (info only)
             floor_sub.append(asyncio.run(_floor(self.sb.bus_address, items, subscribe=True)))
+            if a.where == "inside":  # the same loop on systemd's private socket, what sdqos uses as root (info)
+                self.reset()
+                cp = sbx.run(self.sb, [sys.executable, str(HERE / "floor.py"), str(items_file), PRIVATE, "--direct"],
+                             cwd=str(self.tmp), timeout=3600)
+                try:
+                    floor_priv.append(float(cp.stdout.split()[-1]))
+                except (IndexError, ValueError):
+                    self.note(f"floor.py on the private socket: exit {cp.returncode}: {cp.stderr.strip()[-300:]}")
             self.reset()
             with Meter(self.sb.pid) as m:
                 loop_s = asyncio.run(_floor(self.sb.bus_address, items))
@@ -487,6 +443,7 @@ class Bench:
         if active != n_units:
             self.note(f"after cold sync: {active} of {n_units} units active")
         row["floor_subscribed_s"] = statistics.median(floor_sub)
+        row["floor_private_s"] = statistics.median(floor_priv) if floor_priv else None
 
         # Sub-second syncs are noisier than the guest's drift is slow: 2R+1 of each. The recheck
         # floor (the yardstick of warm and one change: stat the files, list the units, read their
@@ -657,6 +614,7 @@ def extras(row: dict) -> dict:
         "units": row["units"],
         "recheck_floor": row.get("recheck_floor_s"),
         "floor_subscribed": row.get("floor_subscribed_s"),  # the floor with a Subscribe, as before 2026-11-28
+        "floor_private": row.get("floor_private_s"),  # the floor on systemd's private socket (sdqos' way as root)
         "one_change_recheck": row.get("one_change_recheck_s"),  # the floor alternated with one change
         # warm minus the recheck floor run just before it: what sdqos adds, less exposed to drift
         "warm_recheck_pairs": row.get("warm_recheck_pairs"),
@@ -741,6 +699,10 @@ def targets(rows: list[dict], ext: dict[int, dict] | None = None,
                     f" (against the floor with a Subscribe, as runs before 2026-11-28 took it: {sub:.3f} s, "
                     f"{r['cold_s'] / sub:.2f} x)" if sub else ""),
                     r["cold_s"] / r["floor_s"] <= TARGETS["cold_vs_floor_warm_issue"]))
+        priv = e.get("floor_private")
+        if priv:  # sdqos as root talks to systemd there: how much of the margin is the transport
+            out.append(("  the floor on systemd's private socket", f"{priv:.3f} s (= {priv / r['floor_s']:.2f} x the bus "
+                        f"floor; sdqos connects there as root): cold {r['cold_s'] / priv:.2f} x it", "info"))
         if n == 1000 and r["peak_rss_mb"] is not None:
             out.append(("peak RSS <= 40 MB at 1000", f"{r['peak_rss_mb']:.1f} MB", r["peak_rss_mb"] <= TARGETS["rss_1000_mb"]))
         out.append((f"0 bus disconnects (N={n})", f"{r['disconnects']}", r["disconnects"] == 0))

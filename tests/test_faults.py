@@ -175,13 +175,19 @@ def test_bus_unreachable_is_one_line_exit_1_nothing_written(fsb, load):
     assert applied_bytes(fsb) == applied
 
 
+BUS = "unix:path=/run/dbus/system_bus_socket"
+
+
 def test_dbus_stopped_is_one_line_exit_1_then_recovers(fsb, load):
+    """With the bus named (as --bus-address or DBUS_SYSTEM_BUS_ADDRESS name it) and dbus-daemon
+    stopped: one line, exit 1, nothing written. As root with no bus named, sdqos talks to systemd
+    through its private socket, as systemctl does: the same sync works with dbus-daemon down."""
     (load.cfg / "pods" / "zz-fresh.yaml").write_text(FRESH)
     before, applied = snapshot(fsb), applied_bytes(fsb)
     sbx.run(fsb, ["systemctl", "stop", "dbus.socket", "dbus.service"], check=True)
     try:
         t0 = time.monotonic()
-        rc, report, err = sync(fsb, load.cfg)
+        rc, report, err = sync(fsb, load.cfg, "--bus-address", BUS)
         took = time.monotonic() - t0
         assert rc == 1, err
         (line,) = error_lines(err)
@@ -189,21 +195,27 @@ def test_dbus_stopped_is_one_line_exit_1_then_recovers(fsb, load):
         assert took < 30, f"gave up only after {took:.0f}s"
         assert diff_snapshots(before, snapshot(fsb)) == []
         assert applied_bytes(fsb) == applied
+        rc, report, err = sync(fsb, load.cfg)  # systemd's private socket: no dbus-daemon needed
+        assert rc == 0, err
+        assert report["created"] == [FRESH_SLICE] and report["errors"] == [], report
     finally:
         sbx.run(fsb, ["systemctl", "start", "dbus.socket", "dbus.service"], check=True)
         wait_bus(fsb)
     report = load.converge()
-    assert report["created"] == [FRESH_SLICE]
+    assert report["created"] == [] and report["drift"] == [], report
 
 
 # --- systemd drops off the bus, reloads, re-executes: mid-sync --------------------------------------
 
 
-def _fault_mid_sync(ld: Load, action: list[str], delay: float, backend: str) -> tuple[int, dict | None, str]:
+def _fault_mid_sync(ld: Load, action: list[str], delay: float, backend: str, via: str) -> tuple[int, dict | None, str]:
     # Killing the bus five times in ten seconds trips dbus.service's start limit: that is the test
     # rig's doing, not a fault under test.
     sbx.run(ld.sb, ["systemctl", "reset-failed", "dbus.socket", "dbus.service"])
-    p, _child, inner = start_sync(ld.sb, ld.cfg, env={"SDQOS_DBUS_BACKEND": backend})
+    env = {"SDQOS_DBUS_BACKEND": backend}
+    if via == "bus":  # named, the bus is used; else, as root, systemd's private socket
+        env["DBUS_SYSTEM_BUS_ADDRESS"] = BUS
+    p, _child, inner = start_sync(ld.sb, ld.cfg, env=env)
     if wait_for_lock_holder(ld.sb, inner, p):
         time.sleep(delay)
         r = sbx.run(ld.sb, action, timeout=60)
@@ -215,24 +227,31 @@ KILL_DBUS = ["systemctl", "kill", "--signal=SIGKILL", "dbus.service"]
 RESTART_DBUS = ["systemctl", "restart", "dbus.service"]
 
 
-@pytest.mark.parametrize("action,backend,seed,rounds", [
-    (KILL_DBUS, "dbus-fast", 11, 3),
-    (RESTART_DBUS, "dbus-fast", 12, 3),
-    (KILL_DBUS, "dbus-next", 15, 2),
-    (RESTART_DBUS, "dbus-next", 16, 2),
-    (["systemctl", "daemon-reload"], "dbus-fast", 13, 2),
-    (["systemctl", "daemon-reexec"], "dbus-fast", 14, 2),
+@pytest.mark.parametrize("action,backend,seed,rounds,via", [
+    (KILL_DBUS, "dbus-fast", 11, 3, "bus"),
+    (RESTART_DBUS, "dbus-fast", 12, 3, "bus"),
+    (KILL_DBUS, "dbus-next", 15, 2, "bus"),
+    (RESTART_DBUS, "dbus-next", 16, 2, "bus"),
+    (["systemctl", "daemon-reload"], "dbus-fast", 13, 2, "bus"),
+    (["systemctl", "daemon-reexec"], "dbus-fast", 14, 2, "bus"),
+    (KILL_DBUS, "dbus-fast", 17, 2, "private"),
+    (["systemctl", "daemon-reload"], "dbus-fast", 18, 2, "private"),
+    (["systemctl", "daemon-reexec"], "dbus-fast", 19, 3, "private"),
+    (["systemctl", "daemon-reexec"], "dbus-next", 20, 2, "private"),
 ], ids=["dbus-killed", "dbus-restarted", "dbus-killed-dbus-next", "dbus-restarted-dbus-next", "daemon-reload",
-        "daemon-reexec"])
-def test_sync_survives_systemd_going_away_mid_sync(fsb, load, action, backend, seed, rounds):
+        "daemon-reexec", "private-dbus-killed", "private-daemon-reload", "private-daemon-reexec",
+        "private-daemon-reexec-dbus-next"])
+def test_sync_survives_systemd_going_away_mid_sync(fsb, load, action, backend, seed, rounds, via):
     """A client must survive a disconnect (docs/promises.md) — wait for systemd1 to come back and carry on
-    idempotently. Each fault lands while a sync that creates, updates and removes is under way."""
+    idempotently. Each fault lands while a sync that creates, updates and removes is under way, on
+    the bus (named) and on systemd's private socket (root, nothing named: re-executing systemd
+    closes it; a killed dbus-daemon does not touch it)."""
     rnd = random.Random(seed)
     try:
         for _ in range(rounds):
             ids = invocation_ids(fsb)
             load.flip()
-            rc, report, err = _fault_mid_sync(load, action, rnd.uniform(0.0, 0.4), backend)
+            rc, report, err = _fault_mid_sync(load, action, rnd.uniform(0.0, 0.4), backend, via)
             stderr_lines(err)  # one-line messages only: no traceback, no "exception never retrieved"
             assert rc == 0, f"exit {rc}: {err}"
             assert report["errors"] == [] and report["drift"] == [], report
