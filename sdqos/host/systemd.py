@@ -123,7 +123,37 @@ def _lib(name: str) -> SimpleNamespace:
     """The few names we use; both libraries have them, under the same names."""
     m, aio = importlib.import_module(_MODULES[name]), importlib.import_module(_MODULES[name] + ".aio")
     return SimpleNamespace(MessageBus=aio.MessageBus, Message=m.Message, MessageType=m.MessageType,
-                           MessageFlag=m.MessageFlag, BusType=m.BusType, Variant=m.Variant)
+                           MessageFlag=m.MessageFlag, BusType=m.BusType, Variant=m.Variant,
+                           PrivateBus=_private_bus(aio.MessageBus))
+
+
+_AUTH_LINE_MAX = 512
+
+
+def _private_bus(base: type) -> type:
+    """``base`` (either library's MessageBus) authenticating as sd-bus clients such as systemctl do:
+    ``AUTH EXTERNAL`` and ``BEGIN`` in one write. Both libraries send ``BEGIN`` only once the
+    ``OK`` is read, and systemd 252 then sometimes never leaves the authentication phase on its
+    side (measured in the sandbox after a daemon-reload: every such connection waited out its
+    timeout; pipelined, none did; the class of sd-bus server bug of systemd#17425). The ``OK``
+    line is read byte by byte: systemd sends signals to a private connection as soon as it runs,
+    right behind it. Private members of the libraries (``_loop``, ``_sock``), used only here:
+    should either change, the private socket fails to connect and the bus is used."""
+
+    class PrivateBus(base):  # type: ignore[misc, valid-type]
+        async def _authenticate(self) -> None:
+            hex_uid = str(os.geteuid()).encode().hex()
+            await self._loop.sock_sendall(self._sock, f"\0AUTH EXTERNAL {hex_uid}\r\nBEGIN\r\n".encode())
+            line = b""
+            while not line.endswith(b"\r\n"):
+                byte = await self._loop.sock_recv(self._sock, 1)
+                if not byte or len(line) > _AUTH_LINE_MAX:
+                    raise ConnectionResetError("systemd closed the private connection while authenticating")
+                line += byte
+            if not line.startswith(b"OK "):
+                raise ConnectionRefusedError(f"systemd refused the authentication: {line[:80]!r}")
+
+    return PrivateBus
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,8 +399,8 @@ class Systemd:
         connection's name: nothing else depends on it.)"""
         d = self._d
         try:
-            return await asyncio.wait_for(d.MessageBus(bus_address=self._private, bus_type=d.BusType.SYSTEM).connect(),
-                                          min(self.call_timeout, 5.0))
+            return await asyncio.wait_for(d.PrivateBus(bus_address=self._private, bus_type=d.BusType.SYSTEM).connect(),
+                                          self.call_timeout)  # (as the bus's: the same systemd answers both)
         except Exception as e:  # noqa: BLE001 - any failure: the bus, as before this socket was tried
             log.info("systemd's private socket (%s) not used: %s; the bus at %s instead", self._private,
                      e or type(e).__name__, self.address)

@@ -619,14 +619,15 @@ def _connect(loop, bus_address: str | None, say, raising: bool = False):
     memory, reading code from disk takes the seconds the first eviction has not got (measured in
     the v2 guest: a minute from the pass that chose the victim to its scope stopped), and opening a
     connection per eviction delays its first stop. None when there is no bus yet (said once; the
-    first eviction connects, ``raising`` its error)."""
+    first eviction connects, ``raising`` its error). Over the bus, never systemd's private socket:
+    systemd sends a private connection every signal of every unit, for as long as it is open."""
     import sdqos.host.podman  # noqa: F401
     import sdqos.reconcile.podman_pods  # noqa: F401
     import sdqos.reconcile.runtimes  # noqa: F401
     from sdqos.host.systemd import Systemd
 
     try:
-        return loop.run_until_complete(Systemd(bus_address).connect())
+        return loop.run_until_complete(Systemd(bus_address, private=None).connect())
     except Exception as exc:  # noqa: BLE001 - the first eviction tries again and says why it fails
         if raising:
             raise
