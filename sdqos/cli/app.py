@@ -348,7 +348,9 @@ def _explain_vm(config: Path, insecure: bool, vm: str | None, pod: str | None, c
 
 
 BusOpt = typer.Option(None, "--bus-address", envvar="DBUS_SYSTEM_BUS_ADDRESS",
-                      help="D-Bus address of the system bus (default: the system bus socket).")
+                      help="D-Bus address of the system bus. Default: as root, systemd's private socket "
+                           "/run/systemd/private (as systemctl; machined over the system bus), else the system bus "
+                           "socket.")
 
 
 @app.command()
