@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from sdqos.host.systemd import JOB_REMOVED_RULE, MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD
+from sdqos.host.systemd import JOB_REMOVED_RULE, MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD, _lib
 
 PRIVATE = "unix:path=/run/systemd/private"
 
@@ -28,7 +28,9 @@ async def floor(address: str, items: list[tuple[str, dict]], subscribe: bool = F
     from dbus_fast import BusType, Message, MessageType, Variant
     from dbus_fast.aio import MessageBus
 
-    bus = await MessageBus(bus_address=address, bus_type=BusType.SYSTEM).connect()
+    # (on systemd's private socket, authenticated as sdqos does it: host/systemd._private_bus)
+    bus_type = _lib("dbus-fast").PrivateBus if direct else MessageBus
+    bus = await asyncio.wait_for(bus_type(bus_address=address, bus_type=BusType.SYSTEM).connect(), 30)
     loop = asyncio.get_running_loop()
     early: dict[str, str] = {}
     waiting: dict[str, asyncio.Future] = {}

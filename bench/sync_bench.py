@@ -424,7 +424,7 @@ class Bench:
             if a.where == "inside":  # the same loop on systemd's private socket, what sdqos uses as root (info)
                 self.reset()
                 cp = sbx.run(self.sb, [sys.executable, str(HERE / "floor.py"), str(items_file), PRIVATE, "--direct"],
-                             cwd=str(self.tmp), timeout=3600)
+                             cwd=str(self.tmp), timeout=600)
                 try:
                     floor_priv.append(float(cp.stdout.split()[-1]))
                 except (IndexError, ValueError):
