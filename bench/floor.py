@@ -15,8 +15,6 @@ from typing import Any
 
 from sdqos.host.systemd import JOB_REMOVED_RULE, MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD, _lib
 
-PRIVATE = "unix:path=/run/systemd/private"
-
 
 async def floor(address: str, items: list[tuple[str, dict]], subscribe: bool = False, direct: bool = False) -> float:
     """Seconds to create ``items`` one at a time: call, reply, JobRemoved, next. Without

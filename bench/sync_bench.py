@@ -105,7 +105,7 @@ from sdqos import sandbox as sbx  # noqa: E402
 from sdqos.loading.configdir import load_config  # noqa: E402
 from sdqos.plan.engine import build_plan  # noqa: E402
 from sdqos.reconcile.apply import create_properties  # noqa: E402
-from sdqos.host.systemd import MANAGER, MANAGER_PATH, PROPERTY_SIGNATURES, SYSTEMD  # noqa: E402
+from sdqos.host.systemd import MANAGER, MANAGER_PATH, PRIVATE_ADDRESS, PROPERTY_SIGNATURES, SYSTEMD  # noqa: E402
 
 TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None  # GNU time (Debian package time)
 KEYS = ["n", "floor_s", "shell_s", "cold_s", "warm_s", "one_change_s", "remove10_s", "peak_rss_mb",
@@ -209,7 +209,7 @@ def systemd_on_bus(address: str) -> tuple[str | None, int | None]:
 # --- the floor: raw dbus-fast, strictly sequential -------------------------------------------------
 
 
-from floor import PRIVATE, floor as _floor  # noqa: E402  (bench/floor.py: also run inside the sandbox)
+from floor import floor as _floor  # noqa: E402  (bench/floor.py: also run inside the sandbox)
 
 
 # --- the shell loop --------------------------------------------------------------------------------
@@ -423,7 +423,7 @@ class Bench:
             floor_sub.append(asyncio.run(_floor(self.sb.bus_address, items, subscribe=True)))
             if a.where == "inside":  # the same loop on systemd's private socket, what sdqos uses as root (info)
                 self.reset()
-                cp = sbx.run(self.sb, [sys.executable, str(HERE / "floor.py"), str(items_file), PRIVATE, "--direct"],
+                cp = sbx.run(self.sb, [sys.executable, str(HERE / "floor.py"), str(items_file), PRIVATE_ADDRESS, "--direct"],
                              cwd=str(self.tmp), timeout=600)
                 try:
                     floor_priv.append(float(cp.stdout.split()[-1]))

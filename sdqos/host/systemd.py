@@ -119,8 +119,10 @@ def backend_name(choice: str | None = None) -> str:
     raise InvalidInput(f"D-Bus backend {choice!r} is not installed", where="SDQOS_DBUS_BACKEND")
 
 
+@functools.cache
 def _lib(name: str) -> SimpleNamespace:
-    """The few names we use; both libraries have them, under the same names."""
+    """The few names we use; both libraries have them, under the same names (built once per
+    library: the private-socket subclass is not made again for every client)."""
     m, aio = importlib.import_module(_MODULES[name]), importlib.import_module(_MODULES[name] + ".aio")
     return SimpleNamespace(MessageBus=aio.MessageBus, Message=m.Message, MessageType=m.MessageType,
                            MessageFlag=m.MessageFlag, BusType=m.BusType, Variant=m.Variant,
@@ -387,7 +389,7 @@ class Systemd:
             return await asyncio.wait_for(d.MessageBus(bus_address=self.address, bus_type=d.BusType.SYSTEM).connect(),
                                           self.call_timeout)
         except Exception as e:  # OSError, auth, bad address, timeout: all mean "no bus here"
-            err = BusUnavailable(f"cannot connect to the bus at {self.address}: {e or type(e).__name__}")
+            err = BusUnavailable(f"cannot connect to the bus at {self.address}: {str(e) or type(e).__name__}")
             err.transient = isinstance(e, (ConnectionResetError, ConnectionRefusedError, BrokenPipeError, EOFError))
             raise err from None
 
@@ -403,7 +405,7 @@ class Systemd:
                                           self.call_timeout)  # (as the bus's: the same systemd answers both)
         except Exception as e:  # noqa: BLE001 - any failure: the bus, as before this socket was tried
             log.info("systemd's private socket (%s) not used: %s; the bus at %s instead", self._private,
-                     e or type(e).__name__, self.address)
+                     str(e) or type(e).__name__, self.address)
             self._private = None
             return None
 
