@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
+from sdqos.kube.dispositions import REFUSED, pod_resource
 from sdqos.kube.model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
 from sdqos.kube.quantity import Quantity, parse_quantity
 
@@ -215,6 +216,10 @@ def parse_resource_list(doc: _Doc, value, path: str, *, pod_level: bool = False)
                 f"{_quote(name)} is not a resource name (cpu, memory, ephemeral-storage, hugepages-<size>,"
                 " or a fully-qualified extended resource)",
             )
+            continue
+        row = pod_resource(name)[1]
+        if row.kind == REFUSED:  # sdqos.kube.dispositions: nothing accepted that sdqos cannot do
+            doc.error(fpath, f"{_quote(name)} is refused: {row.note}")
             continue
         if pod_level and not (name in (CPU, MEMORY) or name.startswith("hugepages-")):
             doc.error(fpath, f"{_quote(name)} is not supported in pod-level resources (cpu, memory, hugepages-<size>)")

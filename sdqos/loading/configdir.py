@@ -470,7 +470,8 @@ def scan_config(
             raise ConfigInvalid([InvalidInput("must hold exactly one document", where="node.yaml")])
         node_raw = docs[0] if docs else None
     node, node_errors = parse_node_config(
-        node_raw, detected if detected is not None else facts.detect_capacity(), page_size=facts.page_size()
+        node_raw, detected if detected is not None else facts.detect_capacity(), page_size=facts.page_size(),
+        online_cpus=facts.online_cpus(), numa_nodes=facts.numa_nodes(),
     )
     if node_errors:
         raise ConfigInvalid(node_errors)

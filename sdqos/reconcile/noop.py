@@ -106,7 +106,11 @@ def _facts() -> tuple:
     except (AttributeError, OSError):
         cpus = os.cpu_count()
     out: list[object] = [cpus, os.sysconf("SC_PAGE_SIZE")]
-    for path in ("/proc/meminfo", "/proc/sys/kernel/pid_max"):
+    try:  # reservedSystemCPUs is checked against them; the NUMA nodes decide the managers' policies
+        out.append(sorted(os.listdir("/sys/devices/system/node")))
+    except OSError:
+        out.append(None)
+    for path in ("/proc/meminfo", "/proc/sys/kernel/pid_max", "/sys/devices/system/cpu/online"):
         try:
             with open(path, "rb") as fh:
                 text = fh.read()
