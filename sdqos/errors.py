@@ -174,5 +174,10 @@ class ScopeBusy(SdqosError):
     """The container already runs in its scope (use --replace)."""
 
 
+class NotAdmitted(InvalidInput):
+    """kubelet would not admit the pod: maxPods/podsPerCore, or its requests do not fit what the
+    running pods leave of node allocatable (OutOfpods, OutOfcpu, OutOfmemory)."""
+
+
 class PodRunning(SdqosError):
     """The pod's containers already run (use --replace)."""

@@ -907,6 +907,8 @@ def run(
                         if owned is not None:
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
+                    if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
+                        launch.check_admission(p, launch.find_pod(p, pod or "").key, await launch.running_pods(sd, p))
                     return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
                                               launch=target.launch([os.getpid()], replace=replace))
 
@@ -1093,8 +1095,10 @@ def podman_start(
             spec = _run_spec(config, insecure, pp)
 
             async def go():
-                done, prepared = podman_pods.prepare(pp, spec, replace=replace)
                 async with Systemd(bus_address) as sd:  # its slice and tiers, through the one writer
+                    # kubelet's admission first: a refused pod has nothing of its own removed
+                    launch.check_admission(p, pp.key, await launch.running_pods(sd, p))
+                    done, prepared = podman_pods.prepare(pp, spec, replace=replace)
                     report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p,
                                                 reconcile.Narrow(pod=pp.key, create=True))
                 if report.failed_creates:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sdqos import humanize as H
 from sdqos.kube.model import CPU, MEMORY, PID
 from sdqos.kube.naming import MARK, VM
-from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.plan.engine import Plan, UnitPlan, cpu_allocatable_formula
 from sdqos.plan import properties as P
 
 _SHOWN = P.SUMMARY
@@ -163,7 +163,9 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
             "allocatable": resources_json(plan.allocatable),
             "pods": resources_json(plan.pods_budget),
             "vms": resources_json(plan.vm_reserved),
+            "reservedSystemCPUs": plan.node.reserved_system_cpus,
         },
+        "notAdmitted": {key: {"reason": r.reason, "message": r.message} for key, r in plan.not_admitted.items()},
         "units": [
             {"name": u.name, "slice": u.slice, "kind": u.kind, "description": u.description, "properties": u.properties,
              "create": _create(plan, u)}
@@ -259,6 +261,8 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
         f"node capacity    {H.cpu(cap[CPU])} CPU, {H.size(cap[MEMORY])}, {cap[PID]} pids",
         f"node allocatable {H.cpu(alloc[CPU])} CPU, {H.size(alloc[MEMORY])}, {alloc[PID]} pids",
     ]
+    if plan.node.reserved_system_cpus:
+        head.append(f"  cpu: {cpu_allocatable_formula(plan.node)}")
     if plan.vms:
         head.append(
             f"VMs reserve      {H.cpu(plan.vm_reserved[CPU])} CPU, {H.size(plan.vm_reserved[MEMORY])};"

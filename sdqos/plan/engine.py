@@ -211,6 +211,22 @@ def _resource_int(res, name: str) -> int:
 # --- node -----------------------------------------------------------------------------------------
 
 
+def cpu_allocatable_formula(node: NodeConfig) -> str:
+    """How allocatable CPU follows from capacity ("4 − systemReserved 1 (reservedSystemCPUs "0": 1 CPU,
+    kubeReserved cpu dropped) = 3"), as cmd/kubelet/app/server.go computes it with reservedSystemCPUs."""
+    cap = _milli(node.capacity.get(CPU))
+    kube, system = _milli(node.kube_reserved.get(CPU)), _milli(node.system_reserved.get(CPU))
+    text = f"capacity {H.cpu(cap)}"
+    if kube:
+        text += f" − kubeReserved {H.cpu(kube)}"
+    if system or node.reserved_system_cpus:
+        text += f" − systemReserved {H.cpu(system)}"
+    if node.reserved_system_cpus:
+        text += (f' (reservedSystemCPUs "{node.reserved_system_cpus}": {H.cpu(system)} CPU{"s" if system != 1000 else ""}, '
+                 "replacing the cpu of systemReserved and kubeReserved)")
+    return text + f" = {H.cpu(max(0, cap - kube - system))}"
+
+
 def node_values(node: NodeConfig) -> tuple[dict[str, int], dict[str, int]]:
     """Capacity and allocatable (capacity − kubeReserved − systemReserved, never below 0), as ints."""
     capacity = {r: _resource_int(node.capacity, r) for r in (CPU, MEMORY, PID)}
@@ -849,6 +865,8 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
         if budget[CPU] > enforced[CPU] - vm_cpu:
             vm_note += f", raised to the pods' requests {H.cpu(budget[CPU])}"
         why_node["cpu_shares"] = f"{budget[CPU]}m × 1024 / 1000m (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
+        if node.reserved_system_cpus and "pods" in node.enforce_node_allocatable:
+            why_node["cpu_shares"] += f"; allocatable cpu = {cpu_allocatable_formula(node)}"
         vm_mnote = f" − VMs {H.size(vm_mem)}" if vm_mem else ""
         if enforced[MEMORY] and budget[MEMORY] > enforced[MEMORY] - vm_mem:
             vm_mnote += (f", at least one page {H.size(budget[MEMORY])} (sync raises it to what the pods use, "
