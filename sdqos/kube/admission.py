@@ -48,9 +48,9 @@ class Refusal:
 
         free = max(0, self.capacity - self.used)
         if self.resource == CPU:
-            return f"{H.cpu(free)} CPU left of {H.cpu(self.capacity)}"
+            return f"{H.cpu(free)} of {H.cpu(self.capacity)} CPU left"
         if self.resource == MEMORY:
-            return f"{H.size(free)} left of {H.size(self.capacity)}"
+            return f"{H.size(free)} of {H.size(self.capacity)} memory left"
         return f"{self.used} of {self.capacity} pods admitted"
 
     def line(self, pod: str) -> str:

@@ -89,7 +89,7 @@ def test_run_refuses_a_pod_whose_cpu_does_not_fit(clean_sandbox, config):
         wait_for(lambda: len(procs_of(sb, rel)) == 1, what="pod one's process in its scope", timeout=60)
         r = _run(sb, config, "adm/two", "a", "--", "true")
         assert r.returncode == 2, (r.stdout, r.stderr)
-        assert r.stderr.count("\n") == 1 and "pod adm/two is not admitted: OutOfcpu (90m CPU left of 600m): Node " \
+        assert r.stderr.count("\n") == 1 and "pod adm/two is not admitted: OutOfcpu (90m of 600m CPU left): Node " \
             "didn't have enough resource: cpu, requested: 410, used: 510, capacity: 600" in r.stderr, r.stderr
         assert one.poll() is None
     finally:
