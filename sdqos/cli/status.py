@@ -28,6 +28,23 @@ from sdqos.reconcile.live import Observation, check_kernel, observe
 NEAR_LIMIT = 0.9  # usage at or above 90 % of a limit is flagged
 
 
+def _flag_not_admitted(plan, obs, rows: list) -> None:
+    """Pods that do not run and that kubelet would not admit beside those that do (their requests
+    all count, whatever order they started in), taken in config order: flagged ``not-admitted``
+    with kubelet's reason. A running pod is never flagged: kubelet admitted it."""
+    from sdqos.kube import admission
+
+    running = {owning_slice(sc.slice) for sc in obs.scopes.values() if sc.slice}
+    refused = admission.admit_in_order(admission.node_allocatable(plan.node, plan.capacity),
+                                       [pp.requests for pp in plan.pods if pp.slice in running],
+                                       [(pp.slice, pp.requests) for pp in plan.pods if pp.slice not in running])
+    for r in rows:
+        why = refused.get(r.unit) if r.kind == "pod" else None
+        if why is not None:
+            r.flags.append("not-admitted")
+            r.reasons["not-admitted"] = f"{why.reason} ({why.left()}): {why.message}"
+
+
 @dataclass
 class Row:
     unit: str
@@ -307,6 +324,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
         rows.append(Row(c.unit, "foreign", sc.slice, f"{c.what}, not declared ({counted})", None, True,
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(c.unit),
                                "tasks": lu.tasks_current}, flags=["undeclared"]))
+    _flag_not_admitted(plan, obs, rows)
     if want.over_committed:
         for r in rows:
             if r.kind == "node":

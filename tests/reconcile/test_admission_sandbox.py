@@ -5,6 +5,7 @@ running pod leaves is OutOfcpu."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
-from ..sbhelpers import active_state, cgroup_rel, wait_for
+from ..sbhelpers import active_state, cgroup_rel, sdqos_in, sync_json, wait_for
 from .test_scopes_sandbox import kill_all, procs_of, run_bg
 
 
@@ -70,6 +71,11 @@ def test_run_refuses_a_pod_over_max_pods_and_leaves_the_running_one(clean_sandbo
         assert active_state(sb, container_scope(two_uid, "a")) in ("", "inactive")
         # the running pod is left alone, and another container of it is admitted (the pod is)
         assert one.poll() is None and len(procs_of(sb, rel)) == 1
+        # status flags the pod that would not be admitted, never the running one
+        st = sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0")
+        pods = {u["pod"]: u for u in json.loads(st.stdout)["units"] if u["kind"] == "pod"}
+        assert "not-admitted" in pods["two"]["flags"] and "not-admitted" not in pods["one"]["flags"]
+        assert pods["two"]["reasons"]["not-admitted"].startswith("OutOfpods (1 of 1 pods admitted)")
         other = run_bg(sb, config, "adm/one", "b", "--", "sleep", "300")
         rel_b = cgroup_rel(container_scope(one_uid, "b"), one_slice)
         wait_for(lambda: len(procs_of(sb, rel_b)) == 1, what="pod one's second container", timeout=60)
@@ -94,3 +100,13 @@ def test_run_refuses_a_pod_whose_cpu_does_not_fit(clean_sandbox, config):
         assert one.poll() is None
     finally:
         kill_all(one)
+
+
+def test_sync_says_what_plan_says_is_not_applied_or_not_admitted(clean_sandbox, config):
+    """sync's warnings carry plan's lines: a not-applicable field set, a pod over maxPods."""
+    sb = clean_sandbox
+    (config / "node.yaml").write_text('capacity: {cpu: "2", memory: 4Gi, pids: "100000"}\nmaxPods: 1\n'
+                                      "clusterDNS: [10.96.0.10]\n")
+    report = sync_json(sb, config)
+    assert "node.yaml: clusterDNS is not applied: podman sets up the pods' network" in report["warnings"]
+    assert "pod adm/two would not be admitted: OutOfpods (1 of 1 pods admitted)" in report["warnings"]
