@@ -975,6 +975,8 @@ def adopt(
                         raise InvalidInput(f"VM {vm} runs in {owned}, which libvirt or machined manage; adopting it "
                                            "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
                                            "Pass --force to take it anyway")
+                if vm is None:  # kubelet's admission, as for run (a pod already running is admitted)
+                    launch.check_admission(p, launch.find_pod(p, pod or "").key, await launch.running_pods(sd, p))
                 if await launch.attach(sd, target, all_pids):
                     return "attached", await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
                 return "created", await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
