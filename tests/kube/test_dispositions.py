@@ -109,9 +109,12 @@ def test_reserved_system_cpus_replace_both_cpu_reservations_as_kubelet_does():
     assert errors == []
     assert CPU not in cfg.kube_reserved and cfg.system_reserved[CPU] == q("1")
     assert cfg.kube_reserved[MEMORY] == q("1Gi") and cfg.reserved_system_cpus == "0"
-    plan = build_plan(cfg, [])
+    plan = build_plan(cfg, [], explain=True)
     assert plan.allocatable[CPU] == 3000
     assert plan.unit("kubepods.slice").properties["CPUShares"] == 3072
+    assert plan.unit("kubepods.slice").why["cpu_shares"].endswith(
+        'allocatable cpu = capacity 4 − systemReserved 1 (reservedSystemCPUs "0": 1 CPU, replacing the cpu of '
+        "systemReserved and kubeReserved) = 3")
 
 
 def test_static_cpu_policy_is_refused_as_not_built_even_with_cpus_reserved():
