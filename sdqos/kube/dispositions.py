@@ -104,7 +104,7 @@ KUBELET_FIELDS: dict[str, Disposition] = {
     "localStorageCapacityIsolation": _na("ephemeral-storage is not enforced (see pod resources)", True),
     "kernelMemcgNotification": _na("sdqos pressure takes memcg notifications on cgroup v1 whenever it can", False),
     "failSwapOn": _na("sdqos starts no kubelet; swap is used as memorySwap says", True),
-    "failCgroupV1": _na("sdqos starts no kubelet; it builds the tree on cgroup v1 and v2", False),
+    "failCgroupV1": _na("sdqos starts no kubelet; it builds the tree on cgroup v1 and v2"),
     "protectKernelDefaults": _na("sdqos starts no kubelet and checks no kernel tunables", False),
     "oomScoreAdj": _na("the kubelet process's own OOM score: there is no kubelet process", -999),
     "kubeletCgroups": _na("there is no kubelet process", ""),
