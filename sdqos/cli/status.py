@@ -286,7 +286,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
         o = recorded_owner(name, keys)  # whose it was: the record sync kept, and its name
         ns, _, pod = o.name.partition("/") if o is not None else ("", "", "")
         container = o.container if o is not None else None
-        k = next((k for k in plan.kept if k.unit == name), None)
+        k = next((k for k in plan.kept if k.unit in (name, parent)), None)  # (a scope: its kept slice's class)
         rows.append(Row(name, kind, parent, lu.description.removeprefix(MARK) or name, k.qos if k else None, True,
                         _entitled(lu.props),
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(name), "tasks": lu.tasks_current},

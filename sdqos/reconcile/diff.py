@@ -426,6 +426,8 @@ def compute_diff(
             f"the config has no pods but {len(stale_pods)} pod slice(s) exist; refusing to remove them all"
             " (pass --allow-empty to really do that)"
         )
+        # Nothing is removed: each slice stays as it is, counted in its tier (status shows it kept).
+        d.keep((lu.name for lu in stale), "the config has no pods; not removed without --allow-empty")
         d.abort = True
         return d
     else:
