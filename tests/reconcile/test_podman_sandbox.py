@@ -515,6 +515,30 @@ def test_no_swap_as_kubelet_on_start_and_after_an_update(podman_env):
     assert int(cgroup_file(sb, pid, "memory", "memory.memsw.limit_in_bytes")) == 200 * 2**20
 
 
+def test_a_manifest_edit_is_an_update_of_the_containers_scope_never_drift(podman_env):
+    """A limit changed in the manifest is what sdqos was asked to do: the running container's scope
+    (and its own cgroup, through podman update) is reported updated, old → new, not drift."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
+    pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}",
+                                                     "limits: {cpu: 500m, memory: 300Mi}"))
+    r = sdqos_in(sb, "sync", "--config", str(config), "--dry-run", "-o", "json", env=env)
+    assert r.returncode == 4 and json.loads(r.stdout)["drift"] == [], r.stdout
+    report = sync_json(sb, config, env=env)
+    assert report["errors"] == [] and report["drift"] == [], report
+    updated = {u["unit"]: u["changes"] for u in report["updated"]}
+    assert updated[scope]["MemoryLimit"] == [256 * 2**20, 300 * 2**20], updated
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 300 * 2**20
+    pod_file.write_text(pod_file.read_text().replace("memory: 300Mi}", "memory: 200Mi}"))
+    text = sdqos_in(sb, "sync", "--config", str(config), env=env)
+    assert text.returncode == 0 and "drift" not in text.stdout and "changed outside" not in text.stdout, text.stdout
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 200 * 2**20
+
+
 def test_a_removed_limit_reaches_the_container_and_the_sync_reads_the_container_back(podman_env):
     """A container's memory limit removed from the manifest reaches the running container's own
     cgroup (podman takes no -1: the kernel's no-limit value clears it), and only then is the scope
