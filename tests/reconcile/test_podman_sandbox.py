@@ -539,6 +539,39 @@ def test_a_manifest_edit_is_an_update_of_the_containers_scope_never_drift(podman
     assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 200 * 2**20
 
 
+def test_a_refused_qos_class_change_keeps_the_containers_in_their_slice_and_status_says_so(podman_env):
+    """Guaranteed requests for a running Burstable pod: refused; its containers' scopes stay in the
+    old slice with their values, reported kept, and `status` shows them there: no missing slice, no drift."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
+    pod_file = config / "pods" / "shop.yaml"
+    text = pod_file.read_text()
+    for old, new in (("requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 200m, memory: 64Mi}",
+                      "requests: {cpu: 200m, memory: 64Mi}, limits: {cpu: 200m, memory: 64Mi}"),
+                     ("requests: {cpu: 50m, memory: 16Mi}, limits: {cpu: 100m, memory: 32Mi}",
+                      "requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 100m, memory: 32Mi}"),
+                     ("requests: {cpu: 250m, memory: 128Mi}, limits: {cpu: 500m, memory: 256Mi}",
+                      "requests: {cpu: 500m, memory: 256Mi}, limits: {cpu: 500m, memory: 256Mi}")):
+        assert old in text
+        text = text.replace(old, new)
+    pod_file.write_text(text)
+    report = sync_json(sb, config, env=env, expect=2)
+    assert "QoS class changed" in " ".join(report["invalid"]), report
+    assert scope in report["kept"] and report["drift"] == [], report
+    r = sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0", env=env)
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    units = {u["unit"]: u for u in st["units"]}
+    old_slice = "kubepods-burstable-podb3edc188_0213_5f84_afdc_caf4bbcd1698.slice"
+    assert "kept" in units[old_slice]["flags"], units[old_slice]
+    nginx = units[scope]
+    assert nginx["parent"] == old_slice and nginx["running"] and nginx["flags"] == ["kept"], nginx
+    assert (nginx["namespace"], nginx["pod"], nginx["container"], nginx["qos"]) == ("shop", "web", "nginx", "Burstable")
+    assert st["summary"]["drift"] == 0 and not [u for u in st["units"] if "missing" in u["flags"]], st["units"]
+
+
 def test_a_removed_limit_reaches_the_container_and_the_sync_reads_the_container_back(podman_env):
     """A container's memory limit removed from the manifest reaches the running container's own
     cgroup (podman takes no -1: the kernel's no-limit value clears it), and only then is the scope
