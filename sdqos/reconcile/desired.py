@@ -131,10 +131,10 @@ def desired(plan: Plan, observed: Observed | None = None, *, kept: Iterable[Kept
     or VM (``bound``, what :func:`sdqos.reconcile.binding.bind_scopes` found) and each unit's
     memory in use (``live``), for the clamps. ``kept``: the pod slices the diff keeps, counted in
     their tiers (the node, tier and machine.slice values again, in a new Plan); a pod whose move
-    to a new slice was refused keeps its old one, so its new units are left out until it moves. ``recorded``:
-    instead of clamping to the usage now, the clamps the last sync applied (``status`` shows what
-    was set, not what would be set now) — each only while the plan still wants what it was
-    clamped from."""
+    to a new slice was refused keeps its old one, so its new units are left out until it moves.
+    ``recorded``: instead of clamping to the usage now, the clamps the last sync applied
+    (``status`` shows what was set, not what would be set now) — each only while the plan still
+    wants what it was clamped from."""
     kept = tuple(sorted(kept, key=lambda k: k.unit)) if kept is not None else plan.kept
     if kept != plan.kept and plan.basis is not None:
         plan = recount(plan, kept)

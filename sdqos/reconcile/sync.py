@@ -136,7 +136,7 @@ async def sync(
     # Drift only where it does not hold what the last sync applied either (changed behind our back);
     # one that holds it is a plan that changed: an update (podman update, below), as the diff tells them.
     behind = container_kernel_off(want, {n: runtime[n] for n in inside}, scopes, against=applied) if inside else {}
-    for name, files in behind.items():
+    for name in behind:
         if not any(d["unit"] == name for d in report.drift):
             report.drift.append({"unit": name, "changes": {}, "kernel": inside[name]})
     report.kept = diff.kept
