@@ -18,7 +18,7 @@ from sdqos.host.systemd import SCOPE, SLICE, SystemdAPI
 from sdqos import humanize as H
 from sdqos.plan.properties import STATUS_KEYS  # (the property table)
 from sdqos.humanize import ellipsize
-from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
+from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, Owner, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.desired import CLAMPED, Adjustment, desired
@@ -301,9 +301,13 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
         parent = owning_slice(sc.slice) if sc is not None else parent_slice(name)
         kind = "container" if name.endswith(".scope") else "pod"
         o = recorded_owner(name, keys)  # whose it was: the record sync kept, and its name
+        w = obs.runtime_managed.get(name)  # or a runtime's container: its labels say whose
+        if o is None and w is not None and w.pod_uid:
+            key = keys.get(w.pod_uid) or next((p.key for p in plan.pods if p.uid == w.pod_uid), None)
+            o = Owner.pod(key, w.container) if key else None
         ns, _, pod = o.name.partition("/") if o is not None else ("", "", "")
         container = o.container if o is not None else None
-        k = next((k for k in plan.kept if k.unit == name), None)
+        k = next((k for k in plan.kept if k.unit in (name, parent)), None)  # (a scope: its kept slice's class)
         rows.append(Row(name, kind, parent, lu.description.removeprefix(MARK) or name, k.qos if k else None, True,
                         _entitled(lu.props),
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(name), "tasks": lu.tasks_current},

@@ -264,22 +264,25 @@ async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bo
 CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
 
 
-def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: dict[str, LiveScope]) -> dict[str, dict]:
+def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: dict[str, LiveScope],
+                         against: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, dict]:
     """The kernel has the last word inside a container too: crun keeps a container's limits in its
     own cgroup below the scope (``libpod-<id>.scope/container``), where the scope's values do not
     reach. For each container sdqos started through a runtime that keeps such a cgroup (its row's
     ``inner_cgroup``; ``runtime``: their scopes), the memory limit that cgroup holds against the
-    container's planned one; only where that cgroup exists."""
+    container's planned one; only where that cgroup exists. ``against``: other values to hold it
+    against, by scope (what the last sync applied, to tell drift from a plan that changed); a scope
+    it has none for is left out."""
     if not cgroupfs.available():
         return {}
     page = facts.page_size()
-    planned = {u.name: u for u in plan.units}
+    planned = {u.name: u.properties for u in plan.units} if against is None else against
     out: dict[str, dict] = {}
     for name in sorted(runtime):
-        u, sc, rt = planned.get(name), scopes.get(name), runtimes.row(runtime[name].runtime)
-        if u is None or sc is None or rt is None or rt.inner_cgroup is None:
+        props, sc, rt = planned.get(name), scopes.get(name), runtimes.row(runtime[name].runtime)
+        if props is None or sc is None or rt is None or rt.inner_cgroup is None:
             continue
-        mem = {k: v for k, v in u.properties.items() if k in MEMORY_PROPERTIES}
+        mem = {k: v for k, v in props.items() if k in MEMORY_PROPERTIES}
         want = {f: v for f, v in (cgroupfs.expected(mem, plan.cgroup, page) or {}).items() if f in CONTAINER_FILES}
         have = cgroupfs.read(f"{sc.cgroup}/{rt.inner_cgroup}", want) if want else None
         if have is not None and have != want:

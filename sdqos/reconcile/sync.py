@@ -132,10 +132,13 @@ async def sync(
     report.invalid.extend(diff.invalid)
     report.drift = diff.drift
     runtime = {s: c for s, c in managed.items() if s in bindings}
-    inside = container_kernel_off(want, runtime, scopes)  # a container's own cgroup changed behind our back
-    for name, files in inside.items():
+    inside = container_kernel_off(want, runtime, scopes)  # a container's own cgroup off the desired values
+    # Drift only where it does not hold what the last sync applied either (changed behind our back);
+    # one that holds it is a plan that changed: an update (podman update, below), as the diff tells them.
+    behind = container_kernel_off(want, {n: runtime[n] for n in inside}, scopes, against=applied) if inside else {}
+    for name in behind:
         if not any(d["unit"] == name for d in report.drift):
-            report.drift.append({"unit": name, "changes": {}, "kernel": files})
+            report.drift.append({"unit": name, "changes": {}, "kernel": inside[name]})
     report.kept = diff.kept
     report.kept_why = dict(diff.kept_why)
     report.foreign = diff.foreign + unmatched

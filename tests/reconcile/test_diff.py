@@ -109,6 +109,7 @@ def test_empty_config_refuses_to_remove_everything():
     d = compute_diff(plan_of(), live_from(before))
     assert d.abort and d.actions == []
     assert "refusing to remove them all" in d.errors[0]
+    assert d.kept == [before.pods[0].slice] and "--allow-empty" in d.kept_why[before.pods[0].slice]  # counted, shown kept
     d2 = compute_diff(plan_of(), live_from(before), allow_empty=True)
     assert [a.kind for a in d2.actions if a.kind == "stop"] == ["stop"]
 
