@@ -534,18 +534,36 @@ def check_duplicates(result: ParseResult) -> None:
 
 
 def check_duplicate_vms(result: ParseResult) -> None:
-    """Two VMs with one name are both invalid (see check_duplicates)."""
-    by_name: dict[str, list[VirtualMachine]] = {}
-    for vm in result.vms:
-        by_name.setdefault(vm.name, []).append(vm)
-    for name, vms in by_name.items():
-        if len(vms) > 1:
-            places = ", ".join(str(v.source) for v in vms)
-            for v in vms:
-                result.errors.append(InvalidInput(f'Duplicate VM name "{name}" (defined in {places})',
-                                                  where=str(v.source), field="metadata.name"))
-            result.invalid_keys.add(f"vm:{name}")
-    result.vms = [v for v in result.vms if len(by_name[v.name]) == 1]
+    """Two VMs with one name, or naming one scope, libvirt domain or pid file, are all invalid (see
+    check_duplicates): one scope holds one workload, so two definitions of it would each be ranked,
+    tuned and stopped as the other (one ``eviction: Allowed`` would stop the VM declared ``Never``)."""
+    from sdqos.kube.naming import machine_scope
+
+    bad: set[int] = set()
+    for what, field_of, key_of in (
+        ("VM name", lambda v: "metadata.name", lambda v: v.name),
+        # the scope sync binds by name: spec.scope, else the machine-<name>.scope `run --vm` makes
+        ("VM scope", lambda v: "spec.scope" if v.scope else "metadata.name",
+         lambda v: v.scope or (None if v.libvirt_domain or v.pid_file else machine_scope(v.name))),
+        ("libvirt domain", lambda v: "spec.libvirt.domain", lambda v: v.libvirt_domain),
+        ("VM pid file", lambda v: "spec.pidFile", lambda v: v.pid_file),
+    ):
+        groups: dict[str, list[int]] = {}
+        for i, vm in enumerate(result.vms):
+            key = key_of(vm)
+            if key is not None:
+                groups.setdefault(key, []).append(i)
+        for key, idx in groups.items():
+            if len(idx) < 2 or all(i in bad for i in idx):  # already refused as a duplicate name
+                continue
+            places = ", ".join(str(result.vms[i].source) for i in idx)
+            for i in idx:
+                v = result.vms[i]
+                result.errors.append(InvalidInput(f"Duplicate {what} {_quote(key)} (defined in {places})",
+                                                  where=str(v.source), field=field_of(v)))
+                result.invalid_keys.add(f"vm:{v.name}")
+                bad.add(i)
+    result.vms = [v for i, v in enumerate(result.vms) if i not in bad]
 
 
 # --- VirtualMachine ------------------------------------------------------------------------------

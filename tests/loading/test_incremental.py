@@ -251,3 +251,21 @@ def test_pods_are_found_by_name_without_decoding_them(tmp_path):
     with pytest.raises(InvalidInput, match="pod name 'a' is ambiguous: t/a, t2/a"):
         launch.container_target(plan, "a", "app")
     assert decoded == []
+
+
+def test_two_vm_files_naming_one_scope_are_refused_and_the_rest_planned(tmp_path):
+    """One scope, two definitions (one `eviction: Allowed`, one `Never`): neither is planned, so
+    neither is ranked or stopped; every pod and the other VM are planned, with or without the cache."""
+    cfg, run = config(tmp_path), tmp_path / "run"
+    two = ("apiVersion: sdqos.io/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: {name}}}\n"
+           "spec: {{resources: {{limits: {{cpu: 1, memory: 1Gi}}}}, scope: db.scope, eviction: {ev}}}\n")
+    write(cfg / "vms" / "db-a.yaml", two.format(name="db-a", ev="Allowed"))
+    write(cfg / "vms" / "db-b.yaml", two.format(name="db-b", ev="Never"))
+    for _ in range(2):  # parsed, then from the cache
+        c, plan = check_same(cfg, run, "v2")
+        assert [vp.vm.name for vp in plan.vms] == ["v"]
+        assert [str(e) for e in c.errors if "db" in str(e)] == [
+            f'vms/db-{x}.yaml[0]: spec.scope: Duplicate VM scope "db.scope" (defined in vms/db-a.yaml[0], '
+            'vms/db-b.yaml[0])' for x in "ab"]
+        assert {"vm:db-a", "vm:db-b"} <= c.invalid_keys
+        assert sorted(pp.key for pp in plan.pods) == ["t/a", "t/b", "t/c", "t/d"]
