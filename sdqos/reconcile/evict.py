@@ -187,7 +187,7 @@ def vm_cgroups(plan: Plan, proc: Path | None = None, libvirt_dir: Path | None = 
         if vp.vm.pid_file:
             from sdqos.reconcile.binding import read_pid_file
 
-            pid = read_pid_file(vp.vm.pid_file)
+            pid = read_pid_file(vp.vm.pid_file, vm=vp.vm.name, proc=proc)
         elif vp.vm.libvirt_domain:
             if domains is None:
                 from sdqos.host import libvirt

@@ -81,12 +81,15 @@ def test_vms_found_by_pid_file_are_measured_at_their_scope_and_only_in_machine_s
     from ..helpers import node
 
     proc = tmp_path / "proc"
-    for pid, path in ((41, "/machine.slice/machine-qemu\\x2d3\\x2dinside.scope/libvirt/emulator"),
-                      (42, "/system.slice/qemu-outside.service")):
+    for pid, path, guest in ((41, "/machine.slice/machine-qemu\\x2d3\\x2dinside.scope/libvirt/emulator", "inside"),
+                             (42, "/system.slice/qemu-outside.service", "outside"),
+                             (43, "/machine.slice/machine-qemu\\x2d4\\x2dother.scope/libvirt/emulator", "other")):
         (proc / str(pid)).mkdir(parents=True)
         (proc / str(pid) / "cgroup").write_text(f"0::{path}\n")
+        (proc / str(pid) / "cmdline").write_bytes(f"qemu-system-x86_64\0-name\0guest={guest}\0".encode())
     vms = []
-    for name, pid in (("inside", 41), ("outside", 42)):
+    # "reused": its pid file names PID 43, now another guest's QEMU: neither measured nor stopped as it
+    for name, pid in (("inside", 41), ("outside", 42), ("reused", 43)):
         (tmp_path / f"{name}.pid").write_text(f"{pid}\n")
         req = {CPU: parse_quantity("1"), MEMORY: parse_quantity("1Gi")}
         vms.append(VirtualMachine(name=name, requests=req, limits=req, overhead={}, pid_file=str(tmp_path / f"{name}.pid")))
