@@ -14,8 +14,9 @@ MI = 2**20
 def pod(name: str, mem_request: str | None, priority: int | None = None):
     spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"memory": mem_request}} if mem_request else {}}]}
     if priority is not None:
-        spec["priority"] = priority
-    return pod_from({"metadata": {"name": name, "namespace": "t"}, "spec": spec})
+        spec["priorityClassName"] = f"p{priority}"
+    return pod_from({"metadata": {"name": name, "namespace": "t"}, "spec": spec},
+                    classes={f"p{priority}": priority} if priority is not None else None)
 
 
 PLAN = build_plan(node(), [pod("under", "512Mi"), pod("over", "64Mi"), pod("be", None, priority=10),
