@@ -124,6 +124,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
                             f"for every scope it matches ({', '.join(scope_names)})")
     machine = machine_scopes(scopes)
     claimed, left_alone = set(), set()
+    vm_of_scope = {vp.scope: vp.vm.name for vp in plan.vms if vp.scope}  # named in advance: planned
     for vp in plan.vms:
         dom = seen.by_name("libvirt", vp.vm.libvirt_domain) if vp.vm.libvirt_domain else None
         if vp.vm.pid_file:
@@ -149,6 +150,11 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
             warnings.append(f"VM {vp.vm.name}: {found} exists but was not started by sdqos; left alone"
                             " (set spec.scope to claim it)")
             left_alone.add(found)
+            continue
+        other = vm_of_scope.setdefault(found, vp.vm.name)
+        if other != vp.vm.name:  # two definitions, one workload: never tune (or stop) one as the other
+            warnings.append(f"VM {vp.vm.name} is found in {found}, which is VM {other}'s: not tuned, counted or "
+                            f"stopped as {vp.vm.name} (one scope runs one VM)")
             continue
         claimed.add(found)
         if found not in planned:

@@ -199,7 +199,8 @@ def vm_cgroups(plan: Plan, proc: Path | None = None, libvirt_dir: Path | None = 
         scope = _scope_of(paths[-1]) if paths else None
         if scope is not None and scope.startswith(f"/{MACHINE_SLICE}/"):
             out[vp.vm.name] = scope
-    return out
+    shared = {c for c in out.values() if list(out.values()).count(c) > 1}  # one scope, two VMs: which
+    return {n: c for n, c in out.items() if c not in shared}  # one runs is unknown, so neither is ranked
 
 
 def _scope_of(path: str) -> str | None:
