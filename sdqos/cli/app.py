@@ -251,7 +251,7 @@ def explain(
         if path.exists() or path.is_symlink():
             from sdqos.loading.load import what_if_pods
 
-            what_if = what_if_pods(path, insecure)
+            what_if = what_if_pods(path, insecure, Path(config))
         cfg, p = load_planned(config, insecure, cgroup, explain=True, what_if=what_if, as_synced=True)
         if what_if:
             wanted = [new.key for new in what_if]

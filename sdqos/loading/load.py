@@ -57,13 +57,14 @@ def kept_pods(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[KeptPod, ...]:
         return ()
 
 
-def what_if_pods(path: Path, insecure: bool) -> list[Pod]:
+def what_if_pods(path: Path, insecure: bool, config_dir: Path | None = None) -> list[Pod]:
     """Source: the pods of a manifest file outside the config (``explain FILE``), checked as the
-    config's files are (trust, YAML, every document a Pod or a List of Pods). Raises
+    config's files are (trust, YAML, every document a Pod or a List of Pods; priorities from the
+    config dir's PriorityClasses). Raises
     InvalidInput/ConfigInvalid naming the file; nothing of a bad file is used."""
     from sdqos.kube.manifests import ParseResult, parse_pod_documents
     from sdqos.kube.yamlsafe import YamlError
-    from sdqos.loading.configdir import parse_documents, read_checked_file
+    from sdqos.loading.configdir import parse_documents, priority_classes, read_checked_file
 
     text = read_checked_file(path, insecure)
     try:
@@ -75,7 +76,8 @@ def what_if_pods(path: Path, insecure: bool) -> list[Pod]:
         raise InvalidInput("is not a Pod manifest (every document must be kind: Pod, or a List of Pods); "
                            "nothing of it is shown", where=str(path))
     result = ParseResult()
-    parse_pod_documents(docs, str(path), result)
+    classes = priority_classes(config_dir, insecure) if config_dir is not None else None
+    parse_pod_documents(docs, str(path), result, classes=classes)
     if result.errors:
         raise ConfigInvalid(result.errors)
     return list(result.pods)

@@ -187,7 +187,7 @@ def vm_cgroups(plan: Plan, proc: Path | None = None, libvirt_dir: Path | None = 
         if vp.vm.pid_file:
             from sdqos.reconcile.binding import read_pid_file
 
-            pid = read_pid_file(vp.vm.pid_file)
+            pid = read_pid_file(vp.vm.pid_file, vm=vp.vm.name, proc=proc)
         elif vp.vm.libvirt_domain:
             if domains is None:
                 from sdqos.host import libvirt
@@ -199,7 +199,8 @@ def vm_cgroups(plan: Plan, proc: Path | None = None, libvirt_dir: Path | None = 
         scope = _scope_of(paths[-1]) if paths else None
         if scope is not None and scope.startswith(f"/{MACHINE_SLICE}/"):
             out[vp.vm.name] = scope
-    return out
+    shared = {c for c in out.values() if list(out.values()).count(c) > 1}  # one scope, two VMs: which
+    return {n: c for n, c in out.items() if c not in shared}  # one runs is unknown, so neither is ranked
 
 
 def _scope_of(path: str) -> str | None:
