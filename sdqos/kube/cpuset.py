@@ -7,6 +7,7 @@ equals, is_subset_of, union, intersection, difference, list, unsorted_list, clon
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Iterable
 
@@ -72,15 +73,15 @@ class CPUSet(frozenset[int]):
         """List(): the ids, ascending."""
         return sorted(self)
 
-    def unsorted_list(self) -> list[int]:
-        return list(iter(self))
+    def unsorted_list(self) -> builtins.list[int]:
+        return builtins.list(iter(self))
 
     def clone(self) -> CPUSet:
         return self
 
     def __str__(self) -> str:
         """String(): ascending, adjacent ids folded into ranges: "1-3,5-6,8"; "" when empty."""
-        ranges: list[list[int]] = []
+        ranges: builtins.list[builtins.list[int]] = []
         for cpu in sorted(self):
             if ranges and cpu == ranges[-1][1] + 1:
                 ranges[-1][1] = cpu
