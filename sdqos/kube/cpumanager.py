@@ -459,18 +459,20 @@ def remove_container(state: CPUManagerState, pod_uid: str, container: str) -> CP
     return replace(state.without(pod_uid, container), default_cpuset=state.default_cpuset | (cpus - in_use))
 
 
-# --- the CPU quota of exclusive containers (pkg/kubelet/cm/helpers_linux.go) ---------------------
+# --- the CPU quota of exclusive containers (pkg/kubelet/cm/container_manager.go) ------------------
 
 
 def container_has_exclusive_cpus(state: CPUManagerState, pod_uid: str, container: str) -> bool:
-    """containerHasExclusiveCPUs: the state holds an assignment for the container."""
-    return state.get(pod_uid, container) is not None
+    """containerHasExclusiveCPUs: the CPU manager's GetExclusiveCPUs for the container is not
+    empty (the static policy: its assignment in the state)."""
+    return bool(state.get(pod_uid, container))
 
 
 def pod_has_exclusive_cpus(state: CPUManagerState, pod: Pod) -> bool:
     """podHasExclusiveCPUs: any of the pod's containers (init or app) holds exclusive CPUs. With
-    DisableCPUQuotaWithExclusiveCPUs (1.36: beta, on by default) kubelet then sets no CFS quota on
-    the pod's cgroup, and none on each such container's."""
+    DisableCPUQuotaWithExclusiveCPUs (pkg/features/kube_features.go at 1.36: Beta since 1.33,
+    default true) kubelet then creates the pod cgroup without a CFS quota (pod_container_manager
+    EnsureExists) and gives each such container none (kuberuntime)."""
     return any(container_has_exclusive_cpus(state, pod.uid, c.name) for c in pod.init_containers + pod.containers)
 
 

@@ -286,3 +286,10 @@ def test_num_reserved_cpus_as_kubelets_new_manager():
     assert cm.num_reserved_cpus(1000, 3000, CPUSet.of(0, 4)) == 2  # reservedSystemCPUs replaces both
     with pytest.raises(CPUPolicyOptionError, match="requires systemreserved.cpu \\+ kubereserved.cpu"):
         cm.num_reserved_cpus(0, 0)
+
+
+def test_an_empty_assignment_is_not_exclusive():
+    """GetExclusiveCPUs(...).IsEmpty(): an entry holding no CPU does not drop the quota."""
+    state = cm.CPUManagerState("static", parse("0-7"), {"p": {"c": CPUSet()}})
+    pod = pod_from({**K.make_pod("p", "c", "1", "1")}, defaults=False)
+    assert not cm.pod_has_exclusive_cpus(state, pod)
