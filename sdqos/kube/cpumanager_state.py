@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdqos.errors import CPUManagerStateError, CPUSetError
-from sdqos.kube.cpumanager import CPUManagerState
+from sdqos.kube.cpumanager import CPUManagerState, StaticPolicy, validate_state
 from sdqos.kube.cpuset import parse
 
 CHECKPOINT_NAME = "cpu_manager_state"
@@ -156,3 +156,10 @@ def decode(data: bytes | str, policy_name: str) -> CPUManagerState:
                 raise CPUManagerStateError(
                     f'could not parse cpuset "{text}" for container "{container}" in pod "{pod}": {e}') from None
     return CPUManagerState(policy, default_set, assignments)
+
+
+def restore(data: bytes | str | None, policy: StaticPolicy) -> CPUManagerState:
+    """What kubelet does at start with the file's bytes (None: no file yet): restoreState, then
+    the policy's Start (validateState), which makes an empty state the initial one."""
+    state = CPUManagerState(policy.name) if data is None else decode(data, policy.name)
+    return validate_state(policy, state)

@@ -96,3 +96,18 @@ def test_encode_decode_round_trip(policy, default, entries):
     state = CPUManagerState(policy, CPUSet(default), {p: {c: CPUSet(s) for c, s in cs_.items()}
                                                        for p, cs_ in entries.items()})
     assert cs.decode(cs.encode(state), policy) == state
+
+
+def test_restore_checks_the_file_against_the_node():
+    from sdqos.kube.cpumanager import new_static_policy
+    from sdqos.kube.cputopology import CPUInfo, make_topology
+
+    # 12 CPUs, 6 cores (siblings N, N+6), as the kubelet v1.34 checkpoint above describes
+    topo = make_topology({c: CPUInfo(0, 0, c % 6) for c in range(12)})
+    policy = new_static_policy(topo, 1)
+    state = cs.restore(REAL_V2[0], policy)
+    assert state.default_cpuset | state.assigned() == CPUSet(range(12))
+    assert cs.restore(None, policy).default_cpuset == CPUSet(range(12))
+    smaller = new_static_policy(make_topology({c: CPUInfo(0, 0, c % 4) for c in range(8)}), 1)
+    with pytest.raises(CPUManagerStateError, match="doesn't match with CPUs in state"):
+        cs.restore(REAL_V2[0], smaller)
