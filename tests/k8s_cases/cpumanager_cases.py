@@ -9,8 +9,9 @@ logger-era 1.34+ code that 1.36 ships; no tag could be pinned for them):
   - cpu_assignment_test.go idx#66702572550: TestCPUAccumulatorFreeSockets, ...FreeNUMANodes,
     ...FreeSocketsAndNUMANodes, ...FreeCores, ...FreeCPUs, ...Take, TestTakeByTopologyNUMAPacked
     (commonTakeByTopologyTestCases + its own).
-  - policy_static_test.go idx#60455917: TestStaticPolicyStart, TestStaticPolicyAdd
-    (optionsInsensitive ×{no options, full-pcpus-only}, defaultOptions, smtalignOption),
+  - policy_static_test.go idx#60455917: TestStaticPolicyStart and ...StartWithResvList,
+    TestStaticPolicyAdd (optionsInsensitive ×{no options, full-pcpus-only}, defaultOptions,
+    smtalignOption) and ...AddWithResvList, TestTopologyAwareAllocateCPUs (its no-mask case),
     TestStaticPolicyReuseCPUs, TestStaticPolicyDoNotReuseCPUs, TestStaticPolicyRemove.
   - k8s.io/utils cpuset/cpuset_test.go @ cf1189d6abe3 (file last changed da7083c42f96).
 
@@ -42,8 +43,9 @@ Skipped (reason): cpu_assignment_test.go cases with PreferAlignByUncoreCacheOpti
 DistributeCPUsAcrossCores (TestTakeByTopologyWithSpreadPhysicalCPUsPreferredOption), all of
 TestTakeByTopologyNUMADistributed and the *ForResize tables: options sdqos refuses and in-place
 resize of exclusive CPUs, which sdqos does not do. policy_static_test.go alignBySocketOption cases
-(align-by-socket, refused) and every case with a topology-manager hint (sdqos runs kubelet's
-`none` topology manager: no hint).
+(align-by-socket, refused), TestStaticPolicyAddWithUncoreAlignment (prefer-align-cpus-by-uncorecache,
+refused) and every case with a topology-manager hint or NUMA mask (the four masked
+TestTopologyAwareAllocateCPUs cases): sdqos runs kubelet's `none` topology manager, no hint.
 
 Renames: upstream container names ("fakeContainer3", "fakeContainerBug113537_1", "initContainer-0")
 are not DNS labels; `dns()` lowercases them and turns '_' into '-', in the pods and in the
@@ -484,3 +486,41 @@ CPUSET_PARSE_ERRORS = ["nonnumeric", "non-numeric", "no,numbers", "0-a", "a-0", 
                        "0,", "0,,", ",3", ",,3", "0,,3",
                        "-1", "1-", "1,2-,3", "1,-2,3", "-1--2", "--1", "1--",
                        "3-0", "0--3"]
+
+# TestStaticPolicyStartWithResvList (reservedSystemCPUs given): "reserved" set; "new_error" is
+# NewStaticPolicy's own error (expNewErr).
+POLICY_START_CASES += [
+    {"source": f"{_PS} TestStaticPolicyStartWithResvList", "name": n, "topo": "topoDualSocketHT",
+     "num_reserved": r, "reserved": resv, "options": o, "assignments": {}, "default": d, **res}
+    for n, r, resv, o, d, res in [
+        ("empty cpuset", 2, "0-1", {}, "", {"expect_default": "0-11"}),
+        ("empty cpuset with StrictCPUReservationOption enabled", 2, "0-1", {"strict-cpu-reservation": "true"}, "",
+         {"expect_default": "2-11"}),
+        ("reserved cores 0 & 1 are not present in available cpuset", 2, "0-1", {}, "2-5",
+         {"error": 'not all reserved cpus: "0-1" are present in defaultCpuSet: "2-5"'}),
+        ("reserved cores 0 & 1 are present in available cpuset with StrictCPUReservationOption enabled", 2, "0-1",
+         {"strict-cpu-reservation": "true"}, "0-5",
+         {"error": 'some of strictly reserved cpus: "0-1" are present in defaultCpuSet: "0-5"'}),
+        ("inconsistency between numReservedCPUs and reserved", 1, "0-1", {}, "0-11",
+         {"new_error": "[cpumanager] unable to reserve the required amount of CPUs (size of 0-1 did not equal 1)"}),
+    ]
+]
+
+# TestStaticPolicyAddWithResvList
+POLICY_ADD_CASES += [
+    _add("withResvList", "GuPodSingleCore, SingleSocketHT, ExpectError", "topoSingleSocketHT", 1, {}, "0-7",
+         make_pod(_P, "fakeContainer2", "8000m", "8000m"),
+         "not enough cpus available to satisfy request: requested=8, available=7", False, "", reserved="0"),
+    _add("withResvList", "GuPodSingleCore, SingleSocketHT, ExpectAllocOneCPU", "topoSingleSocketHT", 2, {}, "0-7",
+         make_pod(_P, "fakeContainer2", "1000m", "1000m"), "", True, "4", reserved="0-1"),
+    _add("withResvList", "GuPodMultipleCores, SingleSocketHT, ExpectAllocOneCore", "topoSingleSocketHT", 2,
+         {_P: {"fakeContainer100": "2-3,6-7"}}, "0-1,4-5", make_pod(_P, "fakeContainer3", "2000m", "2000m"),
+         "", True, "4-5", reserved="0-1"),
+]
+
+# TestTopologyAwareAllocateCPUs, the case without a NUMA mask (the others need a topology hint):
+# Start on the state, then allocateCPUs(st, numRequested, nil, {}).
+ALLOCATE_CPUS_CASES = [
+    {"source": f"{_PS} TestTopologyAwareAllocateCPUs", "name": "Request 2 CPUs, No BitMask",
+     "topo": "topoDualSocketHT", "default": "0-11", "num": 2, "expect": "0,6"},
+]

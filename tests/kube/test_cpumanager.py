@@ -110,7 +110,13 @@ def test_reserved_cpus_are_one_whole_core_first():
 @pytest.mark.parametrize("case", K.POLICY_START_CASES, ids=_ids(K.POLICY_START_CASES))
 def test_policy_start(case):
     t = topo(case["topo"])
-    policy = cm.new_static_policy(t, case["num_reserved"], options=case["options"])
+    reserved = parse(case.get("reserved") or "")
+    if "new_error" in case:
+        with pytest.raises(CPUPolicyOptionError) as e:
+            cm.new_static_policy(t, case["num_reserved"], reserved, case["options"])
+        assert e.value.message == case["new_error"]
+        return
+    policy = cm.new_static_policy(t, case["num_reserved"], reserved, case["options"])
     state = state_of(case, t)
     if "error" in case:
         with pytest.raises(CPUManagerStateError) as e:
@@ -146,6 +152,15 @@ def test_policy_allocate(case):
         assert not got & result.state.default_cpuset
     else:
         assert got is None and result.cpus is None and result.state == state
+
+
+@pytest.mark.parametrize("case", K.ALLOCATE_CPUS_CASES, ids=_ids(K.ALLOCATE_CPUS_CASES))
+def test_allocate_cpus_without_a_hint(case):
+    t = topo(case["topo"])
+    policy = cm.new_static_policy(t, 0)
+    state = cm.validate_state(policy, cm.CPUManagerState("static", parse(case["default"])))
+    pod = pod_from(K.make_pod("p", "c", str(case["num"]), str(case["num"])), defaults=False)
+    assert cm.allocate(policy, state, pod, pod.containers[0]).cpus == parse(case["expect"])
 
 
 @pytest.mark.parametrize("case", K.REUSE_CASES, ids=_ids(K.REUSE_CASES))
