@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -308,3 +310,41 @@ def test_an_empty_assignment_is_not_exclusive():
     state = cm.CPUManagerState("static", parse("0-7"), {"p": {"c": CPUSet()}})
     pod = pod_from({**K.make_pod("p", "c", "1", "1")}, defaults=False)
     assert not cm.pod_has_exclusive_cpus(state, pod)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(t=topologies(), data=st.data())
+def test_pods_with_init_containers_and_sidecars(t, data):
+    """Whole pods (init containers, sidecars, app containers) allocated in kubelet's order and
+    removed again: an init container's CPUs may pass to the containers after it (it has exited),
+    but no two containers that run together share a CPU, no two pods share one, and pool ∪
+    assignments stays every CPU; removing every container gives the pool back whole."""
+    policy = cm.new_static_policy(t, 1)
+    state = cm.validate_state(policy, cm.CPUManagerState("static"))
+    full = state.default_cpuset
+    cpu = st.integers(1, max(1, t.num_cpus // 2)).map(lambda n: (str(n), str(n)))
+    pods = []
+    for i in range(data.draw(st.integers(1, 3))):
+        init = data.draw(st.lists(cpu, max_size=2))
+        sidecars = tuple(j for j in range(len(init)) if data.draw(st.booleans()))
+        apps = data.draw(st.lists(cpu, min_size=1, max_size=2))
+        pod = pod_from(K.make_multi_container_pod(init, apps, restart_always=sidecars), defaults=False)
+        pod = dataclasses.replace(pod, uid=f"pod{i}")
+        try:
+            state = cm.allocate_pod(policy, state, pod).state
+        except CPUAllocationError:
+            continue  # a container did not fit: this pod is left out, the state stays as it was
+        pods.append(pod)
+        running = [c for c in pod.init_containers if c.restart_always] + list(pod.containers)
+        held = [state.get(pod.uid, c.name) or CPUSet() for c in running]
+        assert sum(map(len, held)) == len(CPUSet().union(*held))
+    per_pod = [CPUSet().union(*state.entries.get(p.uid, {}).values()) for p in pods]
+    assert sum(map(len, per_pod)) == len(CPUSet().union(*per_pod))
+    assert not state.default_cpuset & state.assigned()
+    assert state.default_cpuset | state.assigned() == full
+    for pod in pods:
+        for c in pod.init_containers + pod.containers:
+            state = cm.remove_container(state, pod.uid, c.name)
+            # a removed init container's CPUs that an app container reuses stay out of the pool
+            assert not state.default_cpuset & state.assigned()
+    assert state.default_cpuset == full and not state.assigned()
