@@ -21,6 +21,7 @@ the new one. Upstream files are cited per function (kubernetes/kubernetes, 1.36-
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -64,8 +65,7 @@ def parse_options(options: Mapping[str, str] | None, where: str | None = None) -
     values: dict[str, bool] = {}
     for name, value in sorted((options or {}).items()):
         if name not in KNOWN_OPTIONS:
-            raise CPUPolicyOptionError(f"unknown CPU Manager Policy option: {name!r}".replace("'", '"'),
-                                       where, field_)
+            raise CPUPolicyOptionError(f"unknown CPU Manager Policy option: {json.dumps(name)}", where, field_)
         if name not in SUPPORTED_OPTIONS:
             raise CPUPolicyOptionError(
                 f'CPU Manager Policy option "{name}" is not supported by sdqos '
