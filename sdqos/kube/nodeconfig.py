@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from sdqos.errors import InvalidInput, QuantityError
+from sdqos.errors import CPUSetError, InvalidInput, QuantityError
 from sdqos.kube import cpuset
 from sdqos.kube import dispositions as disp
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS, KUBELET_FEATURE_GATE_DEFAULTS_1_36
@@ -372,7 +372,7 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         single_process_oom_kill=single_oom,
         swap_behavior=swap_behavior,
         swap_capacity=swap_q.value() if swap_q is not None else 0,
-        reserved_system_cpus=cpuset.format_set(reserved_cpus),
+        reserved_system_cpus=str(cpuset.CPUSet(reserved_cpus)),
         max_pods=max_pods,
         pods_per_core=pods_per_core,
         warnings=tuple(warnings),
@@ -397,12 +397,12 @@ def _reserved_system_cpus(raw: Mapping, online: frozenset[int] | None, errors: l
                                                  "(--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)"))
     try:
         cpus = cpuset.parse(text)
-    except ValueError as exc:
+    except CPUSetError as exc:
         errors.append(_err("reservedSystemCPUs", f"unable to parse reservedSystemCPUs (--reserved-cpus) {text}, error: {exc}"))
         return frozenset()
     if online is not None and not cpus <= online:
         errors.append(_err("reservedSystemCPUs", f"reserved-cpus: {text} is not a subset of online-cpus: "
-                                                 f"{cpuset.format_set(online)}"))
+                                                 f"{str(cpuset.CPUSet(online))}"))
         return frozenset()
     return cpus
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sdqos.errors import CPUSetError
 from sdqos.kube import cpuset
 from sdqos.kube import dispositions as disp
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS
@@ -94,13 +95,13 @@ def test_cpuset_parse(text, want):
 
 @pytest.mark.parametrize("text", cases.CPUSET_NEGATIVE)
 def test_cpuset_parse_errors(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(CPUSetError):
         cpuset.parse(text)
 
 
 @pytest.mark.parametrize("cpus,text", cases.CPUSET_STRING)
 def test_cpuset_string(cpus, text):
-    assert cpuset.format_set(cpus) == text
+    assert str(cpuset.CPUSet(cpus)) == text
 
 
 def test_reserved_system_cpus_replace_both_cpu_reservations_as_kubelet_does():
