@@ -214,17 +214,9 @@ def kills_since_boot(path: str = "/proc/vmstat") -> int | None:
 
 
 def load_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
-    """The kills reported so far and the counters they were read from; {} when there is none."""
-    try:
-        fd = os.open(run_dir / RECORD_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return {}
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            data = json.loads(fh.read())
-        except ValueError:
-            return {}
-    return data if isinstance(data, dict) else {}
+    """The kills reported so far and the counters they were read from; {} when there is none (or
+    it is not a plain file of ours: rundir.load_json)."""
+    return rundir.load_json(run_dir / RECORD_NAME)
 
 
 def save_record(record: dict, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> None:
