@@ -151,8 +151,6 @@ def test_a_private_socket_peer_that_never_answers_gives_the_bus_promptly(clean_s
     import threading
     import time
 
-    from sdqos.host.systemd import PRIVATE_HANDSHAKE_TIMEOUT
-
     sb = clean_sandbox
     path = tmp_path / "silent"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -187,4 +185,4 @@ def test_a_private_socket_peer_that_never_answers_gives_the_bus_promptly(clean_s
             c.close()
         server.close()
     assert accepted, "the client never connected to the silent peer"
-    assert took < PRIVATE_HANDSHAKE_TIMEOUT + 8, took  # (the call timeout is 25 s)
+    assert took < 12, took  # (the handshake's bound is 2 s; the call timeout it waited before, 25 s)
