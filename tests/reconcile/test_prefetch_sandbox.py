@@ -144,7 +144,7 @@ def test_the_child_runs_under_the_shipped_services_hardening(clean_sandbox, tmp_
     assert json.loads(out) == {"view": True, "started": True, "doubts": []}, out
 
 
-# `sdqos sync` whose prefetch child is stopped (SIGSTOP) as soon as it is made: a child that never
+# `sdqos sync` whose prefetch child stops itself (SIGSTOP) as soon as it is made: a child that never
 # ends. Its PID and the sync's are written to argv[1] for the test to check (and to end on failure).
 STOPPED = r"""
 import os, signal, sys
@@ -153,9 +153,13 @@ pids = open(sys.argv[1], "w")
 pids.write(f"{os.getpid()}\n"); pids.flush()
 spawn = children.spawn
 def stopped(fn, items):
-    child = spawn(fn, items)
-    if child is not None and fn.__module__ == "sdqos.reconcile.prefetch":
-        os.kill(child[0], signal.SIGSTOP)
+    if fn.__module__ != "sdqos.reconcile.prefetch":
+        return spawn(fn, items)
+    def stop_first(items):  # (in the child: it stops itself before any work)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return fn(items)
+    child = spawn(stop_first, items)
+    if child is not None:
         pids.write(f"{child[0]}\n"); pids.flush()
     return child
 children.spawn = stopped
