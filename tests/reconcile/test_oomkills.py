@@ -359,3 +359,62 @@ def test_messages_that_quote_the_kernels_lines_change_nothing(events, noise):
     def kills(log):
         return [(k.pid, k.comm, k.task_memcg) for k in parse_log(select_records(numbered(log), None)[0], 0.0)]
     assert kills(dirty) == kills(clean)
+
+
+# --- kills the kernel counted and its log never named (its OOM report rate limit) ---------------
+
+
+def test_a_kill_whose_report_was_rate_limited_stays_unnamed_and_the_next_kill_keeps_its_name():
+    """A tenant's OOM loop uses up the kernel's report rate limit: this container's first kill has
+    no line (its counter counts it), its second has one. The second line names the second kill,
+    not the first (it named the first, and the second was reported as a nameless one)."""
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 1)}, [], 11, 200.0)
+    assert [(k.detail["source"], k.detail["pid"]) for k in r1.kills] == [("counter", None)]
+    assert r1.record["units"][HOG]["unnamed"] == 1
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 2)}, [log_kill(30, t=290.0, pid=8)], 30, 300.0)
+    assert [(k.detail["source"], k.detail["pid"]) for k in r2.kills] == [("kernel log", 8)]
+    st = r2.record["units"][HOG]
+    assert st["total"] == 2 and st["unnamed"] == 1 and st["last"]["pid"] == 8
+    (line,) = lines(r1.kills)
+    assert "the kernel killed a process the kernel log did not name" in line and "counted by the kernel" in line
+
+
+def test_a_late_line_still_names_the_kill_it_belongs_to():
+    """The kernel counts a kill just before printing its line: a sync between the two counts it
+    nameless, the next one's read finds the line and names it (the counter did not rise since)."""
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 1)}, [], 11, 200.0)
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 1)}, [log_kill(12)], 12, 300.0)
+    st = r2.record["units"][HOG]
+    assert r2.kills == [] and st["unnamed"] == 0 and st["total"] == 1 and st["last"]["pid"] == 7
+    # two counted nameless, then the counter rises by one and two lines come: one late, one new
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 2)}, [], 11, 200.0)
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 3)}, [log_kill(12, pid=7), log_kill(13, pid=8)], 13, 300.0)
+    assert [k.detail["pid"] for k in r2.kills] == [8]
+    assert r2.record["units"][HOG]["unnamed"] == 1 and r2.record["units"][HOG]["total"] == 3
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=10))
+def test_every_counted_kill_is_reported_once_named_or_not(steps):
+    """Syncs, each after some kills of which some lines the rate limit dropped (the rest printed
+    before the read): every kill the counter counted is reported once; those named are named with
+    their own line; the nameless ones are counted as such."""
+    record: dict = {}
+    count = seq = 0
+    named_lines: list[int] = []
+    reported: list = []
+    for t, (kills, dropped) in enumerate(steps):
+        dropped = min(dropped, kills)
+        new = []
+        for i in range(kills):
+            count += 1
+            if i >= dropped:
+                seq += 1
+                new.append(log_kill(seq, t=float(t), pid=1000 + count))
+                named_lines.append(1000 + count)
+        r = account(record, UNITS, {HOG: Counter(5, count)}, new, seq, float(t))
+        reported += r.kills
+        record = r.record
+    assert len(reported) == count
+    assert sorted(k.detail["pid"] for k in reported if k.detail["pid"] is not None) == named_lines
+    st_ = record["units"].get(HOG, {})
+    assert st_.get("unnamed", 0) == count - len(named_lines) == sum(k.detail["pid"] is None for k in reported)
