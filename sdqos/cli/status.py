@@ -63,7 +63,7 @@ class Row:
     pod: str | None = None
     container: str | None = None
     vm: str | None = None
-    oom_killed: dict | None = None  # {"count", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
+    oom_killed: dict | None = None  # {"count", "unnamed", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
 
     @property
     def name(self) -> str:
