@@ -44,6 +44,9 @@ def resources_json(values: dict[str, int]) -> dict[str, str]:
     return out
 
 
+_FIELD = {"evictionHard": "eviction_hard", "evictionSoft": "eviction_soft"}
+
+
 def eviction_json(plan: Plan) -> dict:
     """The eviction settings in force (node.yaml read as kubelet reads it: evictionHard's default,
     the allocatable copies of hard memory thresholds), for ``plan``."""
@@ -58,10 +61,10 @@ def eviction_json(plan: Plan) -> dict:
         return {"quantity": v.quantity} if v.quantity is not None else {"percentage": str(v)}
 
     def origin(t) -> str:
-        if not t.hard:
-            return "evictionSoft"
-        if t.signal == ev.ALLOCATABLE_MEMORY_AVAILABLE and t.signal not in plan.node.eviction_hard:
-            return "copied from evictionHard memory.available: enforceNodeAllocatable has pods"
+        if t.signal == ev.ALLOCATABLE_MEMORY_AVAILABLE and t.signal not in getattr(plan.node, _FIELD[t.declared_in]):
+            return f"copied from {t.declared_in} memory.available: enforceNodeAllocatable has pods"
+        if t.declared_in == "evictionSoft":
+            return "evictionSoft" if not t.hard else "evictionSoft with grace period 0: hard"
         return "evictionHard, kubelet's default" if dict(plan.node.eviction_hard) == DEFAULT_EVICTION_HARD \
             else "evictionHard"
     return {
@@ -89,6 +92,8 @@ def eviction_text(plan: Plan) -> list[str]:
             kind = f"soft, after {t['gracePeriodSeconds']:g}s"
         elif t["from"].startswith("copied"):
             kind = "hard (copy of memory.available)"
+        elif t["from"].startswith("evictionSoft"):
+            kind = "hard (evictionSoft, grace period 0)"
         else:
             kind = "hard (kubelet's default)" if "default" in t["from"] else "hard"
         out.append(f"  {t['signal']} < {amount(t['signal'], t['value'])}  {kind}")

@@ -63,7 +63,7 @@ class Row:
     pod: str | None = None
     container: str | None = None
     vm: str | None = None
-    oom_killed: dict | None = None  # {"count", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
+    oom_killed: dict | None = None  # {"count", "unnamed", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
 
     @property
     def name(self) -> str:
@@ -344,7 +344,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
     rows = [r for r in rows if not (r.kind == "container" and not r.running and parse_container_scope(r.unit) is not None
                                     and (r.namespace, r.pod, r.container) in in_runtime)]
     _mark_evicted(plan, rows)
-    _mark_oom_kills(want.as_plan(), rows, {n: sc.cgroup for n, sc in obs.scopes.items()})
+    _mark_oom_kills(want.as_plan(), rows, {n: sc.cgroup for n, sc in obs.scopes.items()}, warnings)
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),
@@ -409,8 +409,10 @@ def _mark_evicted(plan: Plan, rows: list[Row]) -> None:
             r.flags.append("evicted")
 
 
-def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str]) -> None:
-    """The kills sync reported and any the kernel counted since (read only; see reconcile/oomwatch)."""
+def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str], warnings: list[str]) -> None:
+    """The kills sync reported and any the kernel counted since (read only; see reconcile/oomwatch).
+    Kills the kernel counted and its log never named (the log's rate limit dropped their report,
+    or it cannot be read) are said as such."""
     from sdqos.host import oomevents
     from sdqos.reconcile import oomwatch
 
@@ -419,8 +421,12 @@ def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str]) -> Non
     for r in rows:
         st = units.get(r.unit)
         if st and st.get("total"):
-            r.oom_killed = {"count": st["total"], "last": st.get("last")}
+            unnamed = int(st.get("unnamed") or 0)
+            r.oom_killed = {"count": st["total"], "unnamed": unnamed, "last": st.get("last")}
             r.flags.append("oom-killed")
+            if unnamed:
+                who = f"{r.name} ({r.unit})" if r.name else r.unit
+                warnings.append(f"{who}: {oomwatch.unnamed_text(unnamed)}")
 
 
 # --- text -----------------------------------------------------------------------------------------

@@ -70,6 +70,10 @@ MAX_WINDOW = 64  # far below 512 match rules and dbus-daemon's max_replies_per_c
 READ_WINDOW = 32  # calls in flight for reads and SetUnitProperties (no jobs: no match rules)
 GETALL_FROM = 3  # from this many properties of one interface on, one GetAll is cheaper than Gets
 MAX_ADDREF = 256  # AddRef=true units per connection: each pins a match rule in systemd
+# How long systemd's private socket may take to authenticate and greet us before the bus is used
+# instead: systemd answers it from its event loop at once; a peer there that accepts and never
+# answers would otherwise cost every command the whole call timeout.
+PRIVATE_HANDSHAKE_TIMEOUT = 2.0
 CONNECT_GRACE = 10.0  # seconds the first connection may wait for a restarting bus or re-executing systemd
 
 #: D-Bus signature of every property sdqos sends (callers pass plain Python values): the resource
@@ -400,12 +404,20 @@ class Systemd:
         every peer with the bus's Hello; systemd answers it with an error, which they take as the
         connection's name: nothing else depends on it.)"""
         d = self._d
+        bus = None
         try:
-            return await asyncio.wait_for(d.PrivateBus(bus_address=self._private, bus_type=d.BusType.SYSTEM).connect(),
-                                          self.call_timeout)  # (as the bus's: the same systemd answers both)
+            bus = d.PrivateBus(bus_address=self._private, bus_type=d.BusType.SYSTEM)
+            return await asyncio.wait_for(bus.connect(), min(PRIVATE_HANDSHAKE_TIMEOUT, self.call_timeout))
         except Exception as e:  # noqa: BLE001 - any failure: the bus, as before this socket was tried
+            why = f"no answer in {min(PRIVATE_HANDSHAKE_TIMEOUT, self.call_timeout):g}s" \
+                if isinstance(e, asyncio.TimeoutError) else str(e) or type(e).__name__
             log.info("systemd's private socket (%s) not used: %s; the bus at %s instead", self._private,
-                     str(e) or type(e).__name__, self.address)
+                     why, self.address)
+            if bus is not None:
+                try:
+                    bus.disconnect()  # (half open: its socket is closed, not left to the collector)
+                except Exception:  # noqa: BLE001 - nothing to close
+                    pass
             self._private = None
             return None
 

@@ -63,6 +63,9 @@ class Threshold:
     value: ThresholdValue
     grace_period_ns: int = 0
     min_reclaim: ThresholdValue | None = None
+    # Where it was declared (evictionHard | evictionSoft), for showing it; not part of its identity
+    # (a soft threshold with grace period 0 is hard, as kubelet's isHardEvictionThreshold says).
+    declared_in: str = field(default="evictionHard", compare=False, repr=False)
 
     @property
     def hard(self) -> bool:
@@ -95,7 +98,7 @@ def parse_grace_period(signal: str, value) -> int:
 def add_allocatable_thresholds(thresholds: Sequence[Threshold]) -> tuple[Threshold, ...]:
     """addAllocatableThresholds: every hard memory.available threshold is copied to
     allocatableMemory.available (with its minimum reclaim), after the others."""
-    extra = [Threshold(ALLOCATABLE_MEMORY_AVAILABLE, t.value, 0, t.min_reclaim)
+    extra = [Threshold(ALLOCATABLE_MEMORY_AVAILABLE, t.value, 0, t.min_reclaim, t.declared_in)
              for t in thresholds if t.signal == MEMORY_AVAILABLE and t.hard]
     return (*thresholds, *extra)
 
@@ -159,11 +162,11 @@ def parse_eviction_config(raw: Mapping, enforce_node_allocatable: Iterable[str])
                                            f"grace period must be specified for the soft eviction threshold {signal}"))
                     continue
                 period = grace[signal]
-            out.append(Threshold(signal, tv, period))
+            out.append(Threshold(signal, tv, period, declared_in=key))
         return out
 
     thresholds = statements(hard_map, "evictionHard", None) + statements(soft_map, "evictionSoft", grace)
-    thresholds = [Threshold(t.signal, t.value, t.grace_period_ns, reclaims.get(t.signal)) for t in thresholds]
+    thresholds = [Threshold(t.signal, t.value, t.grace_period_ns, reclaims.get(t.signal), t.declared_in) for t in thresholds]
     result = tuple(thresholds)
     if "pods" in set(enforce_node_allocatable):
         result = add_allocatable_thresholds(result)

@@ -11,7 +11,6 @@ returns pods (or VMs, or machine charges) and one argument of :func:`load`
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -25,12 +24,7 @@ from sdqos.plan.engine import KeptPod, MachineCharge, Plan
 
 def last_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
     """The last sync's record ({} when there is none or it does not read)."""
-    raw = rundir.read_private(run_dir / rundir.LAST_SYNC_NAME, 16 * 1024 * 1024)
-    try:
-        data = json.loads(raw) if raw is not None else {}
-        return data if isinstance(data, dict) else {}
-    except ValueError:
-        return {}
+    return rundir.load_json(run_dir / rundir.LAST_SYNC_NAME, 16 * 1024 * 1024)
 
 
 def counted_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[MachineCharge, ...]:

@@ -306,13 +306,9 @@ def fingerprint(pp) -> str:
 
 
 def _load(run_dir: Path) -> dict:
-    import json
+    from sdqos.host import rundir
 
-    try:
-        data = json.loads((run_dir / EVICTED_NAME).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return rundir.load_json(run_dir / EVICTED_NAME)
 
 
 def load_evicted(run_dir: Path, data: dict | None = None) -> dict[str, dict]:

@@ -178,12 +178,8 @@ def _empty(cgroup: str) -> bool:
 def _last_sync_quiet(run_dir: Path) -> bool:
     """The last-sync record counts nothing in machine.slice and holds no standing warning (a
     full sync plans with the first and prints against the second)."""
-    raw = rundir.read_private(run_dir / LAST_SYNC, 16 * 1024 * 1024)
-    try:
-        rec = json.loads(raw) if raw is not None else None
-    except ValueError:
-        return False
-    return isinstance(rec, dict) and not rec.get("machines") and not rec.get("warnings")
+    rec = rundir.load_json(run_dir / LAST_SYNC, 16 * 1024 * 1024)
+    return bool(rec) and not rec.get("machines") and not rec.get("warnings")
 
 
 def _rows(units: Mapping[str, Any]) -> dict[str, list]:

@@ -101,3 +101,25 @@ def test_explain_of_a_what_if_file_clashing_with_a_pod_exits_2(config, tmp_path)
     r = sdqos("explain", "--config", str(config), "--cgroup", "v1", str(clash))
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("sdqos: error: ") and "uid" in r.stderr, r.stderr
+
+
+def test_plan_shows_a_soft_threshold_with_grace_0_as_soft_and_hard_not_as_the_default(tmp_path):
+    """evictionSoft with grace period 0 is hard to kubelet (isHardEvictionThreshold), but it is not
+    kubelet's default evictionHard: plan says where it came from."""
+    d = tmp_path / "cfg"
+    (d / "pods").mkdir(parents=True)
+    (d / "node.yaml").write_text('capacity: {cpu: "2", memory: 4Gi, pids: "1000"}\n'
+                                 "evictionSoft: {memory.available: 300Mi}\nevictionSoftGracePeriod: {memory.available: 0s}\n")
+    r = sdqos("plan", "--config", str(d), "--cgroup", "v1", "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert "  memory.available < 100Mi  hard (kubelet's default)\n" in r.stdout
+    assert "  memory.available < 300Mi  hard (evictionSoft, grace period 0)\n" in r.stdout
+    ev = json.loads(sdqos("plan", "--config", str(d), "--cgroup", "v1", "--insecure", "-o", "json").stdout)["eviction"]
+    assert [(t["signal"], t["value"], t["hard"], t["from"]) for t in ev["thresholds"]] == [
+        ("memory.available", {"quantity": 100 * 2**20}, True, "evictionHard, kubelet's default"),
+        ("memory.available", {"quantity": 300 * 2**20}, True, "evictionSoft with grace period 0: hard"),
+        ("allocatableMemory.available", {"quantity": 100 * 2**20}, True,
+         "copied from evictionHard memory.available: enforceNodeAllocatable has pods"),
+        ("allocatableMemory.available", {"quantity": 300 * 2**20}, True,
+         "copied from evictionSoft memory.available: enforceNodeAllocatable has pods"),
+    ]

@@ -142,3 +142,47 @@ def test_the_private_socket_answers_every_connect(clean_sandbox, tmp_path):
     assert [(direct, backend) for direct, _, backend in got] == \
         [(True, "dbus-fast")] * 25 + [(True, "dbus-next")] * 25, cp.stderr[-2000:]
     assert max(took for _, took, _ in got) < 2, got
+
+
+def test_a_private_socket_peer_that_never_answers_gives_the_bus_promptly(clean_sandbox, tmp_path):
+    """A peer at the private address that accepts and never answers: the handshake gives up after
+    PRIVATE_HANDSHAKE_TIMEOUT and the bus is used (it waited the whole call timeout, 25 s)."""
+    import socket
+    import threading
+    import time
+
+    sb = clean_sandbox
+    path = tmp_path / "silent"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept_and_say_nothing():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+    t = threading.Thread(target=accept_and_say_nothing, daemon=True)
+    t.start()
+
+    async def main():
+        start = time.monotonic()
+        async with Systemd(sb.bus_address, private=f"unix:path={path}") as sd:
+            took = time.monotonic() - start
+            assert sd.direct is False
+            assert (await sd.version())[0] >= 240
+            return took
+    try:
+        took = asyncio.run(main())
+    finally:
+        stop.set()
+        t.join(10)
+        for c in accepted:
+            c.close()
+        server.close()
+    assert accepted, "the client never connected to the silent peer"
+    assert took < 12, took  # (the handshake's bound is 2 s; the call timeout it waited before, 25 s)
