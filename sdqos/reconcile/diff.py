@@ -86,6 +86,7 @@ class LiveUnit:
     tasks_current: int | None = None
     control_group: str | None = None
     kernel_drift: dict[str, list] = field(default_factory=dict)  # cgroupfs file: [kernel, expected]
+    kernel_read: bool = False  # its kernel files were compared with its planned values as it was read
 
     @property
     def exists(self) -> bool:
