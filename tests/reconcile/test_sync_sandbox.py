@@ -301,6 +301,9 @@ def test_cgroupfs_write_behind_systemds_back_is_restored(clean_sandbox, tmp_path
     web = "kubepods-burstable-podb3edc188_0213_5f84_afdc_caf4bbcd1698.slice"
     rel = cgroup_rel(web)
     (sb.cgroup_path("cpu") / rel / "cpu.shares").write_text("77")
+    st = sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0")
+    row = next(u for u in json.loads(st.stdout)["units"] if u["unit"] == web)
+    assert row["flags"] == ["drift"] and row["drift"] == {"cpu/cpu.shares": [77, 512]}, row
     report = sync_json(sb, config)
     assert report["drift"] == [{"unit": web, "changes": {}, "kernel": {"cpu/cpu.shares": [77, 512]}}]
     assert kernel(sb, "cpu", rel, "cpu.shares") == 512
