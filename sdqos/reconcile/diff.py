@@ -468,6 +468,10 @@ def compute_diff(
             if unit_changes(u, lu):
                 d.keep([u.name], "its values depend on input that is invalid")
                 d.warnings.append(f"{u.name} left as it is: its values depend on input that is invalid")
+            elif lu.kernel_drift:  # systemd keeps its values; the kernel gets them back (nothing new is set)
+                d.drift.append({"unit": u.name, "changes": {}, "kernel": lu.kernel_drift})
+                d.actions.append(Action("update", u.name, PHASE_GROW, props=dict(u.properties), drift=True, plan=u,
+                                        reason="kernel values differ from systemd's"))
             else:
                 d.unchanged.append(u.name)
             continue
