@@ -229,7 +229,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
     obs: Observation = await observe(sd, plan, applied, warnings, usage=True)
     warnings.extend(obs.errors)
     want = desired(plan, obs, kept=recorded_kept(last), recorded=recorded_adjustments(last))
-    check_kernel(want, obs.live, obs.scopes)  # the bound scopes' kernel files against what was set
+    check_kernel(want, obs.live, obs.scopes)  # every unit read over D-Bus: its kernel files against what was set
     plan = want.plan
     clamped: dict[str, str] = {}
     for a in want.adjustments:

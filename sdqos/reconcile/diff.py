@@ -86,6 +86,7 @@ class LiveUnit:
     tasks_current: int | None = None
     control_group: str | None = None
     kernel_drift: dict[str, list] = field(default_factory=dict)  # cgroupfs file: [kernel, expected]
+    kernel_read: bool = False  # its kernel files were compared with its planned values as it was read
 
     @property
     def exists(self) -> bool:
@@ -470,6 +471,10 @@ def compute_diff(
             if unit_changes(u, lu):
                 d.keep([u.name], "its values depend on input that is invalid")
                 d.warnings.append(f"{u.name} left as it is: its values depend on input that is invalid")
+            elif lu.kernel_drift:  # systemd keeps its values; the kernel gets them back (nothing new is set)
+                d.drift.append({"unit": u.name, "changes": {}, "kernel": lu.kernel_drift})
+                d.actions.append(Action("update", u.name, PHASE_GROW, props=dict(u.properties), drift=True, plan=u,
+                                        reason="kernel values differ from systemd's"))
             else:
                 d.unchanged.append(u.name)
             continue

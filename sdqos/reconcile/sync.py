@@ -103,11 +103,14 @@ async def sync(
         )
 
     want = desired(plan, obs)
-    check_kernel(want, live, scopes)  # the bound scopes' kernel files against what they should hold
     diff = diff_against(want)
-    kept = kept_pods(want.plan, diff, live, applied)
-    if kept != want.kept:  # pods still running in kept slices count in their tiers: the tree again
+    kept = kept_pods(want.plan, diff, live, applied)  # (what the diff keeps does not depend on the kernel)
+    again = kept != want.kept
+    if again:  # pods still running in kept slices count in their tiers: the tree again
         want = desired(plan, obs, kept=kept)
+    # the kernel files of the units read over D-Bus (node, tiers, bound scopes) against what the
+    # final desired state holds (kept pods counted, clamps in)
+    if check_kernel(want, live, scopes) or again:
         diff = diff_against(want)
     plan = want.plan
     report.desired = want

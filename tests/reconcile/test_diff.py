@@ -124,6 +124,23 @@ def test_invalid_input_freezes_tiers():
     assert not any(a.unit == "kubepods-burstable.slice" for a in d.actions)
 
 
+def test_kernel_drift_on_the_node_and_tiers_is_restored_through_systemd_even_with_invalid_input():
+    """kubepods.slice and the tiers hold systemd's values, the kernel another one (a cgroupfs write):
+    drift, restored by setting the values systemd holds again — also while some input is invalid,
+    where the tiers' values are frozen (that re-sets nothing new)."""
+    plan = plan_of(mk("a", requests={"cpu": "1"}))
+    live = live_from(plan)
+    live["kubepods.slice"].kernel_drift = {"cpu/cpu.shares": [3, 7168]}
+    live["kubepods-besteffort.slice"].kernel_drift = {"cpu/cpu.shares": [5000, 2]}
+    for complete in (True, False):
+        d = compute_diff(plan, live, complete=complete)
+        assert [x["unit"] for x in d.drift] == ["kubepods.slice", "kubepods-besteffort.slice"], complete
+        acts = {a.unit: a for a in d.actions}
+        assert set(acts) == {"kubepods.slice", "kubepods-besteffort.slice"} and all(a.drift for a in acts.values())
+        assert acts["kubepods.slice"].props == plan.unit("kubepods.slice").properties
+        assert "kubepods.slice" not in d.unchanged and d.kept == []
+
+
 def test_shrink_children_first_grow_parents_first():
     n_big = node(memory="16Gi")
     n_small = node(memory="8Gi")

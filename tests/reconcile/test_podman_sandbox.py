@@ -619,6 +619,35 @@ def test_a_removed_limit_reaches_the_container_and_the_sync_reads_the_container_
     assert int(cgroup_file(sb, pid, "memory", limit_file)) == 64 * 2**20
 
 
+def test_a_removed_cpu_limit_reaches_the_container_or_the_sync_says_it_did_not(podman_env):
+    """Every value `podman update` is asked to change is read back from the container's own cgroup,
+    the CPU quota as the memory limit: a CPU limit removed from the manifest leaves the container
+    with no quota (-1), or the sync fails naming the quota it keeps; never "updated" while the
+    container keeps it."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
+    pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+    assert int(cgroup_file(sb, pid, "cpu", "cpu.cfs_quota_us")) == 50_000
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}", "limits: {memory: 256Mi}"))
+    for _ in range(2):  # (every sync, until the container holds it)
+        r = sdqos_in(sb, "sync", "--config", str(config), "-o", "json", env=env)
+        report = json.loads(r.stdout)
+        quota = int(cgroup_file(sb, pid, "cpu", "cpu.cfs_quota_us"))
+        if quota == -1:  # a podman that clears a quota with -1
+            assert r.returncode == 0 and report["errors"] == [], report
+            break
+        # podman 4.3 ignores --cpu-quota=-1 (and --cpus=0): the container keeps its quota
+        assert quota == 50_000 and r.returncode == 1, (quota, report)
+        assert scope not in {u["unit"] for u in report["updated"]} and report["drift"] == [], report
+        assert f"{scope} (shop/web/nginx): container shop_web_nginx keeps its cpu.cfs_quota_us 50000 (wanted -1): " \
+               "podman update did not reach it; `sdqos podman start --replace shop/web` recreates it with the new " \
+               "values" in report["errors"], report["errors"]
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 256 * 2**20  # (unchanged, and not named)
+
+
 def test_right_after_podman_start_the_scopes_hold_kubelets_values_and_explain_names_them(podman_env):
     """`podman start` brings its containers' scopes to kubelet's values through the sync's own path
     (not at the next sync): `status` shows them ok, `diff` has nothing pending (exit 0), and
