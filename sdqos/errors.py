@@ -176,3 +176,8 @@ class ScopeBusy(SdqosError):
 
 class PodRunning(SdqosError):
     """The pod's containers already run (use --replace)."""
+
+
+class EvictionFailed(SdqosError):
+    """A workload could not be evicted (nothing of it is sdqos's to stop, or its runtime could not
+    be asked): the eviction manager moves on to the next in the ranking."""
