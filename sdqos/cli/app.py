@@ -812,7 +812,7 @@ def pressure(
                     return last[1]
                 cfg, p = load_planned(config, insecure, mode, as_synced=True)
                 for e in cfg.errors:  # the valid rest is watched, as sync syncs it
-                    say(f"skipped, not ranked: {e}")
+                    say(f"invalid, skipped: {e}")
                 last[:] = [key, p]
                 return p
 

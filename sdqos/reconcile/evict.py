@@ -473,7 +473,10 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path,
         "time": time.time(), "begun": begun, "begunMonotonic": begun_mono, "stopped": stopped, "leftRunning": left,
         **({"how": how} if how else {}), **extra,
     }
-    _add_record(run_dir, key, record, t.signal)
+    try:  # the stop is done: a record that cannot be written must not make it "not evicted"
+        _add_record(run_dir, key, record, t.signal)
+    except SdqosError as exc:
+        record["notRecorded"] = str(exc)
     return record
 
 
@@ -568,6 +571,7 @@ def eviction_line(r: dict) -> str:
     left = f"; left running (not sdqos's): {', '.join(r['leftRunning'])}" if r.get("leftRunning") else ""
     how = f" ({'; '.join(r['how'])})" if r.get("how") else ""
     left += f"; the stop failed: {r['error']}" if r.get("error") else ""
+    left += f"; not recorded: {r['notRecorded']}" if r.get("notRecorded") else ""
     return (f"evicted {r['kind']} {r['name']}: {r['signal']} {amount(r['available'])} < {amount(r['threshold'])} "
             f"({'hard' if r['hard'] else 'soft'}), grace {r['gracePeriodSeconds']}s, stopped "
             f"{', '.join(r['stopped']) or 'nothing'}{how}{left}")
@@ -645,8 +649,6 @@ class _Watch:
 
     def __init__(self, load_plan, evict_on: bool, run_dir: Path, say, bus_address: str | None,
                  root: Path | None, proc: Path | None):
-        import asyncio
-
         from sdqos.host import pressure as hp
 
         self.load_plan, self.evict_on, self.run_dir, self.say = load_plan, evict_on, run_dir, say
@@ -660,7 +662,6 @@ class _Watch:
         self.last: Assessment | None = None
         self.noted: set[str] = set()  # failures said in the last pass
         self.noting: set[str] = set()  # ... and in this one
-        self.loop = asyncio.new_event_loop() if evict_on else None
         if evict_on:
             _preload()
 
@@ -712,16 +713,19 @@ class _Watch:
 
     def _evict(self, plan: Plan, a: Assessment) -> bool:
         """One eviction, over a connection of its own (systemd's private socket as root: no
-        dbus-daemon between), then waitForPodsCleanup. False when nothing could be evicted."""
+        dbus-daemon between), then waitForPodsCleanup. False when nothing could be evicted. Its
+        event loop too lives only for the eviction: between evictions the loop holds no socket."""
+        import asyncio
+
         from sdqos.errors import SdqosError
 
-        assert self.loop is not None and a.victim is not None
+        assert a.victim is not None
         # for PIDs, one cgroup.procs read before the stop: the processes whose reaping cleanup waits for
         pids = a.reclaim is not None and a.reclaim.signal == ev.PID_AVAILABLE
         first = _victim_cgroup(plan, a.victim)
         had = _pids(first, plan.cgroup, self.root) if pids else None
         try:
-            record = self.loop.run_until_complete(_evict_connected(self.bus_address, plan, a, self.run_dir, self.note))
+            record = asyncio.run(_evict_connected(self.bus_address, plan, a, self.run_dir, self.note))
         except SdqosError as exc:
             self.note(f"cannot evict: {exc}")
             return False
@@ -777,8 +781,6 @@ class _Watch:
             x.close()
         for trigger in self.psi:
             trigger.close()
-        if self.loop is not None:
-            self.loop.close()
 
 
 async def _evict_connected(bus_address: str | None, plan: Plan, a: Assessment, run_dir: Path, say) -> dict | None:

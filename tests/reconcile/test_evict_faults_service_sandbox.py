@@ -101,7 +101,7 @@ def test_an_invalid_pod_file_leaves_the_valid_rest_evicted(clean_sandbox, tmp_pa
         install(sb, config)
         cross(config)
         said = evicted(sb, "t/a", "t/b")
-        assert any(ln.startswith("skipped, not ranked: ") and "typo.yaml" in ln for ln in said), said
+        assert any(ln.startswith("invalid, skipped: ") and "typo.yaml" in ln for ln in said), said
         assert procs["a"].wait(timeout=30) == -15 and procs["b"].wait(timeout=30) == -15
         never_restarted(sb)
     finally:
@@ -181,6 +181,10 @@ def test_the_service_evicts_with_the_bus_stopped(clean_sandbox, tmp_path):
         start(sb, config, "a", 40, procs)
         start(sb, config, "b", 5, procs)
         install(sb, config)
+        # between evictions it holds no D-Bus connection (stdout and stderr are the journal's socket)
+        pid = show(sb, UNIT, "MainPID")["MainPID"]
+        fds = sbx.run(sb, ["find", f"/proc/{pid}/fd", "-mindepth", "1", "-printf", "%f %l\n"], check=True).stdout
+        assert [ln for ln in fds.splitlines() if ln.split()[1].startswith("socket:") and int(ln.split()[0]) > 2] == []
         sbx.run(sb, ["systemctl", "stop", "dbus.socket", "dbus.service"], check=True)
         cross(config)
         evicted(sb, "t/a", "t/b")
