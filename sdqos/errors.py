@@ -231,3 +231,8 @@ class CPUManagerStateError(CPUManagerError):
 class CPUPolicyOptionError(InvalidInput):
     """cpuManagerPolicyOptions / reserved CPUs that the static policy refuses (unknown option,
     bad boolean, an option sdqos does not implement, a reservation it cannot make)."""
+
+
+class EvictionFailed(SdqosError):
+    """A workload could not be evicted (nothing of it is sdqos's to stop, or its runtime could not
+    be asked): the eviction manager moves on to the next in the ranking."""

@@ -810,9 +810,9 @@ def pressure(
                 key = (noop.inputs(config, mode, {"insecure": insecure}), synced)
                 if key == last[0]:
                     return last[1]
-                cfg, p = load_planned(config, insecure, mode)
-                if cfg.errors:
-                    raise InvalidInput("; ".join(str(e) for e in cfg.errors))
+                cfg, p = load_planned(config, insecure, mode, as_synced=True)
+                for e in cfg.errors:  # the valid rest is watched, as sync syncs it
+                    say(f"invalid, skipped: {e}")
                 last[:] = [key, p]
                 return p
 
@@ -823,21 +823,20 @@ def pressure(
             say(f"watching node pressure every {interval:g}s" + (", evicting" if do_evict else ", not evicting"))
             evict.serve(load, do_evict, interval, rundir.DEFAULT_RUN_DIR, say, bus_address=bus_address)
             return
-        cfg, p = load_planned(config, insecure, cgroup)
-        if cfg.errors:
-            print_errors(cfg.errors)
-            raise typer.Exit(EXIT_INVALID)
-        a, _ = evict.collect(p)
+        cfg, p = load_planned(config, insecure, cgroup, as_synced=True)
+        print_errors(cfg.errors)  # the valid rest is assessed (and evicted from), as sync syncs it
+        from sdqos.host import rundir
+
+        a, _ = evict.collect(p, record=evict.load_evicted(rundir.DEFAULT_RUN_DIR))
         record = None
         if do_evict and a.victim is not None:
             import asyncio
 
-            from sdqos.host import rundir
             from sdqos.host.systemd import Systemd
 
             async def go():
                 async with Systemd(bus_address) as sd:
-                    return await evict.evict(sd, p, a, rundir.DEFAULT_RUN_DIR)
+                    return await evict.evict_first(sd, p, a, rundir.DEFAULT_RUN_DIR, lambda line: err(line))
 
             record = asyncio.run(go())
         if output == Output.json:
@@ -846,6 +845,8 @@ def pressure(
             typer.echo(evict.render_text(a))
             if record:
                 typer.echo(evict.eviction_line(record))
+        if cfg.errors:
+            raise typer.Exit(EXIT_INVALID)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
@@ -915,6 +916,10 @@ def run(
             warnings = asyncio.run(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
             warn(f"{w}")
+        if vm is None:  # a pod's container: its own /dev/shm, as kubelet's runtime gives a pod
+            from sdqos.host.mountns import private_shm
+
+            private_shm()
         sys.stdout.flush()
         try:
             os.execvp(command[0], command)

@@ -477,13 +477,33 @@ def threshold_to_reclaim(met: Iterable[Threshold]) -> Threshold | None:
     return None
 
 
+def evictable(ranked: Iterable[Candidate]) -> list[Candidate]:
+    """synchronize's loop over the ranked pods (``for i := range activePods``), in order: those
+    evictPod accepts (critical pods and VMs that may not be evicted are skipped). The caller tries
+    them in turn and stops at the first eviction (``return []*v1.Pod{pod}``): at most one per pass."""
+    return [c for c in ranked if c.why_not_evictable() is None]
+
+
 def victim(ranked: Iterable[Candidate]) -> Candidate | None:
-    """synchronize's loop over the ranked pods: the first one evictPod accepts (critical pods and
-    VMs that may not be evicted are skipped, and the next one is taken)."""
-    for c in ranked:
-        if c.why_not_evictable() is None:
-            return c
-    return None
+    """The first of :func:`evictable`: the one a pass evicts when its eviction succeeds."""
+    return next(iter(evictable(ranked)), None)
+
+
+def runs_again(left_running: Iterable[str], running: Iterable[str]) -> bool:
+    """Whether an evicted workload runs again: a unit runs in its cgroup that was not left running
+    by its eviction (units there that sdqos did not make, which it never stops, are not the
+    workload). kubelet's analog: an evicted pod is terminal (``filterOutInactivePods`` drops it
+    from the active pods, so it is never ranked again); a pod started again is a new pod."""
+    return bool(set(running) - set(left_running))
+
+
+def still_evicted(candidates: Iterable[Candidate], evicted: Mapping[str, Iterable[str]],
+                  running: Mapping[str, Iterable[str]]) -> set[str]:
+    """The candidates (by name) whose eviction stands: evicted (``evicted``: name → the units its
+    eviction left running) and not running again (``running``: name → the units running in its
+    cgroup now). They are not active pods: not ranked, not evicted again."""
+    return {c.name for c in candidates
+            if c.name in evicted and not runs_again(evicted[c.name], running.get(c.name, ()))}
 
 
 IMMEDIATE_EVICTION_GRACE_PERIOD_S = 1  # eviction_manager.go immediateEvictionGracePeriodSeconds

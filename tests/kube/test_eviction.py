@@ -671,3 +671,24 @@ def test_double_percent_is_kubelets_percentage_in_node_yaml():
     cfg, errors = node("evictionHard: {memory.available: 5%%}\n")
     assert errors == []
     assert ev.config_of(cfg).thresholds[0].value == pct(0.05)
+
+
+def test_every_evictable_workload_is_tried_in_rank_order():
+    """synchronize's `for i := range activePods`: evictPod refuses a critical pod and the next is
+    tried; the caller moves on the same way when an eviction fails."""
+    ranked = [cand("a", critical=True), cand("b"), Candidate("vm/v", "vm", "", 0, 0, evictable=False), cand("c")]
+    assert [c.name for c in ev.evictable(ranked)] == ["b", "c"]
+    assert ev.victim(ranked).name == "b"
+    assert ev.victim([cand("a", critical=True)]) is None
+
+
+def test_an_evicted_workload_stays_out_of_the_ranking_until_it_runs_again():
+    """A pod whose eviction left a unit sdqos does not own running is not active: not ranked again
+    (kubelet's evicted pod is terminal). A unit its eviction did not leave: it runs again."""
+    cands = [cand("a"), cand("b"), cand("c")]
+    evicted = {"a": ["foreign.service"], "b": []}
+    running = {"a": {"foreign.service"}, "b": {"sdqos-pod-b.scope"}, "c": {"x.scope"}}
+    assert ev.still_evicted(cands, evicted, running) == {"a"}
+    assert ev.runs_again(["foreign.service"], {"foreign.service", "sdqos-pod-a.scope"})
+    assert not ev.runs_again(["foreign.service"], set())
+    assert ev.still_evicted(cands, evicted, {}) == {"a", "b"}
