@@ -474,7 +474,10 @@ def test_quiet_sync_says_changed_when_a_standing_warnings_numbers_change(clean_s
     lines = [ln for ln in again.stdout.splitlines() if "requests exceed node allocatable" in ln]
     assert len(lines) == 1 and lines[0].startswith("changed: requests exceed node allocatable"), again.stdout
     assert lines[0] != over[0].replace("warning: ", "changed: ")  # the new figures
-    assert "cleared:" not in again.stdout
+    # the over-commit is never said to be cleared (admission's per-pod lines may clear: at 2 CPUs
+    # other pods fit than at 3)
+    assert not [ln for ln in again.stdout.splitlines()
+                if ln.startswith("cleared:") and "requests exceed node allocatable" in ln], again.stdout
     node.write_text(node.read_text().replace('cpu: "2"', 'cpu: "8"'))
     gone = sdqos_in(sb, "sync", "-q", "--config", str(config))
     assert [ln.split(":")[0] for ln in gone.stdout.splitlines() if "requests exceed" in ln] == ["cleared"]
