@@ -161,18 +161,57 @@ def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writ
                 as_synced=as_synced)
 
 
-def run_async(coro):
-    """``asyncio.run(coro)``, the result handed back outside the task. asyncio.run (3.11) formats
-    its main task's repr when it restores the SIGINT handler, result included: for a sync's report,
-    the plan of every unit (~0.15 s and ~10 MB at 1000 pods, twice)."""
-    import asyncio
+def run_async(coro: Any) -> Any:
+    """``asyncio.run(coro)`` that never loses a Ctrl-C, the result handed back outside the task
+    (asyncio.run (3.11) formats its main task's repr when it restores the SIGINT handler, result
+    included: for a sync's report, the plan of every unit, ~0.15 s and ~10 MB at 1000 pods, twice).
 
-    box = []
+    asyncio.run turns SIGINT into one cancellation of the task and raises KeyboardInterrupt only if
+    the task ends cancelled; a cancellation that meets a result is swallowed (Python 3.11's
+    ``wait_for`` returns the result instead: on a busy machine a reply and Ctrl-C often arrive in
+    the same loop pass) and the command went on as if nothing happened. Here SIGINT is recorded,
+    the task is cancelled until it ends, and KeyboardInterrupt follows however it ended."""
+    import asyncio
+    import signal
+
+    box: list = []
+    interrupted: list[bool] = []
 
     async def main() -> None:
-        box.append(await coro)
-    asyncio.run(main())
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def cancel() -> None:
+            if not task.done():
+                task.cancel()
+                loop.call_later(INTERRUPT_RECANCEL_S, cancel)  # (swallowed: again, until it ends)
+
+        def on_sigint() -> None:
+            interrupted.append(True)
+            cancel()
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            handled = True
+        except (ValueError, RuntimeError):  # not the main thread: asyncio.run's own handling
+            handled = False
+        try:
+            box.append(await coro)
+        finally:
+            if handled:
+                loop.remove_signal_handler(signal.SIGINT)  # (back to Python's default: KeyboardInterrupt)
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    if interrupted:
+        raise KeyboardInterrupt
     return box[0]
+
+
+INTERRUPT_RECANCEL_S = 1.0
 
 
 def resolve_cgroup(mode: CgroupMode) -> str:
@@ -457,8 +496,6 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                documents: list[dict] | None = None) -> None:
     """One sync, as `sdqos sync` prints and exits it; with ``documents``, its JSON report is
     appended there instead of printed (--settle prints one document for all its passes)."""
-    import asyncio
-
     from sdqos.errors import HostError
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
@@ -468,7 +505,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         if not os.path.lexists(DEFAULT_RUN_DIR):
             # A first sync on this host: no bus (no systemd as PID 1) must fail before the parse
             # cache and the lock make /run/sdqos; a failing command leaves nothing behind.
-            asyncio.run(_probe_bus(bus_address))
+            run_async(_probe_bus(bus_address))
         # The lock before the plan: a sync that planned before `sdqos podman start` added a pod's
         # slice (under this lock) would remove it as not planned.
         with contextlib.ExitStack() as held:
@@ -830,8 +867,6 @@ def pressure(
         a, _ = evict.collect(p)
         record = None
         if do_evict and a.victim is not None:
-            import asyncio
-
             from sdqos.host import rundir
             from sdqos.host.systemd import Systemd
 
@@ -839,7 +874,7 @@ def pressure(
                 async with Systemd(bus_address) as sd:
                     return await evict.evict(sd, p, a, rundir.DEFAULT_RUN_DIR)
 
-            record = asyncio.run(go())
+            record = run_async(go())
         if output == Output.json:
             typer.echo(json.dumps({**evict.as_json(a), "evicted": record}, indent=2))
         else:
@@ -848,7 +883,7 @@ def pressure(
                 typer.echo(evict.eviction_line(record))
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@app.command()
 def run(
     pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm.",
                                         autocompletion=complete_pods),
@@ -871,8 +906,8 @@ def run(
     sdqos run shop/web nginx -- nginx -g 'daemon off;'\n
     sdqos run --vm vm1 -- qemu-system-x86_64 ...
 
-    The command replaces sdqos (exec): its exit status and signals are its own."""
-    import asyncio
+    sdqos's options go before --, everything after it is the command's. The command replaces
+    sdqos (exec): its exit status and signals are its own."""
     import os
 
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
@@ -885,8 +920,6 @@ def run(
             command = [x for x in (pod, container) if x is not None] + command
         elif pod is None or container is None:
             raise InvalidInput("give POD and CONTAINER (or --vm NAME) before -- COMMAND")
-        if command and command[0] == "--":  # click keeps the separator once positionals started
-            command = command[1:]
         if not command:
             raise InvalidInput("no command to run (put it after --)")
         # The sync lock while the scope is made (released at exec: the lock file is close-on-exec):
@@ -910,7 +943,7 @@ def run(
                     return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
                                               launch=target.launch([os.getpid()], replace=replace))
 
-            warnings = asyncio.run(prepare())
+            warnings = run_async(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
             warn(f"{w}")
         sys.stdout.flush()
@@ -939,8 +972,6 @@ def adopt(
     insecure: bool = InsecureOpt,
 ) -> None:
     """Move running processes (started by anything) into a container's or VM's scope."""
-    import asyncio
-
     from sdqos.host import procfs
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
@@ -979,7 +1010,7 @@ def adopt(
                                                      launch=target.launch(all_pids))
 
         with SyncLock(DEFAULT_RUN_DIR):  # the narrow pass writes what it applied, as a sync does
-            how, warnings = asyncio.run(move())
+            how, warnings = run_async(move())
         for w in warnings + launch.set_oom(all_pids, target):
             warn(f"{w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
@@ -1072,7 +1103,6 @@ def podman_start(
     """Start the pod's containers (those with an image) with podman, in its slice, each with kubelet's
     values: init containers in order to completion, sidecars kept running, then the app containers.
     Named <namespace>_<pod>_<container>; podman's --restart follows the pod's restartPolicy."""
-    import asyncio
     import signal
 
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
@@ -1101,7 +1131,7 @@ def podman_start(
                     _not_made(report, pp.slice, report.failed_creates)
                 return done + [f"created {name}" for name in report.created], prepared
 
-            lines, spec = asyncio.run(go())
+            lines, spec = run_async(go())
             for line in lines:
                 typer.echo(line)
         for line in podman_pods.run_containers(p, pp, spec):
@@ -1178,7 +1208,6 @@ def install_units(
     (sync within a second when the config changes or a VM starts), and sdqos-pressure.service (sdqos
     pressure --evict: kubelet's node-pressure eviction, always running). The services read podman's
     settings (SDQOS_PODMAN, CONTAINERS_CONF, CONTAINERS_STORAGE_CONF) from CONFIG/environment."""
-    import asyncio
     import os
 
     from sdqos.errors import HostError
@@ -1230,7 +1259,7 @@ def install_units(
                 for unit in (unitfiles.TIMER, unitfiles.PATH, unitfiles.PRESSURE):
                     await sd.start_unit(unit)
 
-        asyncio.run(activate())
+        run_async(activate())
         typer.echo(f"started {unitfiles.TIMER}, {unitfiles.PATH} and {unitfiles.PRESSURE}")
 
 
@@ -1295,6 +1324,9 @@ def main() -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # Ctrl-C outside a command's own handling (starting up, parsing)
+        print("sdqos: interrupted", file=sys.stderr)
+        code = 130
     except Exception as exc:  # a bug: one line, the traceback only when asked for
         if os.environ.get("SDQOS_DEBUG") == "1":
             import traceback
