@@ -14,10 +14,11 @@ def main() -> None:
     that comes while its modules load ending as any other: one line, exit 130, no traceback."""
     try:
         from sdqos.cli.app import main as run
+
+        run()  # (never returns: it ends the process)
     except KeyboardInterrupt:
         import os
         import sys
 
         print("sdqos: interrupted", file=sys.stderr)
         os._exit(130)
-    run()

@@ -17,7 +17,7 @@ DELAYS = (0.0, 0.05, 0.2, 0.5, 1.0, 2.0, 3.5)
 SDQOS = [sys.executable, "-m", "sdqos"]
 
 
-PYTHON_STARTING = "Fatal Python error: init_import_site"  # CPython's own start-up, before sdqos runs
+PYTHON_STARTING = "Fatal Python error: init_"  # CPython's own start-up, before sdqos runs
 
 
 def ended(rc, out, err, took, what):
