@@ -14,9 +14,9 @@ that alone never makes a container sdqos's to remove).
 from __future__ import annotations
 
 from sdqos.errors import HostError, InvalidInput, PodRunning, SdqosError
-from sdqos.host import podman
+from sdqos.host import cgroupfs, podman
 from sdqos.host import volumes as host_volumes
-from sdqos.kube.naming import podman_scope
+from sdqos.kube.naming import cgroup_path, podman_scope
 from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
 from sdqos.plan import podman as flags
@@ -36,8 +36,9 @@ def pod_containers(pp: PodPlan) -> list[podman.PodmanContainer]:
 
 def live_scopes(pp: PodPlan) -> dict[str, tuple[str, str]]:
     """The pod's running podman containers: container name → (its ``libpod-<id>.scope``, what
-    runs it), for ``explain``. Nothing when podman is not installed."""
-    if not podman.installed():
+    runs it), for ``explain``. Nothing when podman is not installed, or when nothing runs in the
+    pod's slice (the kernel says so): podman is not asked (a ``podman ps`` sets up its storage)."""
+    if not podman.installed() or cgroupfs.populated(cgroup_path(pp.slice, "")) is False:
         return {}
     out = {}
     for c in pod_containers(pp):
