@@ -49,6 +49,22 @@ class _Commands(TyperGroup):
         group.name, group.help, group.short_help = "sandbox", SANDBOX_HELP, None
         return group
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """A mistyped command: the one it most likely meant, as sdqos hints a mistyped field
+        (typer's own hint lists every name within reach: `stauts` got 'status', 'install-units')."""
+        self.suggest_commands = False
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as exc:  # click's UsageError (vendored by typer 0.28, click's own before)
+            if not isinstance(getattr(exc, "message", None), str) or not args:
+                raise
+            from sdqos.kube.manifests import closest
+
+            hint = closest(args[0], self.list_commands(ctx))
+            if hint is not None:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {hint!r}?"  # type: ignore[attr-defined]
+            raise
+
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 

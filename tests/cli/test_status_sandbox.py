@@ -64,6 +64,12 @@ def test_status_shows_every_pod_with_class_and_values(clean_sandbox, tmp_path):
     assert [u["kind"] for u in web["units"] if u["pod"] is None] == ["node", "tier"]
     shop = status_json(sb, cfg, "--interval", "0", "--namespace", "shop")
     assert {u["pod"] for u in shop["units"] if u["pod"]} == {"db", "web", "api"}
+    # ... and their summary is of what they show, beside the node's number of pods
+    assert (shop["summary"]["pods"], shop["summary"]["units"], shop["summary"]["nodePods"]) == (3, len(shop["units"]), 5)
+    batch = sdqos_in(sb, "status", "--config", str(cfg), "--interval", "0", "-n", "batch").stdout.splitlines()
+    units = status_json(sb, cfg, "--interval", "0", "-n", "batch")["units"]
+    running = sum(u["running"] for u in units)
+    assert batch[batch.index("") + 1].startswith(f"1 of 5 pods · 0 of 0 VMs · {running}/{len(units)} units running"), batch
 
 
 def test_drift_is_flagged_by_status_before_the_next_sync(clean_sandbox, tmp_path):
