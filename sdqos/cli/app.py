@@ -67,6 +67,7 @@ class _Commands(TyperGroup):
 
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
 
 app = typer.Typer(
     cls=_Commands,
@@ -126,7 +127,7 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err("interrupted")
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except OSError as exc:  # a host fault no layer turned into a typed error: still one line
         where = f"{exc.filename}: " if exc.filename else ""
         err(f"error: {where}{exc.strerror or exc}")
@@ -460,8 +461,8 @@ def sync(
         # A change while this sync ran (the path unit's start request merged into the running
         # sync): the next pass sees it, instead of the next timer tick. Changes come in bursts
         # (libvirt writes its files over a second while a VM starts): a short quiet period first.
-        if before is None or inputs.settled(config, before):
-            break
+        if code == EXIT_INTERRUPTED or before is None or inputs.settled(config, before):
+            break  # (Ctrl-C ends it: no further pass)
     if documents:  # stdout stays one JSON document: the last pass's report, the earlier ones inside it
         last = documents[-1]
         if len(documents) > 1:
@@ -1342,7 +1343,7 @@ def main() -> None:
         code = exc.code
     except KeyboardInterrupt:  # Ctrl-C outside a command's own handling (starting up, parsing)
         print("sdqos: interrupted", file=sys.stderr)
-        code = 130
+        code = EXIT_INTERRUPTED
     except Exception as exc:  # a bug: one line, the traceback only when asked for
         if os.environ.get("SDQOS_DEBUG") == "1":
             import traceback

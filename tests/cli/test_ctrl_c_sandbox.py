@@ -11,7 +11,7 @@ import pytest
 
 from sdqos import sandbox as sbx
 
-from ..sbhelpers import copy_config, interrupt_at, sdqos_in, sync_json, wait_for
+from ..sbhelpers import copy_config, end_tree, interrupt_at, sdqos_in, sync_json, wait_for
 
 DELAYS = (0.0, 0.05, 0.2, 0.5, 1.0, 2.0, 3.5)
 SDQOS = [sys.executable, "-m", "sdqos"]
@@ -55,6 +55,27 @@ def test_sync_ends_on_the_first_ctrl_c_and_the_next_sync_converges(clean_sandbox
     assert sdqos_in(sb, "sync", "--config", str(cfg)).stdout.startswith("nothing to do")
 
 
+@pytest.mark.parametrize("delay", (0.1, 0.3, 0.6, 1.0))
+def test_sync_settle_ends_on_the_first_ctrl_c_with_no_further_pass(clean_sandbox, tmp_path, delay):
+    """--settle syncs again while the config changes: a Ctrl-C ends it, however the config changes."""
+    import subprocess
+    import time as t
+
+    sb = clean_sandbox
+    cfg = copy_config(tmp_path)
+    node = cfg / "node.yaml"
+    toucher = subprocess.Popen(["sh", "-c", f"while :; do touch {node}; sleep 0.1; done"], start_new_session=True)
+    try:
+        t0 = t.monotonic()
+        rc, out, err, took = interrupt_at(sb, SDQOS + ["sync", "--settle", "--config", str(cfg)], delay)
+    finally:
+        end_tree(toucher)
+    assert ended(rc, out, err, took, "sync --settle") in (0, 130, -2), (rc, err, t.monotonic() - t0)
+    if "sdqos: interrupted" in err:  # a pass was interrupted: the end, not one more pass
+        assert rc == 130 and err.endswith("sdqos: interrupted\n"), (rc, out, err)
+    assert took < 30, took
+
+
 @pytest.mark.parametrize("delay", DELAYS)
 def test_run_ends_on_the_first_ctrl_c_and_leaves_no_process(clean_sandbox, tmp_path, delay):
     sb = clean_sandbox
@@ -66,10 +87,12 @@ def test_run_ends_on_the_first_ctrl_c_and_leaves_no_process(clean_sandbox, tmp_p
     wait_for(lambda: sbx.run(sb, ["pgrep", "-f", "sleep 3001"]).returncode == 1, "no sleep left", 30)
 
 
+@pytest.mark.parametrize("evict", ([], ["--evict"]))
 @pytest.mark.parametrize("delay", DELAYS)
-def test_pressure_ends_on_the_first_ctrl_c(clean_sandbox, tmp_path, delay):
+def test_pressure_ends_on_the_first_ctrl_c(clean_sandbox, tmp_path, delay, evict):
     sb = clean_sandbox
     cfg = copy_config(tmp_path)
     sync_json(sb, cfg)
-    rc, out, err, took = interrupt_at(sb, SDQOS + ["pressure", "--config", str(cfg), "--interval", "1"], delay)
+    rc, out, err, took = interrupt_at(sb, SDQOS + ["pressure", "--config", str(cfg), "--interval", "1", *evict],
+                                      delay)
     assert ended(rc, out, err, took, "pressure") in (130, -2), (rc, err)
