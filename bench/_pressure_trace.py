@@ -45,7 +45,7 @@ def _timed(mod, name: str, only_true: bool = False) -> None:
     setattr(mod, name, w)
 
 
-for _name in ("collect", "forget_running", "_wait_cleanup", "_notifier_targets"):
+for _name in ("collect", "forget_running", "wait_cleanup", "_notifier_targets"):
     _timed(E, _name)
 _timed(E, "evict")
 _timed(E, "_newly_met", only_true=True)

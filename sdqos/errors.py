@@ -174,5 +174,65 @@ class ScopeBusy(SdqosError):
     """The container already runs in its scope (use --replace)."""
 
 
+class NotAdmitted(InvalidInput):
+    """kubelet would not admit the pod: maxPods/podsPerCore, or its requests do not fit what the
+    running pods leave of node allocatable (OutOfpods, OutOfcpu, OutOfmemory)."""
+
+
 class PodRunning(SdqosError):
     """The pod's containers already run (use --replace)."""
+
+
+# --- CPU manager (sdqos/kube/cpuset.py, sdqos/kube/cpumanager.py, sdqos/host/topology.py) -------
+
+
+class CPUSetError(ValueError):
+    """A string is not a Linux CPU list ("0-3,7"). Raised by `sdqos.kube.cpuset.parse` with
+    k8s.io/utils/cpuset's message; callers wrap it with the file and field."""
+
+
+class CPUManagerError(SdqosError):
+    """The static CPU manager cannot do what was asked (kubelet's policy_static.go errors)."""
+
+
+class CPUAllocationError(CPUManagerError):
+    """Not enough CPUs for an exclusive allocation; the message is kubelet's
+    ("not enough cpus available to satisfy request: requested=N, available=M")."""
+
+
+class SMTAlignmentError(CPUAllocationError):
+    """`full-pcpus-only`: the request is not a multiple of the threads per core, or not enough
+    free whole cores are left (kubelet's SMTAlignmentError, same two messages)."""
+
+    def __init__(self, requested_cpus: int, cpus_per_core: int, available_physical_cpus: int = 0,
+                 caused_by_physical_cpus: bool = False):
+        self.requested_cpus = requested_cpus
+        self.cpus_per_core = cpus_per_core
+        self.available_physical_cpus = available_physical_cpus
+        self.caused_by_physical_cpus = caused_by_physical_cpus
+        if caused_by_physical_cpus:
+            text = (f"SMT Alignment Error: not enough free physical CPUs: available physical CPUs = "
+                    f"{available_physical_cpus}, requested CPUs = {requested_cpus}, CPUs per core = {cpus_per_core}")
+        else:
+            text = f"SMT Alignment Error: requested {requested_cpus} cpus not multiple cpus per core = {cpus_per_core}"
+        super().__init__(text)
+
+    def __eq__(self, other: object) -> bool:  # a value, as kubelet's struct is (its tests compare with DeepEqual)
+        return isinstance(other, SMTAlignmentError) and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class CPUManagerStateError(CPUManagerError):
+    """The CPU manager's state does not fit this node (kubelet's validateState, or the state
+    file's checksum/format): kubelet refuses to start and says to drain the node and remove it."""
+
+
+class CPUPolicyOptionError(InvalidInput):
+    """cpuManagerPolicyOptions / reserved CPUs that the static policy refuses (unknown option,
+    bad boolean, an option sdqos does not implement, a reservation it cannot make)."""
+
+
+class EvictionFailed(SdqosError):
+    """A workload could not be evicted (nothing of it is sdqos's to stop, or its runtime could not
+    be asked): the eviction manager moves on to the next in the ranking."""

@@ -9,12 +9,16 @@ from sdqos.kube.nodeconfig import GATE_DEFAULTS
 from sdqos.kube.quantity import parse_quantity
 
 
-def pod_from(manifest: dict, *, defaults: bool = True) -> Pod:
-    """A Pod from a manifest dict (apiVersion/kind added when missing); fails loudly if invalid."""
+def pod_from(manifest: dict, *, defaults: bool = True, classes: dict[str, int] | None = None) -> Pod:
+    """A Pod from a manifest dict (apiVersion/kind added when missing); fails loudly if invalid.
+    ``classes``: the PriorityClasses declared (name → value), as priorityclasses.yaml would."""
+    from sdqos.kube.priority import PriorityClasses
+
     doc = {"apiVersion": "v1", "kind": "Pod", **manifest}
     doc.pop("status", None)
     result = ParseResult()
-    pod = parse_pod(doc, Source("test.yaml"), result, apply_defaults=defaults, check_values=defaults)
+    pod = parse_pod(doc, Source("test.yaml"), result, apply_defaults=defaults, check_values=defaults,
+                    classes=PriorityClasses(classes or {}))
     if result.errors:
         raise AssertionError("; ".join(str(e) for e in result.errors))
     assert pod is not None

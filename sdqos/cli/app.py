@@ -179,56 +179,10 @@ def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writ
 
 
 def run_async(coro: Any) -> Any:
-    """``asyncio.run(coro)`` that never loses a Ctrl-C, the result handed back outside the task
-    (asyncio.run (3.11) formats its main task's repr when it restores the SIGINT handler, result
-    included: for a sync's report, the plan of every unit, ~0.15 s and ~10 MB at 1000 pods, twice).
+    """``asyncio.run(coro)`` that never loses a Ctrl-C (:func:`sdqos.host.systemd.run`)."""
+    from sdqos.host.systemd import run
 
-    asyncio.run turns SIGINT into one cancellation of the task and raises KeyboardInterrupt only if
-    the task ends cancelled; a cancellation that meets a result is swallowed (Python 3.11's
-    ``wait_for`` returns the result instead: on a busy machine a reply and Ctrl-C often arrive in
-    the same loop pass) and the command went on as if nothing happened. Here SIGINT is recorded,
-    the task is cancelled until it ends, and KeyboardInterrupt follows however it ended."""
-    import asyncio
-    import signal
-
-    box: list = []
-    interrupted: list[bool] = []
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-
-        def cancel() -> None:
-            if not task.done():
-                task.cancel()
-                loop.call_later(INTERRUPT_RECANCEL_S, cancel)  # (swallowed: again, until it ends)
-
-        def on_sigint() -> None:
-            interrupted.append(True)
-            cancel()
-        try:
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-            handled = True
-        except (ValueError, RuntimeError):  # not the main thread: asyncio.run's own handling
-            handled = False
-        try:
-            box.append(await coro)
-        finally:
-            if handled:
-                loop.remove_signal_handler(signal.SIGINT)  # (back to Python's default: KeyboardInterrupt)
-    try:
-        asyncio.run(main())
-    except asyncio.CancelledError:
-        if interrupted:
-            raise KeyboardInterrupt from None
-        raise
-    if interrupted:
-        raise KeyboardInterrupt
-    return box[0]
-
-
-INTERRUPT_RECANCEL_S = 1.0
+    return run(coro)
 
 
 def resolve_cgroup(mode: CgroupMode) -> str:
@@ -307,7 +261,7 @@ def explain(
         if path.exists() or path.is_symlink():
             from sdqos.loading.load import what_if_pods
 
-            what_if = what_if_pods(path, insecure)
+            what_if = what_if_pods(path, insecure, Path(config))
         cfg, p = load_planned(config, insecure, cgroup, explain=True, what_if=what_if, as_synced=True)
         if what_if:
             wanted = [new.key for new in what_if]
@@ -864,9 +818,9 @@ def pressure(
                 key = (noop.inputs(config, mode, {"insecure": insecure}), synced)
                 if key == last[0]:
                     return last[1]
-                cfg, p = load_planned(config, insecure, mode)
-                if cfg.errors:
-                    raise InvalidInput("; ".join(str(e) for e in cfg.errors))
+                cfg, p = load_planned(config, insecure, mode, as_synced=True)
+                for e in cfg.errors:  # the valid rest is watched, as sync syncs it
+                    say(f"invalid, skipped: {e}")
                 last[:] = [key, p]
                 return p
 
@@ -877,19 +831,18 @@ def pressure(
             say(f"watching node pressure every {interval:g}s" + (", evicting" if do_evict else ", not evicting"))
             evict.serve(load, do_evict, interval, rundir.DEFAULT_RUN_DIR, say, bus_address=bus_address)
             return
-        cfg, p = load_planned(config, insecure, cgroup)
-        if cfg.errors:
-            print_errors(cfg.errors)
-            raise typer.Exit(EXIT_INVALID)
-        a, _ = evict.collect(p)
+        cfg, p = load_planned(config, insecure, cgroup, as_synced=True)
+        print_errors(cfg.errors)  # the valid rest is assessed (and evicted from), as sync syncs it
+        from sdqos.host import rundir
+
+        a, _ = evict.collect(p, record=evict.load_evicted(rundir.DEFAULT_RUN_DIR))
         record = None
         if do_evict and a.victim is not None:
-            from sdqos.host import rundir
             from sdqos.host.systemd import Systemd
 
             async def go():
                 async with Systemd(bus_address) as sd:
-                    return await evict.evict(sd, p, a, rundir.DEFAULT_RUN_DIR)
+                    return await evict.evict_first(sd, p, a, rundir.DEFAULT_RUN_DIR, lambda line: err(line))
 
             record = run_async(go())
         if output == Output.json:
@@ -898,6 +851,8 @@ def pressure(
             typer.echo(evict.render_text(a))
             if record:
                 typer.echo(evict.eviction_line(record))
+        if cfg.errors:
+            raise typer.Exit(EXIT_INVALID)
 
 
 @app.command()
@@ -957,12 +912,18 @@ def run(
                         if owned is not None:
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
+                    if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
+                        launch.check_admission(p, launch.find_pod(p, pod or "").key, await launch.running_pods(sd, p))
                     return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
                                               launch=target.launch([os.getpid()], replace=replace))
 
             warnings = run_async(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
             warn(f"{w}")
+        if vm is None:  # a pod's container: its own /dev/shm, as kubelet's runtime gives a pod
+            from sdqos.host.mountns import private_shm
+
+            private_shm()
         sys.stdout.flush()
         try:
             os.execvp(command[0], command)
@@ -1021,6 +982,8 @@ def adopt(
                         raise InvalidInput(f"VM {vm} runs in {owned}, which libvirt or machined manage; adopting it "
                                            "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
                                            "Pass --force to take it anyway")
+                if vm is None:  # kubelet's admission, as for run (a pod already running is admitted)
+                    launch.check_admission(p, launch.find_pod(p, pod or "").key, await launch.running_pods(sd, p))
                 if await launch.attach(sd, target, all_pids):
                     return "attached", await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
                 return "created", await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
@@ -1140,8 +1103,10 @@ def podman_start(
             spec = _run_spec(config, insecure, pp)
 
             async def go():
-                done, prepared = podman_pods.prepare(pp, spec, replace=replace)
                 async with Systemd(bus_address) as sd:  # its slice and tiers, through the one writer
+                    # kubelet's admission first: a refused pod has nothing of its own removed
+                    launch.check_admission(p, pp.key, await launch.running_pods(sd, p))
+                    done, prepared = podman_pods.prepare(pp, spec, replace=replace)
                     report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p,
                                                 reconcile.Narrow(pod=pp.key, create=True))
                 if report.failed_creates:

@@ -159,12 +159,7 @@ def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[s
 
 
 def load_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
-    raw = rundir.read_private(run_dir / LAST_SYNC, 16 * 1024 * 1024)
-    try:
-        data = json.loads(raw) if raw is not None else {}
-        return data if isinstance(data, dict) else {}
-    except ValueError:
-        return {}
+    return rundir.load_json(run_dir / LAST_SYNC, 16 * 1024 * 1024)
 
 
 def sync_metrics(rec: dict, out: _Out) -> None:

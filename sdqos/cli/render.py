@@ -15,7 +15,7 @@ from __future__ import annotations
 from sdqos import humanize as H
 from sdqos.kube.model import CPU, MEMORY, PID
 from sdqos.kube.naming import MARK, VM
-from sdqos.plan.engine import Plan, UnitPlan
+from sdqos.plan.engine import Plan, UnitPlan, cpu_allocatable_formula
 from sdqos.plan import properties as P
 
 _SHOWN = P.SUMMARY
@@ -44,6 +44,9 @@ def resources_json(values: dict[str, int]) -> dict[str, str]:
     return out
 
 
+_FIELD = {"evictionHard": "eviction_hard", "evictionSoft": "eviction_soft"}
+
+
 def eviction_json(plan: Plan) -> dict:
     """The eviction settings in force (node.yaml read as kubelet reads it: evictionHard's default,
     the allocatable copies of hard memory thresholds), for ``plan``."""
@@ -58,10 +61,10 @@ def eviction_json(plan: Plan) -> dict:
         return {"quantity": v.quantity} if v.quantity is not None else {"percentage": str(v)}
 
     def origin(t) -> str:
-        if not t.hard:
-            return "evictionSoft"
-        if t.signal == ev.ALLOCATABLE_MEMORY_AVAILABLE and t.signal not in plan.node.eviction_hard:
-            return "copied from evictionHard memory.available: enforceNodeAllocatable has pods"
+        if t.signal == ev.ALLOCATABLE_MEMORY_AVAILABLE and t.signal not in getattr(plan.node, _FIELD[t.declared_in]):
+            return f"copied from {t.declared_in} memory.available: enforceNodeAllocatable has pods"
+        if t.declared_in == "evictionSoft":
+            return "evictionSoft" if not t.hard else "evictionSoft with grace period 0: hard"
         return "evictionHard, kubelet's default" if dict(plan.node.eviction_hard) == DEFAULT_EVICTION_HARD \
             else "evictionHard"
     return {
@@ -89,6 +92,8 @@ def eviction_text(plan: Plan) -> list[str]:
             kind = f"soft, after {t['gracePeriodSeconds']:g}s"
         elif t["from"].startswith("copied"):
             kind = "hard (copy of memory.available)"
+        elif t["from"].startswith("evictionSoft"):
+            kind = "hard (evictionSoft, grace period 0)"
         else:
             kind = "hard (kubelet's default)" if "default" in t["from"] else "hard"
         out.append(f"  {t['signal']} < {amount(t['signal'], t['value'])}  {kind}")
@@ -163,7 +168,9 @@ def plan_json(plan: Plan, errors: list[str] | None = None) -> dict:
             "allocatable": resources_json(plan.allocatable),
             "pods": resources_json(plan.pods_budget),
             "vms": resources_json(plan.vm_reserved),
+            "reservedSystemCPUs": plan.node.reserved_system_cpus,
         },
+        "notAdmitted": {key: {"reason": r.reason, "message": r.message} for key, r in plan.not_admitted.items()},
         "units": [
             {"name": u.name, "slice": u.slice, "kind": u.kind, "description": u.description, "properties": u.properties,
              "create": _create(plan, u)}
@@ -259,6 +266,8 @@ def plan_text(plan: Plan, errors: list[str] | None = None, color: bool = False, 
         f"node capacity    {H.cpu(cap[CPU])} CPU, {H.size(cap[MEMORY])}, {cap[PID]} pids",
         f"node allocatable {H.cpu(alloc[CPU])} CPU, {H.size(alloc[MEMORY])}, {alloc[PID]} pids",
     ]
+    if plan.node.reserved_system_cpus:
+        head.append(f"  cpu: {cpu_allocatable_formula(plan.node)}")
     if plan.vms:
         head.append(
             f"VMs reserve      {H.cpu(plan.vm_reserved[CPU])} CPU, {H.size(plan.vm_reserved[MEMORY])};"

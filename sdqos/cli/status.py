@@ -18,7 +18,7 @@ from sdqos.host.systemd import SCOPE, SLICE, SystemdAPI
 from sdqos import humanize as H
 from sdqos.plan.properties import STATUS_KEYS  # (the property table)
 from sdqos.humanize import ellipsize
-from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
+from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, Owner, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, memory_limit
 from sdqos.reconcile.desired import CLAMPED, Adjustment, desired
@@ -26,6 +26,23 @@ from sdqos.reconcile.diff import LiveUnit, recorded_keys, recorded_owner, unit_c
 from sdqos.reconcile.live import Observation, check_kernel, observe
 
 NEAR_LIMIT = 0.9  # usage at or above 90 % of a limit is flagged
+
+
+def _flag_not_admitted(plan, obs, rows: list) -> None:
+    """Pods that do not run and that kubelet would not admit beside those that do (their requests
+    all count, whatever order they started in), taken in config order: flagged ``not-admitted``
+    with kubelet's reason. A running pod is never flagged: kubelet admitted it."""
+    from sdqos.kube import admission
+
+    running = {owning_slice(sc.slice) for sc in obs.scopes.values() if sc.slice}
+    refused = admission.admit_in_order(admission.node_allocatable(plan.node, plan.capacity),
+                                       [pp.requests for pp in plan.pods if pp.slice in running],
+                                       [(pp.slice, pp.requests) for pp in plan.pods if pp.slice not in running])
+    for r in rows:
+        why = refused.get(r.unit) if r.kind == "pod" else None
+        if why is not None:
+            r.flags.append("not-admitted")
+            r.reasons["not-admitted"] = f"{why.reason} ({why.left()}): {why.message}"
 
 
 @dataclass
@@ -46,7 +63,7 @@ class Row:
     pod: str | None = None
     container: str | None = None
     vm: str | None = None
-    oom_killed: dict | None = None  # {"count", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
+    oom_killed: dict | None = None  # {"count", "unnamed", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
 
     @property
     def name(self) -> str:
@@ -227,7 +244,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
     obs: Observation = await observe(sd, plan, applied, warnings, usage=True)
     warnings.extend(obs.errors)
     want = desired(plan, obs, kept=recorded_kept(last), recorded=recorded_adjustments(last))
-    check_kernel(want, obs.live, obs.scopes)  # the bound scopes' kernel files against what was set
+    check_kernel(want, obs.live, obs.scopes)  # every unit read over D-Bus: its kernel files against what was set
     plan = want.plan
     clamped: dict[str, str] = {}
     for a in want.adjustments:
@@ -299,9 +316,13 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
         parent = owning_slice(sc.slice) if sc is not None else parent_slice(name)
         kind = "container" if name.endswith(".scope") else "pod"
         o = recorded_owner(name, keys)  # whose it was: the record sync kept, and its name
+        w = obs.runtime_managed.get(name)  # or a runtime's container: its labels say whose
+        if o is None and w is not None and w.pod_uid:
+            key = keys.get(w.pod_uid) or next((p.key for p in plan.pods if p.uid == w.pod_uid), None)
+            o = Owner.pod(key, w.container) if key else None
         ns, _, pod = o.name.partition("/") if o is not None else ("", "", "")
         container = o.container if o is not None else None
-        k = next((k for k in plan.kept if k.unit == name), None)
+        k = next((k for k in plan.kept if k.unit in (name, parent)), None)  # (a scope: its kept slice's class)
         rows.append(Row(name, kind, parent, lu.description.removeprefix(MARK) or name, k.qos if k else None, True,
                         _entitled(lu.props),
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(name), "tasks": lu.tasks_current},
@@ -322,6 +343,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
         rows.append(Row(c.unit, "foreign", sc.slice, f"{c.what}, not declared ({counted})", None, True,
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(c.unit),
                                "tasks": lu.tasks_current}, flags=["undeclared"]))
+    _flag_not_admitted(plan, obs, rows)
     if want.over_committed:
         for r in rows:
             if r.kind == "node":
@@ -337,7 +359,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
     rows = [r for r in rows if not (r.kind == "container" and not r.running and parse_container_scope(r.unit) is not None
                                     and (r.namespace, r.pod, r.container) in in_runtime)]
     _mark_evicted(plan, rows)
-    _mark_oom_kills(want.as_plan(), rows, {n: sc.cgroup for n, sc in obs.scopes.items()})
+    _mark_oom_kills(want.as_plan(), rows, {n: sc.cgroup for n, sc in obs.scopes.items()}, warnings)
     rows = _tree_order(rows)
     summary = {
         "units": len(rows),
@@ -402,8 +424,10 @@ def _mark_evicted(plan: Plan, rows: list[Row]) -> None:
             r.flags.append("evicted")
 
 
-def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str]) -> None:
-    """The kills sync reported and any the kernel counted since (read only; see reconcile/oomwatch)."""
+def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str], warnings: list[str]) -> None:
+    """The kills sync reported and any the kernel counted since (read only; see reconcile/oomwatch).
+    Kills the kernel counted and its log never named (the log's rate limit dropped their report,
+    or it cannot be read) are said as such."""
     from sdqos.host import oomevents
     from sdqos.reconcile import oomwatch
 
@@ -412,8 +436,12 @@ def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str]) -> Non
     for r in rows:
         st = units.get(r.unit)
         if st and st.get("total"):
-            r.oom_killed = {"count": st["total"], "last": st.get("last")}
+            unnamed = int(st.get("unnamed") or 0)
+            r.oom_killed = {"count": st["total"], "unnamed": unnamed, "last": st.get("last")}
             r.flags.append("oom-killed")
+            if unnamed:
+                who = f"{r.name} ({r.unit})" if r.name else r.unit
+                warnings.append(f"{who}: {oomwatch.unnamed_text(unnamed)}")
 
 
 # --- text -----------------------------------------------------------------------------------------

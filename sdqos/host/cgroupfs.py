@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Mapping
 
 from sdqos.kube.naming import cgroup_path as cgroup_of  # a unit's cgroup, as systemd nests slices
 from sdqos.plan import properties as P
@@ -88,6 +89,17 @@ def unit_expected(props: dict[str, int], mode: str, page: int = 4096) -> dict[st
     check = dict(props)
     check.setdefault(P.PERIOD_PROPERTY, P.INFINITY)
     return expected(check, mode, page)
+
+
+def held_expected(planned: Mapping[str, int], held: Mapping[str, int], mode: str,
+                  page: int = 4096) -> dict[str, object] | None:
+    """:func:`expected` for a unit read over D-Bus, whose properties systemd reported (``held``):
+    the planned values of the properties systemd has, with the CPU period systemd holds where
+    the quota's files depend on it (a reserved cgroup's period is not sdqos's)."""
+    check = {k: v for k, v in planned.items() if k in held}
+    if P.PERIOD_PROPERTY in check or P.QUOTA_PROPERTY in check:
+        check.setdefault(P.PERIOD_PROPERTY, held.get(P.PERIOD_PROPERTY, P.INFINITY))
+    return expected(check, mode, page) if check else None
 
 
 def _parse(file: str, text: str) -> object:

@@ -11,8 +11,10 @@ makes :func:`collect` answer None; the caller then does the work itself.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
+import time
 from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -61,11 +63,17 @@ def spawn(fn: Callable[[Sequence[T]], list[str]], items: Sequence[T]) -> Child |
     return pid, fd, len(items)
 
 
-def collect(child: Child) -> list[str] | None:
-    """The child's results (waiting for it to end), or None when it did not deliver them all."""
+def collect(child: Child, timeout: float | None = None) -> list[str] | None:
+    """The child's results (waiting for it to end), or None when it did not deliver them all. With
+    ``timeout``: a child not ended by then (stopped, stuck in the kernel, slow) is killed and
+    reaped, and delivers nothing: the caller does the work itself rather than wait on."""
     pid, fd, n = child
     try:
-        _, status = os.waitpid(pid, 0)
+        status = _wait(pid, timeout)
+        if status is None:
+            os.kill(pid, signal.SIGKILL)  # (a stopped process dies of it too)
+            os.waitpid(pid, 0)
+            return None
         if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
             return None
         size = os.fstat(fd).st_size
@@ -76,6 +84,32 @@ def collect(child: Child) -> list[str] | None:
         return None
     finally:
         os.close(fd)
+
+
+def _wait(pid: int, timeout: float | None) -> int | None:
+    """The child's wait status once it ended; None when it has not within ``timeout`` seconds."""
+    if timeout is None:
+        return os.waitpid(pid, 0)[1]
+    deadline = time.monotonic() + timeout
+    try:
+        pidfd = os.pidfd_open(pid)  # readable when the process ends (Linux ≥ 5.3)
+    except (AttributeError, OSError):
+        pidfd = None
+    if pidfd is not None:
+        try:
+            ready, _, _ = select.select([pidfd], [], [], max(0.0, timeout))
+        finally:
+            os.close(pidfd)
+        return os.waitpid(pid, 0)[1] if ready else None
+    delay = 0.001
+    while True:  # (no pidfd: poll)
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            return status
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def kill(child: Child) -> None:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:  # imported by detect_capacity: a sync the last one's stamp pr
     from sdqos.kube.quantity import Quantity
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+SYS_DEVICES = Path("/sys/devices/system")
 
 
 def detect_capacity(proc: Path = Path("/proc")) -> dict[str, Quantity]:
@@ -38,6 +39,25 @@ def detect_capacity(proc: Path = Path("/proc")) -> dict[str, Quantity]:
     except (OSError, ValueError):
         pass
     return out
+
+
+def online_cpus(devices: Path = SYS_DEVICES) -> frozenset[int] | None:
+    """The CPUs online (``cpu/online``, a CPU list): what kubelet checks reservedSystemCPUs
+    against (cadvisor's topology). None when it cannot be read."""
+    from sdqos.kube import cpuset
+
+    try:
+        return cpuset.parse((devices / "cpu" / "online").read_text().strip())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def numa_nodes(devices: Path = SYS_DEVICES) -> int:
+    """How many NUMA nodes the host has (``node/node<N>``); 1 where the kernel shows none."""
+    try:
+        return max(1, sum(1 for p in (devices / "node").iterdir() if p.name[4:].isdigit() and p.name.startswith("node")))
+    except OSError:
+        return 1
 
 
 def detect_cgroup_mode(root: Path = CGROUP_ROOT) -> str:

@@ -127,15 +127,25 @@ def _start_time(pid: int, proc: Path) -> float | None:
 
 def stale_reason(dom: Domain, written: float, proc: Path = Path("/proc")) -> str | None:
     """Why a status record's PID is not (or no longer) its domain's QEMU; None when it is."""
+    return process_stale_reason(dom.pid, dom.name, written, proc, qemu=True)
+
+
+def process_stale_reason(pid: int, guest: str | None, written: float, proc: Path = Path("/proc"), *,
+                         qemu: bool) -> str | None:
+    """Why ``pid``, as a record written at ``written`` (libvirt's status XML, a VM's pid file) names
+    it, is not that record's process; None when it is. The process must exist and have started
+    before the record was last written (a PID reused after the record's process ended started
+    later), and run the guest the record is for: with ``qemu``, a QEMU with ``-name guest``;
+    otherwise any process, but a QEMU naming another guest is not it."""
     try:
-        raw = (proc / str(dom.pid) / "cmdline").read_bytes()
+        raw = (proc / str(pid) / "cmdline").read_bytes()
     except OSError:
         return "no such process"
     argv = [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0") if a]
     name = guest_name(argv)
-    if name != dom.name:
+    if (qemu or name is not None) and name != guest:
         return "that process is not its QEMU" + (f" (it runs guest {name!r})" if name else "")
-    started = _start_time(dom.pid, proc)
+    started = _start_time(pid, proc)
     if started is not None and started > written + 2.0:  # btime has whole seconds
         return "that process started after the record was written"
     return None

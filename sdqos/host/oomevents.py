@@ -92,72 +92,96 @@ def read_counter(cgroup: str, mode: str, root: Path = ROOT) -> Counter | None:
     return None if n is None else Counter(ino, n)
 
 
+# The kernel's OOM lines, each matched whole against the format mm/oom_kill.c prints (Linux 4.19 to
+# 6.18; Debian 12, 13 and sid), never searched for in a message: a kernel line that quotes user
+# text (a segfault's "comm[pid]: segfault at ... in FILE[...]" names the file) is no OOM line, and
+# neither is a record userspace wrote to /dev/kmsg (another facility than the kernel's).
+_OOM = (r"oom-kill:constraint=(?P<constraint>CONSTRAINT_[A-Z_]+),nodemask=(?:\(null\)|[0-9,-]*)"
+        r"(?:,cpuset=.*?,mems_allowed=[0-9,-]*)?"  # dump_oom_victim, cpuset_print_current_mems_allowed
+        r"(?:,oom_memcg=(?P<oom>/.*?)|,global_oom),task_memcg=(?P<task>/.*?)"  # mem_cgroup_print_oom_context
+        r",task=(?P<comm>.*),pid=(?P<pid>\d+),uid=\d+")
+_GROUP = r"Tasks in (?P<group>/.*) are going to be killed due to memory\.oom\.group set"  # mem_cgroup_print_oom_group
+_KILLED = (r"(?:Out of memory|Memory cgroup out of memory|Out of memory \(oom_kill_allocating_task\)): "
+           r"Killed process (?P<pid>\d+) \((?P<comm>.*)\) total-vm:\d+kB, anon-rss:\d+kB, file-rss:\d+kB, "
+           r"shmem-rss:\d+kB(?:, UID:\d+ pgtables:\d+kB oom_score_adj:-?\d+)?")  # __oom_kill_process
+LOG_KERN = 0  # the facility of the kernel's own records (userspace's writes to /dev/kmsg: LOG_USER or another)
+
+
 @functools.cache
 def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     """The kernel log's OOM lines, compiled when the log is read (after a kill), not by every sync
     that imports this module (~9 M instructions)."""
-    return (re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+),.*?"
-                       r"(?:oom_memcg=(?P<oom>[^,]*),)?task_memcg=(?P<task>[^,]*),task=(?P<comm>.*),pid=(?P<pid>\d+),"),
-            re.compile(r"Tasks in (?P<group>\S+) are going to be killed due to memory\.oom\.group set"),
-            re.compile(r"Killed process (?P<pid>\d+) \((?P<comm>.*?)\)"))
+    return re.compile(_OOM), re.compile(_GROUP), re.compile(_KILLED)
+
+
+def oom_line(msg: str) -> tuple[str, dict] | None:
+    """A kernel message → ``("oom", fields)`` for an OOM's ``oom-kill:`` line, ``("group",
+    fields)`` for its ``memory.oom.group`` line, ``("killed", fields)`` for a ``Killed process``
+    line; None for any other message (each is matched whole, by its exact format)."""
+    for kind, pattern in zip(("oom", "group", "killed"), _patterns()):
+        m = pattern.fullmatch(msg)
+        if m:
+            return kind, m.groupdict()
+    return None
 
 
 def parse_log(records, clock_offset: float) -> list[LogKill]:
-    """``(seq, usec since boot, message)`` records → the kills among them. A ``Killed process``
-    line takes its memcg from the ``oom-kill:`` line before it (same PID; the other processes of a
-    group kill from the ``Tasks in CGROUP are going to be killed due to memory.oom.group set``
-    line). A kill line with neither is another OOM's whose ``oom-kill:`` line the kernel's rate
-    limit left out: it is not placed (a scope's own counter still counts it)."""
-    oom_line, group, killed = _patterns()
+    """``(seq, usec since boot, message)`` records of the kernel → the kills among them. A
+    ``Killed process`` line takes its memcg from the ``oom-kill:`` line before it (same PID; the
+    other processes of a group kill from the ``Tasks in CGROUP are going to be killed due to
+    memory.oom.group set`` line). A kill line with neither is another OOM's whose ``oom-kill:``
+    line the kernel's rate limit left out: it is not placed (a scope's own counter still counts it)."""
     out = []
     last: dict | None = None
     for seq, usec, msg in records:
-        m = oom_line.search(msg)
-        if m:
-            last = dict(m.groupdict(), event=seq)
+        got = oom_line(msg)
+        if got is None:
             continue
-        g = group.search(msg)
-        if g and last is not None:
-            last["group"] = g["group"]
+        kind, f = got
+        if kind == "oom":
+            last = dict(f, event=seq)
             continue
-        k = killed.search(msg)
-        if not k or last is None:
+        if kind == "group":
+            if last is not None:
+                last["group"] = f["group"]
             continue
-        pid = int(k["pid"])
+        if last is None:
+            continue
+        pid = int(f["pid"])
         if int(last["pid"]) == pid:
             task = last["task"]
         elif "group" in last:
             task = last["group"]
         else:
             continue  # another OOM's, whose oom-kill: line was rate-limited away: nothing places it
-        out.append(LogKill(seq, clock_offset + usec / 1e6, pid, k["comm"], task, last["oom"] or None,
+        out.append(LogKill(seq, clock_offset + usec / 1e6, pid, f["comm"], task, last["oom"] or None,
                            last["constraint"], last["event"]))
     return out
 
 
-def _is_oom(msg: str) -> bool:
-    return "oom-kill:" in msg or "Killed process" in msg or "memory.oom.group" in msg
-
-
 def select_records(raw, after_seq: int | None) -> tuple[list[tuple[int, int, str]], int | None]:
-    """The OOM records of ``raw`` (``(seq, usec, message)`` in log order) above ``after_seq``, and
-    the last sequence number seen. A kill's ``Killed process`` line takes its memcg from the
-    ``oom-kill:`` line (and a group's from the ``memory.oom.group`` line) before it, which an
-    earlier read may have taken alone: the kernel prints that line, then counts and kills, then
-    prints the ``Killed process`` line. So the newest OOM's context lines at or below
+    """The kernel's OOM records of ``raw`` (``(seq, usec, message, facility)`` in log order) above
+    ``after_seq``, as ``(seq, usec, message)``, and the last sequence number seen. Only the
+    kernel's own records (facility LOG_KERN) count. A kill's ``Killed process`` line takes its
+    memcg from the ``oom-kill:`` line (and a group's from the ``memory.oom.group`` line) before
+    it, which an earlier read may have taken alone: the kernel prints that line, then counts and
+    kills, then prints the ``Killed process`` line. So the newest OOM's context lines at or below
     ``after_seq`` come first, as context: they name no kill of their own, and a read split
     anywhere finds the kills one read of the whole log finds."""
     records: list[tuple[int, int, str]] = []
     context: list[tuple[int, int, str]] = []
     last = after_seq
-    for seq, usec, msg in raw:
+    for seq, usec, msg, facility in raw:
         last = seq if last is None else max(last, seq)
-        if not _is_oom(msg):
+        if facility != LOG_KERN:
+            continue
+        got = oom_line(msg)
+        if got is None:
             continue
         if after_seq is not None and seq <= after_seq:
-            if "oom-kill:" in msg:
+            if got[0] == "oom":
                 context = [(seq, usec, msg)]
-            elif "memory.oom.group" in msg and context:
+            elif got[0] == "group" and context:
                 context.append((seq, usec, msg))
             continue
         records.append((seq, usec, msg))
@@ -165,7 +189,8 @@ def select_records(raw, after_seq: int | None) -> tuple[list[tuple[int, int, str
 
 
 def _kmsg_records(fd: int):
-    """``(seq, usec, first line of the message)`` of each record /dev/kmsg gives (one a read)."""
+    """``(seq, usec, first line of the message, facility)`` of each record /dev/kmsg gives (one a
+    read: ``PRI,SEQ,USEC,FLAGS[,...];MESSAGE``, PRI = facility * 8 + level)."""
     while True:
         try:
             raw = os.read(fd, 8192)
@@ -180,10 +205,10 @@ def _kmsg_records(fd: int):
         head, _, body = raw.decode("utf-8", "replace").partition(";")
         fields = head.split(",")
         try:
-            seq, usec = int(fields[1]), int(fields[2])
+            pri, seq, usec = int(fields[0]), int(fields[1]), int(fields[2])
         except (IndexError, ValueError):
             continue
-        yield seq, usec, body.split("\n", 1)[0]
+        yield seq, usec, body.split("\n", 1)[0], pri >> 3
 
 
 def read_log(after_seq: int | None, path: str = KMSG) -> tuple[list[LogKill], int | None] | None:
@@ -214,17 +239,9 @@ def kills_since_boot(path: str = "/proc/vmstat") -> int | None:
 
 
 def load_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
-    """The kills reported so far and the counters they were read from; {} when there is none."""
-    try:
-        fd = os.open(run_dir / RECORD_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return {}
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            data = json.loads(fh.read())
-        except ValueError:
-            return {}
-    return data if isinstance(data, dict) else {}
+    """The kills reported so far and the counters they were read from; {} when there is none (or
+    it is not a plain file of ours: rundir.load_json)."""
+    return rundir.load_json(run_dir / RECORD_NAME)
 
 
 def save_record(record: dict, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> None:

@@ -123,21 +123,42 @@ def processes(cgroup: str, mode: str, root: Path = ROOT) -> int:
 def process_ids(cgroup: str, mode: str, root: Path = ROOT) -> list[int]:
     """The PIDs in a cgroup's ``cgroup.procs`` and below (a process that exited is no longer
     listed, even while it is a zombie), read in the memory hierarchy on v1."""
+    return [pid for _rel, pids in _procs_below(cgroup, mode, root) for pid in pids]
+
+
+def running_units(cgroup: str, mode: str, root: Path = ROOT) -> set[str]:
+    """The units (scopes, services) with processes at or below ``cgroup``: for each cgroup there
+    that holds a process, the first ``.scope``/``.service`` of its path from ``cgroup`` down (a
+    scope ``cgroup`` itself when the processes are its own) — systemd's unit of those processes,
+    read from the kernel (no D-Bus)."""
+    top = cgroup.strip("/").rsplit("/", 1)[-1]
+    out = set()
+    for rel, pids in _procs_below(cgroup, mode, root):
+        if pids:
+            unit = next((p for p in [top, *rel] if p.endswith((".scope", ".service"))), None)
+            if unit is not None:
+                out.add(unit)
+    return out
+
+
+def _procs_below(cgroup: str, mode: str, root: Path) -> list[tuple[list[str], list[int]]]:
+    """(path below ``cgroup`` as parts, its cgroup.procs) for ``cgroup`` and every cgroup below."""
     import os
 
     rel = cgroup.strip("/")
     base = root / "memory" if mode == "v1" else root
     top = base / rel if rel else base
-    pids: list[int] = []
+    out = []
     for d, _dirs, _files in os.walk(top):
         try:
             with open(os.path.join(d, "cgroup.procs")) as f:
-                pids += [int(line) for line in f if line.strip()]
+                pids = [int(line) for line in f if line.strip()]
         except FileNotFoundError:
-            pass  # removed while we walked
+            continue  # removed while we walked
         except OSError as exc:
             raise SignalReadError(f"cannot list the processes of cgroup {cgroup}: {exc}") from None
-    return pids
+        out.append(([p for p in os.path.relpath(d, top).split(os.sep) if p != "."], pids))
+    return out
 
 
 # --- being woken: memcg threshold notifications (cgroup v1) --------------------------------------

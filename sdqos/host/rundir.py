@@ -64,6 +64,20 @@ def read_private_stat(path: Path, max_bytes: int = MAX_READ, *,
         os.close(fd)
 
 
+def load_json(path: Path, max_bytes: int = MAX_READ, *, ours: bool = True) -> dict:
+    """A JSON object sdqos keeps in the run dir, read through :func:`read_private`; {} when it is
+    missing, not a plain file of ours, too large, or not a JSON object (every such file is a
+    record or a cache whose loss costs a question asked again, never a wrong answer)."""
+    raw = read_private(path, max_bytes, ours=ours)
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:  # (UnicodeDecodeError is one)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def ensure_dir(run_dir: Path = DEFAULT_RUN_DIR) -> Path:
     """Create the run dir 0755 if missing; refuse one that another user could tamper with."""
     root = os.geteuid() == 0
@@ -145,14 +159,7 @@ def _read_pid(fd: int) -> int | None:
 def load_applied(run_dir: Path = DEFAULT_RUN_DIR) -> dict[str, dict[str, int]]:
     """What the last sync applied: {unit: {property: value}}. Missing or unreadable → {} (then
     differences are reported as updates, not drift)."""
-    raw = read_private(run_dir / APPLIED_NAME)
-    if raw is None:
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    return load_json(run_dir / APPLIED_NAME)
 
 
 def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN_DIR) -> None:

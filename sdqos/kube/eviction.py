@@ -63,6 +63,9 @@ class Threshold:
     value: ThresholdValue
     grace_period_ns: int = 0
     min_reclaim: ThresholdValue | None = None
+    # Where it was declared (evictionHard | evictionSoft), for showing it; not part of its identity
+    # (a soft threshold with grace period 0 is hard, as kubelet's isHardEvictionThreshold says).
+    declared_in: str = field(default="evictionHard", compare=False, repr=False)
 
     @property
     def hard(self) -> bool:
@@ -95,7 +98,7 @@ def parse_grace_period(signal: str, value) -> int:
 def add_allocatable_thresholds(thresholds: Sequence[Threshold]) -> tuple[Threshold, ...]:
     """addAllocatableThresholds: every hard memory.available threshold is copied to
     allocatableMemory.available (with its minimum reclaim), after the others."""
-    extra = [Threshold(ALLOCATABLE_MEMORY_AVAILABLE, t.value, 0, t.min_reclaim)
+    extra = [Threshold(ALLOCATABLE_MEMORY_AVAILABLE, t.value, 0, t.min_reclaim, t.declared_in)
              for t in thresholds if t.signal == MEMORY_AVAILABLE and t.hard]
     return (*thresholds, *extra)
 
@@ -159,11 +162,11 @@ def parse_eviction_config(raw: Mapping, enforce_node_allocatable: Iterable[str])
                                            f"grace period must be specified for the soft eviction threshold {signal}"))
                     continue
                 period = grace[signal]
-            out.append(Threshold(signal, tv, period))
+            out.append(Threshold(signal, tv, period, declared_in=key))
         return out
 
     thresholds = statements(hard_map, "evictionHard", None) + statements(soft_map, "evictionSoft", grace)
-    thresholds = [Threshold(t.signal, t.value, t.grace_period_ns, reclaims.get(t.signal)) for t in thresholds]
+    thresholds = [Threshold(t.signal, t.value, t.grace_period_ns, reclaims.get(t.signal), t.declared_in) for t in thresholds]
     result = tuple(thresholds)
     if "pods" in set(enforce_node_allocatable):
         result = add_allocatable_thresholds(result)
@@ -474,13 +477,33 @@ def threshold_to_reclaim(met: Iterable[Threshold]) -> Threshold | None:
     return None
 
 
+def evictable(ranked: Iterable[Candidate]) -> list[Candidate]:
+    """synchronize's loop over the ranked pods (``for i := range activePods``), in order: those
+    evictPod accepts (critical pods and VMs that may not be evicted are skipped). The caller tries
+    them in turn and stops at the first eviction (``return []*v1.Pod{pod}``): at most one per pass."""
+    return [c for c in ranked if c.why_not_evictable() is None]
+
+
 def victim(ranked: Iterable[Candidate]) -> Candidate | None:
-    """synchronize's loop over the ranked pods: the first one evictPod accepts (critical pods and
-    VMs that may not be evicted are skipped, and the next one is taken)."""
-    for c in ranked:
-        if c.why_not_evictable() is None:
-            return c
-    return None
+    """The first of :func:`evictable`: the one a pass evicts when its eviction succeeds."""
+    return next(iter(evictable(ranked)), None)
+
+
+def runs_again(left_running: Iterable[str], running: Iterable[str]) -> bool:
+    """Whether an evicted workload runs again: a unit runs in its cgroup that was not left running
+    by its eviction (units there that sdqos did not make, which it never stops, are not the
+    workload). kubelet's analog: an evicted pod is terminal (``filterOutInactivePods`` drops it
+    from the active pods, so it is never ranked again); a pod started again is a new pod."""
+    return bool(set(running) - set(left_running))
+
+
+def still_evicted(candidates: Iterable[Candidate], evicted: Mapping[str, Iterable[str]],
+                  running: Mapping[str, Iterable[str]]) -> set[str]:
+    """The candidates (by name) whose eviction stands: evicted (``evicted``: name → the units its
+    eviction left running) and not running again (``running``: name → the units running in its
+    cgroup now). They are not active pods: not ranked, not evicted again."""
+    return {c.name for c in candidates
+            if c.name in evicted and not runs_again(evicted[c.name], running.get(c.name, ()))}
 
 
 IMMEDIATE_EVICTION_GRACE_PERIOD_S = 1  # eviction_manager.go immediateEvictionGracePeriodSeconds

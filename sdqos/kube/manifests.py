@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
+from sdqos.kube.dispositions import REFUSED, pod_resource
 from sdqos.kube.model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
+from sdqos.kube.priority import NO_CLASSES, PriorityClasses
+from sdqos.kube.qos import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
 from sdqos.kube.quantity import Quantity, parse_quantity
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -29,7 +32,6 @@ UID_NAMESPACE = uuid.UUID("5b0a7a5e-3d1c-5f2e-9a57-7364716f7300")  # sdqos' own 
 INT64_MAX = 2**63 - 1
 
 STANDARD_RESOURCES = frozenset({CPU, MEMORY, "ephemeral-storage"})
-BUILTIN_PRIORITY = {"system-node-critical": 2_000_001_000, "system-cluster-critical": 2_000_000_000}
 SIDECAR_POLICY = "Always"
 
 # Field names kubectl's strict validation knows; anything else is a typo we refuse rather than
@@ -216,6 +218,10 @@ def parse_resource_list(doc: _Doc, value, path: str, *, pod_level: bool = False)
                 " or a fully-qualified extended resource)",
             )
             continue
+        row = pod_resource(name)[1]
+        if row.kind == REFUSED:  # sdqos.kube.dispositions: nothing accepted that sdqos cannot do
+            doc.error(fpath, f"{_quote(name)} is refused: {row.note}")
+            continue
         if pod_level and not (name in (CPU, MEMORY) or name.startswith("hugepages-")):
             doc.error(fpath, f"{_quote(name)} is not supported in pod-level resources (cpu, memory, hugepages-<size>)")
             continue
@@ -309,10 +315,12 @@ def stable_uid(namespace: str, name: str) -> str:
 
 
 def parse_pod(
-    raw, source: Source, result: ParseResult, *, prefix: str = "", apply_defaults: bool = True, check_values: bool = True
+    raw, source: Source, result: ParseResult, *, prefix: str = "", apply_defaults: bool = True, check_values: bool = True,
+    classes: PriorityClasses | None = None,
 ) -> Pod | None:
     """One Pod document. Errors go to ``result``; returns the Pod only if it is entirely valid.
-    ``apply_defaults``/``check_values`` off = take the pod as Kubernetes' Go unit tests build it."""
+    ``apply_defaults``/``check_values`` off = take the pod as Kubernetes' Go unit tests build it.
+    ``classes``: the declared PriorityClasses (none: the system classes only)."""
     doc = _Doc(source, result, prefix, check_values=check_values)
     m = doc.mapping(raw, "", required=True)
     if m is None:
@@ -414,8 +422,20 @@ def parse_pod(
         doc.error("spec.terminationGracePeriodSeconds", f"{grace} must be between 0 and 2^63-1")
         grace = None
     pclass = doc.string(spec.get("priorityClassName"), "spec.priorityClassName") or ""
-    if priority is None and apply_defaults and pclass in BUILTIN_PRIORITY:
-        priority = BUILTIN_PRIORITY[pclass]  # what the Priority admission plugin fills in
+    if apply_defaults:
+        # What the API server and kubelet make of a pod sdqos runs (kube/priority.py): the Priority
+        # admission plugin gives the priority of its class, refusing any other in spec.priority,
+        # and kubelet writes config.source from where it got the pod, the API server ("api"), so a
+        # manifest cannot make its pod static (critical, never evicted) by claiming "file".
+        pclass, priority, why = (classes or NO_CLASSES).admit(pclass, priority if "priority" in spec else None)
+        if why:
+            doc.error("spec.priority" if why.startswith("the integer value") else "spec.priorityClassName", why)
+        if CONFIG_SOURCE_ANNOTATION in annotations:
+            annotations = {**annotations, CONFIG_SOURCE_ANNOTATION: "api"}
+        if CONFIG_MIRROR_ANNOTATION in annotations:
+            doc.error(f"metadata.annotations.{CONFIG_MIRROR_ANNOTATION}",
+                      "kubelet sets this on the mirror of a static pod it runs from its own files; a pod with "
+                      "it from the API server is such a mirror, which kubelet never runs (remove it)")
 
     if doc.failed or not name or not namespace:
         return None
@@ -461,7 +481,8 @@ def _container_list(doc: _Doc, spec: dict, key: str, *, init: bool, apply_defaul
 MAX_LIST_ITEMS = 10_000  # a node runs at most a few hundred pods; a List of more is a mistake or an attack
 
 
-def parse_pod_documents(docs: list, file: str, result: ParseResult, *, apply_defaults: bool = True) -> None:
+def parse_pod_documents(docs: list, file: str, result: ParseResult, *, apply_defaults: bool = True,
+                        classes: PriorityClasses | None = None) -> None:
     """Every Pod in a file's documents (``kind: List`` and ``kind: PodList`` unwrapped)."""
     for index, raw in enumerate(docs):
         source = Source(file, index)
@@ -474,11 +495,12 @@ def parse_pod_documents(docs: list, file: str, result: ParseResult, *, apply_def
                 result.unknown_identities += 1
                 continue
             for i, item in enumerate(items):
-                pod = parse_pod(item, source, result, prefix=f"items[{i}].", apply_defaults=apply_defaults)
+                pod = parse_pod(item, source, result, prefix=f"items[{i}].", apply_defaults=apply_defaults,
+                                classes=classes)
                 if pod:
                     result.pods.append(pod)
             continue
-        pod = parse_pod(raw, source, result, apply_defaults=apply_defaults)
+        pod = parse_pod(raw, source, result, apply_defaults=apply_defaults, classes=classes)
         if pod:
             result.pods.append(pod)
 
@@ -534,18 +556,36 @@ def check_duplicates(result: ParseResult) -> None:
 
 
 def check_duplicate_vms(result: ParseResult) -> None:
-    """Two VMs with one name are both invalid (see check_duplicates)."""
-    by_name: dict[str, list[VirtualMachine]] = {}
-    for vm in result.vms:
-        by_name.setdefault(vm.name, []).append(vm)
-    for name, vms in by_name.items():
-        if len(vms) > 1:
-            places = ", ".join(str(v.source) for v in vms)
-            for v in vms:
-                result.errors.append(InvalidInput(f'Duplicate VM name "{name}" (defined in {places})',
-                                                  where=str(v.source), field="metadata.name"))
-            result.invalid_keys.add(f"vm:{name}")
-    result.vms = [v for v in result.vms if len(by_name[v.name]) == 1]
+    """Two VMs with one name, or naming one scope, libvirt domain or pid file, are all invalid (see
+    check_duplicates): one scope holds one workload, so two definitions of it would each be ranked,
+    tuned and stopped as the other (one ``eviction: Allowed`` would stop the VM declared ``Never``)."""
+    from sdqos.kube.naming import machine_scope
+
+    bad: set[int] = set()
+    for what, field_of, key_of in (
+        ("VM name", lambda v: "metadata.name", lambda v: v.name),
+        # the scope sync binds by name: spec.scope, else the machine-<name>.scope `run --vm` makes
+        ("VM scope", lambda v: "spec.scope" if v.scope else "metadata.name",
+         lambda v: v.scope or (None if v.libvirt_domain or v.pid_file else machine_scope(v.name))),
+        ("libvirt domain", lambda v: "spec.libvirt.domain", lambda v: v.libvirt_domain),
+        ("VM pid file", lambda v: "spec.pidFile", lambda v: v.pid_file),
+    ):
+        groups: dict[str, list[int]] = {}
+        for i, vm in enumerate(result.vms):
+            key = key_of(vm)
+            if key is not None:
+                groups.setdefault(key, []).append(i)
+        for key, idx in groups.items():
+            if len(idx) < 2 or all(i in bad for i in idx):  # already refused as a duplicate name
+                continue
+            places = ", ".join(str(result.vms[i].source) for i in idx)
+            for i in idx:
+                v = result.vms[i]
+                result.errors.append(InvalidInput(f"Duplicate {what} {_quote(key)} (defined in {places})",
+                                                  where=str(v.source), field=field_of(v)))
+                result.invalid_keys.add(f"vm:{v.name}")
+                bad.add(i)
+    result.vms = [v for i, v in enumerate(result.vms) if i not in bad]
 
 
 # --- VirtualMachine ------------------------------------------------------------------------------
@@ -662,3 +702,82 @@ def parse_vm_documents(docs: list, file: str, result: ParseResult) -> None:
         vm = parse_vm(raw, Source(file, index), result)
         if vm:
             result.vms.append(vm)
+
+
+# --- PriorityClass -------------------------------------------------------------------------------
+
+PRIORITY_CLASS_FIELDS = frozenset({"apiVersion", "kind", "metadata", "value", "globalDefault", "description",
+                                   "preemptionPolicy"})
+
+
+def parse_priority_class_documents(docs: list, file: str, result: ParseResult) -> PriorityClasses:
+    """PriorityClass objects (``scheduling.k8s.io/v1``; ``kind: List`` unwrapped), checked as the
+    API server checks them (sdqos.kube.priority); every problem an error in ``result`` naming file,
+    document and field. ``preemptionPolicy`` is checked and has no effect (no scheduler here)."""
+    from sdqos.kube import priority as P
+
+    values: dict[str, int] = {}
+    default: str | None = None
+    where: dict[str, str] = {}
+    for index, raw in enumerate(docs):
+        source = Source(file, index)
+        items = [(raw, "")]
+        if isinstance(raw, dict) and raw.get("kind") in ("List", "PriorityClassList"):
+            listed = raw.get("items")
+            if not isinstance(listed, list) or len(listed) > MAX_LIST_ITEMS:
+                _Doc(source, result).error("items", "must be a list" if not isinstance(listed, list)
+                                           else f"{len(listed)} items; at most {MAX_LIST_ITEMS} in one List")
+                continue
+            items = [(item, f"items[{i}].") for i, item in enumerate(listed)]
+        for item, prefix in items:
+            doc = _Doc(source, result, prefix)
+            m = doc.mapping(item, "", required=True)
+            if m is None:
+                continue
+            if m.get("kind") != P.KIND or m.get("apiVersion") != P.API_VERSION:
+                field_name = "kind" if m.get("kind") != P.KIND else "apiVersion"
+                doc.error(field_name, f'must be "{P.KIND if field_name == "kind" else P.API_VERSION}", '
+                          f"not {_quote(m.get(field_name))}")
+                continue
+            doc.unknown(m, PRIORITY_CLASS_FIELDS, "")
+            meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
+            doc.unknown(meta, METADATA_FIELDS, "metadata")
+            name = doc.string(meta.get("name"), "metadata.name", required=True)
+            if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
+                name = None
+            reserved = name is not None and name.startswith(P.SYSTEM_PREFIX)
+            if reserved:
+                doc.error("metadata.name", f"priority class names with '{P.SYSTEM_PREFIX}' prefix are reserved for "
+                          f"system use only ({', '.join(P.SYSTEM_CLASSES)} are built in)")
+            value = m.get("value")
+            if value is None:
+                doc.error("value", "Required value")
+            elif isinstance(value, bool) or not isinstance(value, int):
+                doc.error("value", f"must be an integer, not {_type_name(value)}")
+            elif not -(2**31) <= value < 2**31:
+                doc.error("value", f"{value} is out of the int32 range")
+            elif value > P.HIGHEST_USER_DEFINABLE_PRIORITY and not reserved:  # ValidatePriorityClass: one or the other
+                doc.error("value", f"maximum allowed value of a user defined priority is "
+                          f"{P.HIGHEST_USER_DEFINABLE_PRIORITY}")
+            global_default = m.get("globalDefault", False)
+            if not isinstance(global_default, bool):
+                doc.error("globalDefault", f"must be a boolean, not {_type_name(global_default)}")
+            doc.string(m.get("description"), "description")
+            policy = doc.string(m.get("preemptionPolicy"), "preemptionPolicy")
+            if policy is not None and policy not in P.PREEMPTION_POLICIES:
+                doc.error("preemptionPolicy", f"Unsupported value: {_quote(policy)}: supported values: "
+                          + ", ".join(f'"{x}"' for x in P.PREEMPTION_POLICIES))
+            if name is not None and name in where:
+                doc.error("metadata.name", f"Duplicate PriorityClass {_quote(name)} (also {where[name]})")
+            if doc.failed or name is None:
+                continue
+            where[name] = f"{source}{'.' + prefix.rstrip('.') if prefix else ''}"
+            if global_default is True:
+                if default is not None:
+                    doc.error("globalDefault", f"PriorityClass {default} is already marked as default. "
+                              "Only one default can exist")
+                    continue
+                default = name
+            assert isinstance(value, int)  # checked above: an int32 (doc.failed otherwise)
+            values[name] = value
+    return P.PriorityClasses(values, default)

@@ -141,6 +141,9 @@ class NodeConfig:
     single_process_oom_kill: bool | None = None
     swap_behavior: str = "NoSwap"  # memorySwap.swapBehavior: NoSwap | LimitedSwap
     swap_capacity: int = 0  # bytes of swap on the node (SwapTotal): LimitedSwap's pool
+    reserved_system_cpus: str = ""  # reservedSystemCPUs as kubelet prints a CPU list ("0-1,4"); its size is systemReserved cpu
+    max_pods: int = 110  # maxPods
+    pods_per_core: int = 0  # podsPerCore (0: off)
     warnings: tuple[str, ...] = ()
 
     def gate(self, name: str) -> bool:

@@ -1,8 +1,9 @@
 """node.yaml: a KubeletConfiguration (kubelet's own field names) → :class:`NodeConfig`.
 
-A real kubelet config works as-is: sdqos reads the fields it acts on, validates them the way
-kubelet does, and accepts every other kubelet field silently. A key that is neither a kubelet
-field nor sdqos's own ``capacity`` is probably a typo and gets a warning naming it.
+A real kubelet config works as-is: sdqos reads the fields it acts on and validates them the way
+kubelet does; every other kubelet field has its row in sdqos.kube.dispositions (refused with a
+reason, or said not to apply when set to anything but kubelet's default). A key that is neither a
+kubelet field nor sdqos's own ``capacity`` is probably a typo and gets a warning naming it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from sdqos.errors import InvalidInput, QuantityError
+from sdqos.errors import CPUSetError, InvalidInput, QuantityError
+from sdqos.kube import cpuset
+from sdqos.kube import dispositions as disp
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS, KUBELET_FEATURE_GATE_DEFAULTS_1_36
 from sdqos.kube.manifests import closest
 from sdqos.kube.model import CPU, MEMORY, PID, SWAP, NodeConfig
@@ -165,10 +168,13 @@ def _eviction_memory(eviction: Mapping[str, ThresholdValue | None], capacity_mem
     return 0 if t is None else t.amount(capacity_memory)
 
 
-def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int = 4096) -> tuple[NodeConfig, list[InvalidInput]]:
+def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int = 4096,
+                      online_cpus: frozenset[int] | None = None, numa_nodes: int = 1
+                      ) -> tuple[NodeConfig, list[InvalidInput]]:
     """Parse node.yaml's document (``None`` when absent: all defaults). ``detected`` is the
-    host's capacity (cpu, memory, pid). Returns the config and the errors; with errors the
-    config must not be used."""
+    host's capacity (cpu, memory, pid); ``online_cpus`` the CPUs online (None: not known, not
+    checked), ``numa_nodes`` how many NUMA nodes the host has. Returns the config and the errors;
+    with errors the config must not be used."""
     errors: list[InvalidInput] = []
     warnings: list[str] = []
     if raw is None:
@@ -206,6 +212,15 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
     source = {r: ("node.yaml" if r in override else "detected") for r in (CPU, MEMORY, PID)}
     kube = _resource_map(raw.get("kubeReserved"), "kubeReserved", errors)
     system = _resource_map(raw.get("systemReserved"), "systemReserved", errors)
+    reserved_cpus = _reserved_system_cpus(raw, online_cpus, errors)
+    if reserved_cpus:  # cmd/kubelet/app/server.go: the set's size overwrites the cpu of both reservations
+        kube.pop(CPU, None)
+        system[CPU] = parse_quantity(str(len(reserved_cpus)))
+    warnings += disp.not_applied(raw)
+    _refused_fields(raw, errors)
+    warnings += _managers(raw, kube, system, capacity, numa_nodes, errors)
+    max_pods = _count(raw, "maxPods", 110, errors)
+    pods_per_core = _count(raw, "podsPerCore", 0, errors)
 
     enforce_raw = raw.get("enforceNodeAllocatable", ["pods"])
     enforce: set[str] = set()
@@ -357,12 +372,205 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         single_process_oom_kill=single_oom,
         swap_behavior=swap_behavior,
         swap_capacity=swap_q.value() if swap_q is not None else 0,
+        reserved_system_cpus=str(cpuset.CPUSet(reserved_cpus)),
+        max_pods=max_pods,
+        pods_per_core=pods_per_core,
         warnings=tuple(warnings),
     )
     return cfg, errors
 
 
 SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap")
+
+
+def _reserved_system_cpus(raw: Mapping, online: frozenset[int] | None, errors: list) -> frozenset[int]:
+    """reservedSystemCPUs as kubelet validates it (validation.go) and reads it at start-up
+    (server.go getReservedCPUs: cpuset.Parse, a subset of the online CPUs)."""
+    text = raw.get("reservedSystemCPUs")
+    if text is None or text == "":
+        return frozenset()
+    if not isinstance(text, str):
+        errors.append(_err("reservedSystemCPUs", f'must be a CPU list like "0-1,4", not {text!r}'))
+        return frozenset()
+    if raw.get("systemReservedCgroup") or raw.get("kubeReservedCgroup"):
+        errors.append(_err("reservedSystemCPUs", "can't use reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup "
+                                                 "(--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)"))
+    try:
+        cpus = cpuset.parse(text)
+    except CPUSetError as exc:
+        errors.append(_err("reservedSystemCPUs", f"unable to parse reservedSystemCPUs (--reserved-cpus) {text}, error: {exc}"))
+        return frozenset()
+    if online is not None and not cpus <= online:
+        errors.append(_err("reservedSystemCPUs", f"reserved-cpus: {text} is not a subset of online-cpus: "
+                                                 f"{str(cpuset.CPUSet(online))}"))
+        return frozenset()
+    return cpus
+
+
+def _count(raw: Mapping, key: str, default: int, errors: list) -> int:
+    """maxPods, podsPerCore: an int32, not negative (validation.go)."""
+    value = raw.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        errors.append(_err(key, f"{value!r} must not be a negative number" if isinstance(value, int)
+                                and not isinstance(value, bool) and value < 0 else f"must be a whole number, not {value!r}"))
+        return default
+    return value
+
+
+def _refused_fields(raw: Mapping, errors: list) -> None:
+    """Fields sdqos refuses (their row in sdqos.kube.dispositions), and the refused values of the
+    fields it honours in part."""
+    for key, row in disp.KUBELET_FIELDS.items():
+        if row.kind == disp.REFUSED and key in raw and key != "cpuManagerPolicyOptions" and not disp.is_default(key, raw[key]):
+            errors.append(_err(key, f"{raw[key]!r}: {row.note}"))
+    driver = raw.get("cgroupDriver")
+    if driver not in (None, "", "systemd"):
+        errors.append(_err("cgroupDriver", f"{driver!r}: sdqos manages cgroups through systemd (the systemd driver); "
+                                           "cgroupfs is not supported"))
+
+
+CPU_POLICIES = ("none", "static")
+MEMORY_POLICIES = ("None", "Static")
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+TOPOLOGY_SCOPES = ("container", "pod")
+
+
+def _managers(raw: Mapping, kube: Mapping[str, Quantity], system: Mapping[str, Quantity],
+              capacity: Mapping[str, Quantity | None],
+              numa_nodes: int, errors: list) -> list[str]:
+    """cpuManagerPolicy (+ options), memoryManagerPolicy with reservedMemory, topologyManagerPolicy
+    (+ scope, options), seccompDefault: validated as kubelet validates them; what sdqos has not
+    built refused; what one NUMA node meets trivially accepted and said. Returns the warnings."""
+    warnings: list[str] = []
+    cpu_policy = raw.get("cpuManagerPolicy") or "none"
+    options = raw.get("cpuManagerPolicyOptions")
+    if cpu_policy not in CPU_POLICIES:
+        errors.append(_err("cpuManagerPolicy", f'unknown policy: "{cpu_policy}" (one of none, static)'))
+    elif cpu_policy == "static":
+        reserved = _milli(kube.get(CPU)) + _milli(system.get(CPU))
+        if reserved == 0:  # cpu_manager.go NewManager
+            errors.append(_err("cpuManagerPolicy", "the static policy requires systemreserved.cpu + kubereserved.cpu to be "
+                                                   "greater than zero (or reservedSystemCPUs)"))
+        errors.append(_err("cpuManagerPolicy", "static: not built yet; use none (the default: every container shares "
+                                               "the node's CPUs as its CPU weight and quota say)"))
+    elif options:  # policy_none.go NewNonePolicy
+        errors.append(_err("cpuManagerPolicyOptions", f"None policy: received unsupported options={options!r} (options are "
+                                                      "only for cpuManagerPolicy static)"))
+
+    mem_policy = raw.get("memoryManagerPolicy") or "None"
+    reserved_memory = raw.get("reservedMemory")
+    if mem_policy not in MEMORY_POLICIES:
+        errors.append(_err("memoryManagerPolicy", f'unknown policy: "{mem_policy}" (one of None, Static)'))
+    total = _reserved_memory(reserved_memory, numa_nodes, errors)
+    if mem_policy == "Static":
+        if numa_nodes > 1:
+            errors.append(_err("memoryManagerPolicy", f"Static: not built for a host with {numa_nodes} NUMA nodes (sdqos "
+                                                      "places no pod's memory on a NUMA node); use None"))
+        elif total is not None:
+            node_res = _memory_reservation(raw, kube, system, capacity)
+            if total != node_res:  # memory_manager.go validateReservedMemory
+                errors.append(_err("reservedMemory", f'the total amount "{total}" of type "memory" is not equal to the value '
+                                                     f'"{node_res}" determined by Node Allocatable feature (kubeReserved + '
+                                                     "systemReserved + evictionHard memory)"))
+            elif total == 0:  # policy_static.go NewPolicyStatic
+                errors.append(_err("reservedMemory", "[memorymanager] you should specify the system reserved memory"))
+            else:
+                warnings.append("memoryManagerPolicy Static: this host has one NUMA node, so every pod's memory is on "
+                                "it and the policy is met without doing anything")
+    elif total:
+        warnings.append("node.yaml: reservedMemory is not applied: kubelet uses it only with memoryManagerPolicy Static")
+
+    topo = raw.get("topologyManagerPolicy") or "none"
+    scope = raw.get("topologyManagerScope") or "container"
+    topo_options = raw.get("topologyManagerPolicyOptions")
+    if topo not in TOPOLOGY_POLICIES:
+        errors.append(_err("topologyManagerPolicy", f'topologyManagerPolicy (--topology-manager-policy) "{topo}" must be one '
+                                                    f"of: {', '.join(TOPOLOGY_POLICIES)}"))
+    if scope not in TOPOLOGY_SCOPES:
+        errors.append(_err("topologyManagerScope", f'topologyManagerScope (--topology-manager-scope) "{scope}" must be one '
+                                                   'of: "container", or "pod"'))
+    if topo_options is not None and not isinstance(topo_options, dict):
+        errors.append(_err("topologyManagerPolicyOptions", "must be a mapping of option name to value"))
+    if topo in TOPOLOGY_POLICIES and topo != "none":
+        if numa_nodes > 1:
+            errors.append(_err("topologyManagerPolicy", f"{topo}: not built for a host with {numa_nodes} NUMA nodes (sdqos "
+                                                        "aligns no pod's resources to a NUMA node); use none"))
+        else:
+            warnings.append(f"topologyManagerPolicy {topo}: this host has one NUMA node, so every pod's resources are "
+                            "aligned on it and the policy is met without doing anything")
+    elif topo_options:
+        warnings.append("node.yaml: topologyManagerPolicyOptions is not applied: topologyManagerPolicy is none")
+    if raw.get("seccompDefault") is False:
+        warnings.append("node.yaml: seccompDefault: false is not followed: containers get podman's default seccomp "
+                        "profile (RuntimeDefault), never Unconfined")
+    return warnings
+
+
+def _milli(q: Quantity | None) -> int:
+    return q.milli_value() if q is not None else 0
+
+
+def _reserved_memory(value, numa_nodes: int, errors: list) -> int | None:
+    """reservedMemory as kubelet validates it (validation_reserved_memory.go, memory_manager.go):
+    a list of {numaNode, limits}; each NUMA node once and on this host; limits of memory or
+    hugepages-<size>. Returns the memory total (None: invalid)."""
+    if value is None:
+        return 0
+    if not isinstance(value, list):
+        errors.append(_err("reservedMemory", "must be a list of {numaNode, limits}"))
+        return None
+    total, seen, ok = 0, set(), True
+    for i, item in enumerate(value):
+        path = f"reservedMemory[{i}]"
+        if not isinstance(item, dict):
+            errors.append(_err(path, "must be {numaNode, limits}"))
+            ok = False
+            continue
+        node = item.get("numaNode")
+        if isinstance(node, bool) or not isinstance(node, int) or node < 0:
+            errors.append(_err(f"{path}.numaNode", f"must be a NUMA node number, not {node!r}"))
+            ok = False
+            continue
+        if node in seen:
+            errors.append(_err(f"{path}.numaNode", f"the reservedMemory has duplicated value for NUMA node {node}"))
+            ok = False
+        seen.add(node)
+        if node >= numa_nodes:
+            errors.append(_err(f"{path}.numaNode", f"the reserved memory configuration references a NUMA node {node} that "
+                                                   "does not exist on this machine"))
+            ok = False
+        limits = item.get("limits")
+        if not isinstance(limits, dict) or not limits:
+            errors.append(_err(f"{path}.limits", "the limits of the reserved memory must not be empty"))
+            ok = False
+            continue
+        for name, q in limits.items():
+            if name != MEMORY and not str(name).startswith("hugepages-"):
+                errors.append(_err(f"{path}.limits.{name}", f'the limit type "{name}" for NUMA node {node} is not supported, '
+                                                            "only [memory hugepages-<HugePageSize>] is accepted"))
+                ok = False
+                continue
+            try:
+                qq = parse_quantity(q)
+            except QuantityError as exc:
+                errors.append(_err(f"{path}.limits.{name}", str(exc)))
+                ok = False
+                continue
+            if name == MEMORY:
+                total += qq.value()
+    return total if ok else None
+
+
+def _memory_reservation(raw: Mapping, kube, system, capacity) -> int:
+    """kubeReserved + systemReserved + evictionHard memory.available, in bytes (the node
+    allocatable reservation the memory manager compares reservedMemory with)."""
+    total = sum(q.value() for q in (kube.get(MEMORY), system.get(MEMORY)) if q is not None)
+    cap = capacity.get(MEMORY)
+    errs: list = []
+    eviction = _eviction_hard(raw.get("evictionHard"), errs)
+    return total + (_eviction_memory(eviction, cap.value()) if cap is not None and not errs else 0)
 
 
 _EVICTION_FIELDS = ("evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",

@@ -151,7 +151,7 @@ def pod_plan_to_json(pp: PodPlan) -> list:
     return [pp.key, pp.uid, pod.uid_generated, [pod.source.file, pod.source.index] if pod.source else None,
             pp.qos, pp.slice, [pp.requests[CPU], pp.requests[MEMORY]], [pp.limits[CPU], pp.limits[MEMORY]],
             _rc(pp.resources), [[c.name, c.kind, c.scope, c.oom_score_adj, _rc(c.resources)] for c in pp.containers],
-            pp.grace_period]
+            pp.grace_period, list(pp.unenforced)]
 
 
 _UNITS: dict[tuple, tuple[ResourceConfig, dict[str, int]]] = {}  # decoded (resources, properties), shared
@@ -173,7 +173,8 @@ def _unit(v: list, cgroup: str, period: int, container: bool) -> tuple[ResourceC
 
 def pod_plan_from_json(v: list, ctx: PodContext, manifest: Callable[[], Pod]) -> PodPlan:
     """The PodPlan that ``pod_plan_to_json`` encoded, for a pod planned in ``ctx``."""
-    key, uid, _, _, cls, slice_name, req, lim, rc, containers, grace = v
+    key, uid, _, _, cls, slice_name, req, lim, rc, containers, grace = v[:11]
+    unenforced = tuple(v[11]) if len(v) > 11 else ()
     cgroup, period = ctx.cgroup, ctx.node.cpu_cfs_quota_period_us
     cplans = []
     for name, kind, scope, adj, crc in containers:
@@ -181,7 +182,7 @@ def pod_plan_from_json(v: list, ctx: PodContext, manifest: Callable[[], Pod]) ->
         cplans.append(ContainerPlan(name, kind, scope, adj, cres, cprops))
     res, props = _unit(rc, cgroup, period, False)
     return PodPlan(key, uid, cls, slice_name, {CPU: req[0], MEMORY: req[1]}, {CPU: lim[0], MEMORY: lim[1]}, res,
-                   props, cplans, {}, manifest, grace)
+                   props, cplans, {}, manifest, grace, unenforced)
 
 
 def pod_identity(v: list) -> PodIdentity:

@@ -1,4 +1,4 @@
-"""Reading the config directory: ``node.yaml``, ``pods/*.yaml|yml``, ``vms/*.yaml|yml``.
+"""Reading the config directory: ``node.yaml``, ``priorityclasses.yaml``, ``pods/*.yaml|yml``, ``vms/*.yaml|yml``.
 
 This is the filesystem edge. It refuses what an attacker or an accident could slip in — files
 writable by non-root users (like sshd's StrictModes, unless ``--insecure``), symlinks leading out of
@@ -21,6 +21,8 @@ from sdqos.host import facts
 from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
 from sdqos.kube.model import NodeConfig, Pod, VirtualMachine
 from sdqos.kube.nodeconfig import parse_node_config
+from sdqos.kube.priority import FILE as PRIORITY_CLASSES_FILE
+from sdqos.kube.priority import NO_CLASSES, PriorityClasses
 from sdqos.kube.quantity import Quantity
 from sdqos.loading import cache as pc
 from sdqos.loading import fanout
@@ -200,7 +202,8 @@ def _read_text(config_dir: Path, path: Path, real: Path) -> str:
         raise _fail(config_dir, path, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
 
 
-def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, apply_defaults: bool) -> dict:
+def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, apply_defaults: bool,
+                classes: PriorityClasses = NO_CLASSES) -> dict:
     """One pods/ or vms/ file → a cache entry: its objects, errors, and whether its content is
     unknown (unreadable, not YAML, or a document whose identity could not be read)."""
     from sdqos.kube.yamlsafe import YamlError  # only on a cache miss: importing PyYAML is ~25 ms
@@ -214,7 +217,7 @@ def _parse_file(config_dir: Path, path: Path, real: Path, sub: str, rel: str, ap
         err = InvalidInput(str(exc), where=rel)
         return {"pods": [], "vms": [], "errors": [pc.error_to_json(err)], "invalid": [], "failed": True}
     if sub == "pods":
-        parse_pod_documents(docs, rel, part, apply_defaults=apply_defaults)
+        parse_pod_documents(docs, rel, part, apply_defaults=apply_defaults, classes=classes)
     else:
         parse_vm_documents(docs, rel, part)
     if len(part.errors) > MAX_ERRORS_PER_FILE:
@@ -254,7 +257,8 @@ def _json_documents(text: str) -> list:
 _Miss = tuple[Path, Path, str, str, str, list[int]]
 
 
-def _parse_files(config_dir: Path, misses: list[_Miss], apply_defaults: bool, workers: int | None) -> list[str]:
+def _parse_files(config_dir: Path, misses: list[_Miss], apply_defaults: bool, workers: int | None,
+                 classes: PriorityClasses = NO_CLASSES) -> list[str]:
     """Parse the files the cache could not answer for: their cache entries as JSON text. Many files
     (a just-booted host: the cache lives in /run) are spread over the CPUs (sdqos.loading.fanout)."""
     from sdqos.kube import yamlsafe  # noqa: F401 - imported once here, not once per forked child
@@ -262,7 +266,7 @@ def _parse_files(config_dir: Path, misses: list[_Miss], apply_defaults: bool, wo
     def parse(chunk: Sequence[_Miss]) -> list[str]:
         out = []
         for path, real, sub, rel, _, _ in chunk:
-            entry = _parse_file(config_dir, path, real, sub, rel, apply_defaults)
+            entry = _parse_file(config_dir, path, real, sub, rel, apply_defaults, classes)
             entry["rel"] = rel
             out.append(json.dumps(entry, separators=(",", ":")))
         return out
@@ -308,6 +312,41 @@ def _node_documents(config_dir: Path, path: Path, real: Path, st: os.stat_result
     if exact:
         cache.put(key, identity, {"rel": "node.yaml", "docs": docs})
     return docs
+
+
+def _priority_classes(config_dir: Path, real_dir: Path, insecure: bool) -> PriorityClasses:
+    """``priorityclasses.yaml``: the PriorityClasses pods may name (sdqos.kube.priority), read under
+    the rules of every config file; none without the file. Every pod's priority depends on it, so
+    a file with any problem is ConfigInvalid, as node.yaml is: nothing is synced on priorities
+    that may be wrong."""
+    path = config_dir / PRIORITY_CLASSES_FILE
+    if not path.exists() and not path.is_symlink():
+        return NO_CLASSES
+    from sdqos.kube.manifests import parse_priority_class_documents
+    from sdqos.kube.yamlsafe import YamlError
+
+    try:
+        real, _ = _checked(config_dir, real_dir, path, insecure)
+        docs = parse_documents(_read_text(config_dir, path, real), PRIORITY_CLASSES_FILE)
+    except InvalidInput as exc:
+        raise ConfigInvalid([exc]) from None
+    except YamlError as exc:
+        raise ConfigInvalid([InvalidInput(str(exc), where=PRIORITY_CLASSES_FILE)]) from None
+    result = ParseResult()
+    classes = parse_priority_class_documents(docs, PRIORITY_CLASSES_FILE, result)
+    if result.errors:
+        raise ConfigInvalid(result.errors)
+    return classes
+
+
+def priority_classes(config_dir: Path, insecure: bool) -> PriorityClasses:
+    """The config dir's PriorityClasses (see _priority_classes); ConfigDirError for a dir that
+    cannot be resolved."""
+    try:
+        real_dir = config_dir.resolve(strict=True)
+    except OSError as exc:
+        raise ConfigDirError(f"config directory {config_dir}: {exc.strerror or exc}") from None
+    return _priority_classes(config_dir, real_dir, insecure)
 
 
 def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str],
@@ -366,6 +405,7 @@ class Scan:
     failed: list[str]
     apply_defaults: bool
     warnings: list[str] = field(default_factory=list)
+    classes: PriorityClasses = NO_CLASSES
 
     def objects(self, f: ScannedFile) -> _FileObjects:
         """The file's objects from its entry; a cached entry that does not decode (damaged, or
@@ -374,7 +414,7 @@ class Scan:
             return _entry_objects(f.text)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
             miss = (self.dir / f.rel, Path(f.real), f.rel.partition("/")[0], f.rel, f.key, f.identity)
-            text = _parse_files(self.dir, [miss], self.apply_defaults, 1)[0]
+            text = _parse_files(self.dir, [miss], self.apply_defaults, 1, self.classes)[0]
             self.cache.put_text(f.key, f.identity, text)
             return _entry_objects(text)
 
@@ -457,7 +497,10 @@ def scan_config(
     if problem:
         raise ConfigDirError(f"config directory {config_dir}: {problem}")
 
-    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}", writable=cache_write)
+    classes = _priority_classes(config_dir, real_dir, insecure)
+    # Pods are parsed under the classes (their priority): other classes, other entries.
+    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}" + (f";classes={classes.tag()}" if classes.tag() else ""),
+                          writable=cache_write)
     node_path = config_dir / "node.yaml"
     node_raw = None
     if node_path.exists() or node_path.is_symlink():
@@ -470,7 +513,8 @@ def scan_config(
             raise ConfigInvalid([InvalidInput("must hold exactly one document", where="node.yaml")])
         node_raw = docs[0] if docs else None
     node, node_errors = parse_node_config(
-        node_raw, detected if detected is not None else facts.detect_capacity(), page_size=facts.page_size()
+        node_raw, detected if detected is not None else facts.detect_capacity(), page_size=facts.page_size(),
+        online_cpus=facts.online_cpus(), numa_nodes=facts.numa_nodes(),
     )
     if node_errors:
         raise ConfigInvalid(node_errors)
@@ -518,8 +562,9 @@ def scan_config(
             files.append(ScannedFile(rel, key, text, str(file_real), identity))
     if misses:
         fresh: dict[str, str] = {}
-        for (_, _, _, rel, key, identity), text in zip(misses, _parse_files(config_dir, misses, apply_defaults, workers)):
+        for (_, _, _, rel, key, identity), text in zip(misses, _parse_files(config_dir, misses, apply_defaults, workers,
+                                                                             classes)):
             cache.put_text(key, identity, text)
             fresh[rel] = text
         files = [f._replace(text=fresh[f.rel]) if not f.text else f for f in files]
-    return Scan(config_dir, node, cache, files, errors, failed, apply_defaults, warnings)
+    return Scan(config_dir, node, cache, files, errors, failed, apply_defaults, warnings, classes)

@@ -10,6 +10,7 @@ exactly as it would without children.
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Sequence, TypeVar
 
 from sdqos.host import children
@@ -19,6 +20,7 @@ T = TypeVar("T")
 
 MIN_CHUNK = 32  # items per child at least: a fork and its reaping cost ~2-5 ms
 MAX_WORKERS = 8
+MIN_WAIT = 10.0  # seconds the parent waits for its children at least, once its own chunk is done
 
 
 def workers_for(n_items: int, cpus: int | None = None) -> int:
@@ -44,9 +46,13 @@ def map_chunks(fn: Callable[[Sequence[T]], list[str]], items: Sequence[T], worke
     try:
         for chunk in chunks[1:]:
             spawned.append(children.spawn(fn, chunk))
+        started = time.monotonic()
         out = fn(chunks[0])
+        # A chunk takes a child about what the parent's took: one not done well past that (stopped,
+        # stuck) is killed and reaped, and its chunk done here.
+        deadline = time.monotonic() + max(MIN_WAIT, 10 * (time.monotonic() - started))
         for i, child in enumerate(spawned):
-            got = _collect(child) if child is not None else None
+            got = _collect(child, max(0.0, deadline - time.monotonic())) if child is not None else None
             spawned[i] = None
             out.extend(got if got is not None else fn(chunks[i + 1]))
         return out

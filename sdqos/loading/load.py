@@ -11,7 +11,6 @@ returns pods (or VMs, or machine charges) and one argument of :func:`load`
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -25,12 +24,7 @@ from sdqos.plan.engine import KeptPod, MachineCharge, Plan
 
 def last_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
     """The last sync's record ({} when there is none or it does not read)."""
-    raw = rundir.read_private(run_dir / rundir.LAST_SYNC_NAME, 16 * 1024 * 1024)
-    try:
-        data = json.loads(raw) if raw is not None else {}
-        return data if isinstance(data, dict) else {}
-    except ValueError:
-        return {}
+    return rundir.load_json(run_dir / rundir.LAST_SYNC_NAME, 16 * 1024 * 1024)
 
 
 def counted_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[MachineCharge, ...]:
@@ -57,13 +51,14 @@ def kept_pods(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[KeptPod, ...]:
         return ()
 
 
-def what_if_pods(path: Path, insecure: bool) -> list[Pod]:
+def what_if_pods(path: Path, insecure: bool, config_dir: Path | None = None) -> list[Pod]:
     """Source: the pods of a manifest file outside the config (``explain FILE``), checked as the
-    config's files are (trust, YAML, every document a Pod or a List of Pods). Raises
+    config's files are (trust, YAML, every document a Pod or a List of Pods; priorities from the
+    config dir's PriorityClasses). Raises
     InvalidInput/ConfigInvalid naming the file; nothing of a bad file is used."""
     from sdqos.kube.manifests import ParseResult, parse_pod_documents
     from sdqos.kube.yamlsafe import YamlError
-    from sdqos.loading.configdir import parse_documents, read_checked_file
+    from sdqos.loading.configdir import parse_documents, priority_classes, read_checked_file
 
     text = read_checked_file(path, insecure)
     try:
@@ -75,7 +70,8 @@ def what_if_pods(path: Path, insecure: bool) -> list[Pod]:
         raise InvalidInput("is not a Pod manifest (every document must be kind: Pod, or a List of Pods); "
                            "nothing of it is shown", where=str(path))
     result = ParseResult()
-    parse_pod_documents(docs, str(path), result)
+    classes = priority_classes(config_dir, insecure) if config_dir is not None else None
+    parse_pod_documents(docs, str(path), result, classes=classes)
     if result.errors:
         raise ConfigInvalid(result.errors)
     return list(result.pods)

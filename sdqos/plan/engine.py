@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from sdqos import humanize as H
-from sdqos.kube import naming, qos
+from sdqos.kube import admission, naming, qos
 from sdqos.kube.model import (
     BESTEFFORT,
     BURSTABLE,
@@ -40,6 +40,8 @@ from sdqos.kube.model import (
     VirtualMachine,
 )
 from sdqos.errors import InvalidInput
+
+EPHEMERAL_STORAGE = "ephemeral-storage"
 from sdqos.plan import properties
 from sdqos.plan.properties import ResourceConfig, oomd_preference, to_properties
 
@@ -95,6 +97,7 @@ class PodPlan:
     why: dict[str, str] = field(default_factory=dict)
     manifest: Pod | Callable[[], Pod] | None = field(default=None, repr=False, compare=False)
     grace_period: int | None = None  # spec.terminationGracePeriodSeconds, for the scopes `sdqos run` makes
+    unenforced: tuple[str, ...] = ()  # resource names the pod asks for that sdqos accepts and does not enforce
 
     @property
     def name(self) -> str:
@@ -176,6 +179,8 @@ class Plan:
     errors: list[InvalidInput] = field(default_factory=list)  # pods left out: they cannot be sent (pod_problems)
     kept: tuple[KeptPod, ...] = ()  # pod slices sync keeps, counted in their tiers
     over_committed: bool = False  # the requests exceed node allocatable (warned)
+    # pods kubelet would not admit were they started in config order (key → kubelet's refusal; warned)
+    not_admitted: dict[str, admission.Refusal] = field(default_factory=dict)
     basis: "PlanBasis | None" = field(default=None, repr=False, compare=False)  # to count kept pods again
 
     def unit(self, name: str) -> UnitPlan | None:
@@ -204,6 +209,22 @@ def _resource_int(res, name: str) -> int:
 
 
 # --- node -----------------------------------------------------------------------------------------
+
+
+def cpu_allocatable_formula(node: NodeConfig) -> str:
+    """How allocatable CPU follows from capacity ("4 − systemReserved 1 (reservedSystemCPUs "0": 1 CPU,
+    kubeReserved cpu dropped) = 3"), as cmd/kubelet/app/server.go computes it with reservedSystemCPUs."""
+    cap = _milli(node.capacity.get(CPU))
+    kube, system = _milli(node.kube_reserved.get(CPU)), _milli(node.system_reserved.get(CPU))
+    text = f"capacity {H.cpu(cap)}"
+    if kube:
+        text += f" − kubeReserved {H.cpu(kube)}"
+    if system or node.reserved_system_cpus:
+        text += f" − systemReserved {H.cpu(system)}"
+    if node.reserved_system_cpus:
+        text += (f' (reservedSystemCPUs "{node.reserved_system_cpus}": {H.cpu(system)} CPU{"s" if system != 1000 else ""}, '
+                 "replacing the cpu of systemReserved and kubeReserved)")
+    return text + f" = {H.cpu(max(0, cap - kube - system))}"
 
 
 def node_values(node: NodeConfig) -> tuple[dict[str, int], dict[str, int]]:
@@ -607,6 +628,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
         why=why or {},
         manifest=pod,
         grace_period=pod.termination_grace_period,
+        unenforced=(EPHEMERAL_STORAGE,) if _asks_ephemeral_storage(pod) else (),
     )
 
 
@@ -709,6 +731,16 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
             f" memory {H.size(total_mem)} requested of {H.size(allocatable[MEMORY])}"
         )
 
+    not_admitted = admission.admit_in_order(admission.node_allocatable(node, capacity), (),
+                                            ((pp.key, pp.requests) for pp in pod_plans))
+    for key, why in not_admitted.items():
+        warnings.append(f"pod {key} would not be admitted: {why.reason} ({why.left()})")
+    ephemeral = [pp.key for pp in pod_plans if EPHEMERAL_STORAGE in pp.unenforced]
+    if ephemeral:
+        warnings.append("ephemeral-storage is not enforced (kubelet enforces it by evicting on disk use, which sdqos "
+                        f"does not watch): {', '.join(ephemeral[:5])}" + (f" and {len(ephemeral) - 5} more"
+                                                                          if len(ephemeral) > 5 else ""))
+
     # kubelet's kubepods shares are allocatable CPU: declared VMs take theirs, never below the pods' requests
     budget = dict(budget)
     budget[CPU] = max(budget[CPU], min(pods_cpu, basis.enforced[CPU]))
@@ -793,8 +825,16 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
         machines=machines,
         kept=kept,
         over_committed=over_committed,
+        not_admitted=not_admitted,
         basis=basis,
     )
+
+
+def _asks_ephemeral_storage(pod: Pod) -> bool:
+    lists = [c.requests for c in pod.all_containers()] + [c.limits for c in pod.all_containers()] + [pod.overhead]
+    if pod.resources is not None:
+        lists += [pod.resources.requests, pod.resources.limits]
+    return any(EPHEMERAL_STORAGE in rl for rl in lists)
 
 
 def recount(plan: Plan, kept: Iterable[KeptPod]) -> Plan:
@@ -825,6 +865,8 @@ def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allo
         if budget[CPU] > enforced[CPU] - vm_cpu:
             vm_note += f", raised to the pods' requests {H.cpu(budget[CPU])}"
         why_node["cpu_shares"] = f"{budget[CPU]}m × 1024 / 1000m (node {basis} {H.cpu(enforced[CPU])}{vm_note})"
+        if node.reserved_system_cpus and "pods" in node.enforce_node_allocatable:
+            why_node["cpu_shares"] += f"; allocatable cpu = {cpu_allocatable_formula(node)}"
         vm_mnote = f" − VMs {H.size(vm_mem)}" if vm_mem else ""
         if enforced[MEMORY] and budget[MEMORY] > enforced[MEMORY] - vm_mem:
             vm_mnote += (f", at least one page {H.size(budget[MEMORY])} (sync raises it to what the pods use, "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from sdqos.errors import NoSuchUnit, SdqosError
 from sdqos.host import cgroupfs, procfs
@@ -123,10 +124,11 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
                             f"for every scope it matches ({', '.join(scope_names)})")
     machine = machine_scopes(scopes)
     claimed, left_alone = set(), set()
+    vm_of_scope = {vp.scope: vp.vm.name for vp in plan.vms if vp.scope}  # named in advance: planned
     for vp in plan.vms:
         dom = seen.by_name("libvirt", vp.vm.libvirt_domain) if vp.vm.libvirt_domain else None
         if vp.vm.pid_file:
-            pid = read_pid_file(vp.vm.pid_file, warnings)
+            pid = read_pid_file(vp.vm.pid_file, warnings, vm=vp.vm.name)
         else:
             pid = dom.pid if dom is not None else None
         found = vm_scope_for(vp, machine, pid)
@@ -148,6 +150,11 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
             warnings.append(f"VM {vp.vm.name}: {found} exists but was not started by sdqos; left alone"
                             " (set spec.scope to claim it)")
             left_alone.add(found)
+            continue
+        other = vm_of_scope.setdefault(found, vp.vm.name)
+        if other != vp.vm.name:  # two definitions, one workload: never tune (or stop) one as the other
+            warnings.append(f"VM {vp.vm.name} is found in {found}, which is VM {other}'s: not tuned, counted or "
+                            f"stopped as {vp.vm.name} (one scope runs one VM)")
             continue
         claimed.add(found)
         if found not in planned:
@@ -231,10 +238,17 @@ def apply_oom_scores(bindings: dict[str, Binding], scopes: dict[str, LiveScope],
     return adjusted
 
 
-def read_pid_file(path: str | None, warnings: list[str] | None = None) -> int | None:
-    """The PID in a VM's pid file, trusted as systemd trusts a PIDFile=: a regular file (not
-    through a symlink) owned by root (or us) and not writable by group or others; else ignored,
-    with a warning saying why (anyone who can write it could point sdqos at any process)."""
+def read_pid_file(path: str | None, warnings: list[str] | None = None, *, vm: str | None = None,
+                  proc: Path = procfs.PROC) -> int | None:
+    """The PID in VM ``vm``'s pid file, trusted as systemd trusts a PIDFile=: a regular file (not
+    through a symlink) owned by root (or us) and not writable by group or others (anyone who can
+    write it could point sdqos at any process); and checked as libvirt's record is
+    (host/libvirt.py): a pid file outlives its process when that is killed, and its PID may then be
+    another machine's. So the PID counts only while its process started before the file was last
+    written, and is not a QEMU running another guest (``-name``). Else None, with a warning saying
+    why (the process's scope is then neither tuned, counted nor stopped as the VM)."""
+    from sdqos.host.libvirt import process_stale_reason
+
     if not path:
         return None
     try:
@@ -252,6 +266,15 @@ def read_pid_file(path: str | None, warnings: list[str] | None = None) -> int | 
                 warnings.append(f"pid file {path} {why}: not trusted, ignored")
             return None
         try:
-            return int(fh.read(64).split()[0])
+            pid = int(fh.read(64).split()[0])
         except (OSError, ValueError, IndexError):
             return None
+    if pid <= 0:
+        return None
+    stale = process_stale_reason(pid, vm, st.st_mtime, proc, qemu=False)
+    if stale is not None:
+        if warnings is not None and stale != "no such process":  # a VM not running: sync says so
+            warnings.append(f"pid file {path} names PID {pid} for VM {vm}, but {stale} (the VM gone, its PID "
+                            "reused?): ignored, and that process's scope is not tuned, counted or stopped as the VM")
+        return None
+    return pid

@@ -130,22 +130,31 @@ def desired(plan: Plan, observed: Observed | None = None, *, kept: Iterable[Kept
     """The desired state. From ``observed``: the units of the scopes that run a planned container
     or VM (``bound``, what :func:`sdqos.reconcile.binding.bind_scopes` found) and each unit's
     memory in use (``live``), for the clamps. ``kept``: the pod slices the diff keeps, counted in
-    their tiers (the node, tier and machine.slice values again, in a new Plan). ``recorded``:
-    instead of clamping to the usage now, the clamps the last sync applied (``status`` shows what
-    was set, not what would be set now) — each only while the plan still wants what it was
-    clamped from."""
+    their tiers (the node, tier and machine.slice values again, in a new Plan); a pod whose move
+    to a new slice was refused keeps its old one, so its new units are left out until it moves.
+    ``recorded``: instead of clamping to the usage now, the clamps the last sync applied
+    (``status`` shows what was set, not what would be set now) — each only while the plan still
+    wants what it was clamped from."""
     kept = tuple(sorted(kept, key=lambda k: k.unit)) if kept is not None else plan.kept
     if kept != plan.kept and plan.basis is not None:
         plan = recount(plan, kept)
-    units = list(plan.units)
+    waiting = {k.replaces for k in plan.kept if k.replaces}
+    units = [u for u in plan.units if not _waits(u, waiting)]
+    held = len(units)
     if observed is not None and observed.bound:
-        planned = {u.name for u in units}
-        units += [u for u in observed.bound if u.name not in planned]
+        planned = {u.name for u in plan.units}
+        units += [u for u in observed.bound if u.name not in planned and not _waits(u, waiting)]
     if recorded is not None:
         adjustments = _still_wanted(units, recorded)
     else:
         adjustments = clamps(units, observed.live if observed is not None else {})
-    return _make(plan, tuple(units[len(plan.units):]), adjustments, units)
+    return _make(plan, tuple(units[held:]), adjustments, units)
+
+
+def _waits(u: UnitPlan, waiting: set[str]) -> bool:
+    """A unit of a pod whose move to a new slice was refused (a kept pod ``replaces`` it): its
+    processes stay in the kept slice with their old values, so its new units are not wanted yet."""
+    return u.owner is not None and u.owner.pod_key in waiting
 
 
 def _make(plan: Plan, bound: tuple[UnitPlan, ...], adjustments: tuple[Adjustment, ...],

@@ -86,6 +86,7 @@ class LiveUnit:
     tasks_current: int | None = None
     control_group: str | None = None
     kernel_drift: dict[str, list] = field(default_factory=dict)  # cgroupfs file: [kernel, expected]
+    kernel_read: bool = False  # its kernel files were compared with its planned values as it was read
 
     @property
     def exists(self) -> bool:
@@ -426,6 +427,9 @@ def compute_diff(
             f"the config has no pods but {len(stale_pods)} pod slice(s) exist; refusing to remove them all"
             " (pass --allow-empty to really do that)"
         )
+        # Nothing is removed: each slice stays as it is, counted in its tier (status shows it kept).
+        d.keep((lu.name for lu in stale), "the config has no pods; not removed without --allow-empty")
+        _keep_runtime_scopes(d, tree, runtime_owned, planned)
         d.abort = True
         return d
     else:
@@ -467,6 +471,10 @@ def compute_diff(
             if unit_changes(u, lu):
                 d.keep([u.name], "its values depend on input that is invalid")
                 d.warnings.append(f"{u.name} left as it is: its values depend on input that is invalid")
+            elif lu.kernel_drift:  # systemd keeps its values; the kernel gets them back (nothing new is set)
+                d.drift.append({"unit": u.name, "changes": {}, "kernel": lu.kernel_drift})
+                d.actions.append(Action("update", u.name, PHASE_GROW, props=dict(u.properties), drift=True, plan=u,
+                                        reason="kernel values differ from systemd's"))
             else:
                 d.unchanged.append(u.name)
             continue
@@ -524,9 +532,22 @@ def compute_diff(
                               f"{name} no longer matches a container: the values sdqos set on it were reset "
                               f"({', '.join(sorted(changes))})")
 
+    _keep_runtime_scopes(d, tree, runtime_owned, planned)
     order = {name: i for i, name in enumerate(planned)}
     d.actions.sort(key=lambda a: apply_key(a, order))
     return d
+
+
+def _keep_runtime_scopes(d: Diff, tree: _Tree, runtime_owned: Mapping[str, object],
+                         planned: Mapping[str, UnitPlan]) -> None:
+    """The scopes of containers sdqos started through a runtime (podman's) that stay, unplanned,
+    in a kept pod slice (a refused QoS-class change, an empty config): kept with it, as its own."""
+    for name in sorted(runtime_owned):
+        if name in planned or name in d.kept_why:
+            continue
+        top = next((a for a in tree.ancestors(name) if a in d.kept_why), None)
+        if top is not None:
+            d.keep([name], f"in kept {top}: {d.kept_why[top]}")
 
 
 @dataclass(frozen=True, slots=True)

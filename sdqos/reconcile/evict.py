@@ -4,7 +4,8 @@ synchronize; no history, so soft thresholds' grace periods and the pressure tran
 are shown, not waited for).
 
 ``assess`` is pure (plan + observations + per-workload stats → :class:`Assessment`); ``collect``
-reads the stats from the kernel through sdqos/host/pressure.py. Nothing here stops anything yet.
+reads the stats from the kernel through sdqos/host/pressure.py; ``evict`` stops one workload and
+``serve`` is the watching loop.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sdqos.plan.engine import Plan
 
 if TYPE_CHECKING:
     from sdqos.host.systemd import SystemdAPI
+    from sdqos.plan.engine import KeptPod
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,7 @@ class Usage:
 
     memory: int
     processes: int
+    units: frozenset[str] = frozenset()  # the units with processes in its cgroup (kernel's view)
 
 
 @dataclass(slots=True)
@@ -44,14 +47,32 @@ class Assessment:
     not_observed: list[str] = field(default_factory=list)  # signals with thresholds sdqos never observes
 
 
+def moves_refused(plan: Plan) -> dict[str, "KeptPod"]:
+    """Pods (namespace/name) whose move sync refused (a QoS-class or uid change): the pod still
+    runs in the kept slice, with the class and requests it was synced with (last-sync.json)."""
+    return {k.replaces: k for k in plan.kept if k.replaces}
+
+
+def running_slice(plan: Plan, pp) -> str:
+    """The slice a pod runs in: its planned one, or the one sync kept it in (a refused move)."""
+    k = moves_refused(plan).get(pp.key)
+    return k.unit if k is not None else pp.slice
+
+
 def candidates(plan: Plan, pods: Mapping[str, Usage], vms: Mapping[str, Usage]) -> list[ev.Candidate]:
-    """The running workloads (those with stats: kubelet's active pods) as eviction candidates."""
+    """The running workloads (those with stats: kubelet's active pods) as eviction candidates; a
+    pod kept in its old slice with the class and memory request it runs with there."""
+    import dataclasses
+
     pod_level = plan.node.gate("PodLevelResources")
+    refused = moves_refused(plan)
     out = []
     for pp in plan.pods:
         u = pods.get(pp.key)
         if u is not None:
-            out.append(ev.pod_candidate(pp.pod, u.memory, u.processes, pod_level=pod_level))
+            c = ev.pod_candidate(pp.pod, u.memory, u.processes, pod_level=pod_level)
+            k = refused.get(pp.key)
+            out.append(c if k is None else dataclasses.replace(c, qos_class=k.qos, memory_request=k.memory))
     for vp in plan.vms:
         u = vms.get(vp.vm.name)
         if u is not None:
@@ -59,8 +80,19 @@ def candidates(plan: Plan, pods: Mapping[str, Usage], vms: Mapping[str, Usage]) 
     return out
 
 
+def standing(plan: Plan, cands: list[ev.Candidate], pods: Mapping[str, Usage], vms: Mapping[str, Usage],
+             record: Mapping[str, dict]) -> set[str]:
+    """The candidates whose eviction stands (kube/eviction.py still_evicted): in the record (a pod
+    with its manifest unchanged) and running no unit its eviction did not leave running."""
+    evicted = {k: r.get("leftRunning") or [] for k, r in still_evicted(plan, record).items()}
+    evicted.update({f"vm/{k[3:]}": r.get("leftRunning") or [] for k, r in record.items() if k.startswith("vm:")})
+    running = {**{k: u.units for k, u in pods.items()}, **{f"vm/{k}": u.units for k, u in vms.items()}}
+    return ev.still_evicted(cands, evicted, running)
+
+
 def assess(plan: Plan, observations: Mapping[str, ev.Observation], pods: Mapping[str, Usage],
-           vms: Mapping[str, Usage], passed: ev.Pass | None = None) -> Assessment:
+           vms: Mapping[str, Usage], passed: ev.Pass | None = None,
+           record: Mapping[str, dict] | None = None) -> Assessment:
     """synchronize, one pass: thresholdsMet → nodeConditions → byEvictionPriority /
     getReclaimableThreshold → rank → the first workload evictPod accepts.
 
@@ -78,7 +110,9 @@ def assess(plan: Plan, observations: Mapping[str, ev.Observation], pods: Mapping
         conditions = passed.conditions
         acting = reclaim is not None
     signal = reclaim.signal if reclaim else ev.MEMORY_AVAILABLE
-    ranked = ev.RANK_FUNCS[signal](candidates(plan, pods, vms))
+    cands = candidates(plan, pods, vms)
+    gone = standing(plan, cands, pods, vms, record or {})
+    ranked = ev.RANK_FUNCS[signal]([c for c in cands if c.name not in gone])
     victim = ev.victim(ranked) if acting else None
     grace = ev.eviction_grace_period(reclaim, victim, cfg.max_pod_grace_period) if victim and reclaim else None
     not_observed = sorted({t.signal for t in cfg.thresholds if t.signal not in observations})
@@ -126,15 +160,16 @@ def rank_of(plan: Plan, key: str, pods: Mapping[str, Usage] | None, vms: Mapping
 
 
 def collect(plan: Plan, root: Path | None = None, proc: Path | None = None, passed_from: ev.ManagerState | None = None,
-            now: int | None = None) -> tuple[Assessment, ev.ManagerState | None]:
+            now: int | None = None, record: Mapping[str, dict] | None = None) -> tuple[Assessment, ev.ManagerState | None]:
     """Read the signals and every running pod's and VM's usage from the kernel, then assess —
     once (``passed_from`` None), or as the next pass after ``passed_from`` at ``now`` (ns);
-    returns the assessment and the state to carry on."""
+    returns the assessment and the state to carry on. ``record``: the eviction record (workloads
+    whose eviction stands are not ranked)."""
     observations, pods, vms = measure(plan, root, proc)
     if passed_from is None:
-        return assess(plan, observations, pods, vms), None
+        return assess(plan, observations, pods, vms, record=record), None
     p = ev.synchronize(passed_from, ev.config_of(plan.node), observations, now if now is not None else 0)
-    return assess(plan, observations, pods, vms, p), p.state
+    return assess(plan, observations, pods, vms, p, record), p.state
 
 
 def measure(plan: Plan, root: Path | None = None, proc: Path | None = None):
@@ -152,11 +187,11 @@ def measure(plan: Plan, root: Path | None = None, proc: Path | None = None):
         m = hp.memory_stat(cgroup, mode, root)
         if m is None:
             return None
-        return Usage(m.working_set, hp.processes(cgroup, mode, root))
+        return Usage(m.working_set, hp.processes(cgroup, mode, root), frozenset(hp.running_units(cgroup, mode, root)))
 
     pods = {}
     for pp in plan.pods:
-        u = usage(cgroup_of(pp.slice, ""))
+        u = usage(cgroup_of(running_slice(plan, pp), ""))
         if u is not None and u.processes:
             pods[pp.key] = u
     vms = {}
@@ -187,7 +222,7 @@ def vm_cgroups(plan: Plan, proc: Path | None = None, libvirt_dir: Path | None = 
         if vp.vm.pid_file:
             from sdqos.reconcile.binding import read_pid_file
 
-            pid = read_pid_file(vp.vm.pid_file)
+            pid = read_pid_file(vp.vm.pid_file, vm=vp.vm.name, proc=proc)
         elif vp.vm.libvirt_domain:
             if domains is None:
                 from sdqos.host import libvirt
@@ -199,7 +234,8 @@ def vm_cgroups(plan: Plan, proc: Path | None = None, libvirt_dir: Path | None = 
         scope = _scope_of(paths[-1]) if paths else None
         if scope is not None and scope.startswith(f"/{MACHINE_SLICE}/"):
             out[vp.vm.name] = scope
-    return out
+    shared = {c for c in out.values() if list(out.values()).count(c) > 1}  # one scope, two VMs: which
+    return {n: c for n, c in out.items() if c not in shared}  # one runs is unknown, so neither is ranked
 
 
 def _scope_of(path: str) -> str | None:
@@ -305,13 +341,9 @@ def fingerprint(pp) -> str:
 
 
 def _load(run_dir: Path) -> dict:
-    import json
+    from sdqos.host import rundir
 
-    try:
-        data = json.loads((run_dir / EVICTED_NAME).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return rundir.load_json(run_dir / EVICTED_NAME)
 
 
 def load_evicted(run_dir: Path, data: dict | None = None) -> dict[str, dict]:
@@ -381,44 +413,56 @@ async def _units_in(sd: SystemdAPI, unit: str) -> set[str]:
     return units
 
 
-async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dict | None:
-    """Stop the assessment's victim, once, and record it, every workload through the runtime that
-    runs it (sdqos/reconcile/runtimes/) with the grace period: a pod's containers sdqos started
-    with podman by ``podman rm -f -t GRACE``, every scope sdqos made for the pod and a VM's scope
-    with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice that
-    sdqos did not make are left running and named in the record. Returns the record, or None when
-    the assessment picked no victim (no threshold to act on, or nothing may be evicted)."""
+async def evict_first(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path, say) -> dict | None:
+    """synchronize's eviction loop: the assessment's evictable workloads in their order, each tried
+    until one is evicted (at most one per pass); one that cannot be (:class:`EvictionFailed`, its
+    runtime not answering: an SdqosError) is said and the next is tried. Returns the record, or
+    None when nothing was evicted."""
+    from sdqos.errors import SdqosError
+
+    if a.victim is None:
+        return None
+    for c in ev.evictable(a.ranked):
+        try:
+            return await evict(sd, plan, a, run_dir, c)
+        except SdqosError as exc:
+            say(f"could not evict {c.kind} {c.name.removeprefix('vm/')}: {exc}; the next in the ranking is tried")
+    return None
+
+
+async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path,
+                victim: ev.Candidate | None = None) -> dict | None:
+    """Stop ``victim`` (default: the assessment's), once, and record it, every workload through the
+    runtime that runs it (sdqos/reconcile/runtimes/) with the grace period: a pod's containers sdqos
+    started with podman by ``podman rm -f -t GRACE``, every scope sdqos made for the pod and a VM's
+    scope with SIGTERM, SIGKILL after the grace period, and a StopUnit. Units in the pod's slice
+    that sdqos did not make are left running and named in the record. Returns the record, or None
+    when there is no victim; EvictionFailed when nothing of it is sdqos's to stop. A stop that
+    fails still counts (kubelet's evictPod logs a failed kill and returns true): its record says
+    why, and names what still runs."""
     import time
 
+    from sdqos.errors import EvictionFailed, SdqosError
     from sdqos.reconcile import runtimes
-    from sdqos.reconcile.runtimes import Workload
 
-    v, t = a.victim, a.reclaim
+    v, t = victim or a.victim, a.reclaim
     if v is None or t is None:
         return None
-    grace = a.grace_period or 0
+    grace = ev.eviction_grace_period(t, v, ev.config_of(plan.node).max_pod_grace_period)
     if v.kind == "pod":
-        pp = plan.pod(v.name)
-        assert pp is not None
-        ours = {c.scope for c in pp.containers}
-        running = await _units_in(sd, pp.slice)
-        workloads = [Workload("", pp.key, s) for s in sorted(running & ours)]  # sdqos's own scopes
-        for rt in runtimes.TABLE:  # what sdqos started for the pod through a runtime, when one runs there
-            if any(rt.claims(u) for u in running):
-                workloads += rt.pod_workloads({pp.uid}, True).get(pp.uid, [])
-        stopped = sorted(running & {s for w in workloads for s in w.scopes})
-        left = sorted(running - set(stopped))
-        key, extra = f"pod:{pp.key}", {"fingerprint": fingerprint(pp)}
+        key, cgroup, workloads, stopped, left, extra = await _pod_workloads(sd, plan, v.name)
     else:
-        vp = next(p for p in plan.vms if f"vm/{p.vm.name}" == v.name)
-        found = vm_cgroups(plan).get(vp.vm.name)  # its scope, also when libvirt or a pid file finds it
-        stopped, left = [found.rsplit("/", 1)[-1]] if found else [], []
-        workloads = [await _vm_workload(sd, vp, found)] if found else []
-        key, extra = f"vm:{vp.vm.name}", {}
+        key, cgroup, workloads, stopped, left, extra = await _vm_workloads(sd, plan, v.name)
+    if not workloads:
+        raise EvictionFailed(f"nothing in {cgroup or 'its cgroup'} is sdqos's to stop"
+                             + (f" (running: {', '.join(left)})" if left else " (nothing runs there)"))
     how: list[str] = []
     begun, begun_mono = time.time(), time.monotonic()  # the first stop is sent now (the bench's "begun")
-    if workloads:
+    try:
         await runtimes.stop(sd, workloads, grace, how)
+    except SdqosError as exc:
+        extra["error"] = str(exc)
+        left = sorted(set(left) | _running_units(cgroup, plan.cgroup))
     obs = a.observations[t.signal]
     record = {
         "kind": v.kind, "name": v.name, "signal": t.signal, "available": obs.available, "capacity": obs.capacity,
@@ -426,13 +470,65 @@ async def evict(sd: SystemdAPI, plan: Plan, a: Assessment, run_dir: Path) -> dic
         "time": time.time(), "begun": begun, "begunMonotonic": begun_mono, "stopped": stopped, "leftRunning": left,
         **({"how": how} if how else {}), **extra,
     }
+    try:  # the stop is done: a record that cannot be written must not make it "not evicted"
+        _add_record(run_dir, key, record, t.signal)
+    except SdqosError as exc:
+        record["notRecorded"] = str(exc)
+    return record
+
+
+def _add_record(run_dir: Path, key: str, record: dict, signal: str) -> None:
     data = _load(run_dir)  # one read of the file for both its parts
     all_records = load_evicted(run_dir, data)
     all_records[key] = record
     counts = load_counts(run_dir, data)
-    counts.setdefault(key, {})[t.signal] = counts.get(key, {}).get(t.signal, 0) + 1
+    counts.setdefault(key, {})[signal] = counts.get(key, {}).get(signal, 0) + 1
     _save(run_dir, all_records, counts)
-    return record
+
+
+def _running_units(cgroup: str | None, mode: str) -> set[str]:
+    """What still runs in ``cgroup`` by the kernel; nothing when it cannot be read."""
+    from sdqos.errors import SignalReadError
+    from sdqos.host import pressure as hp
+
+    try:
+        return hp.running_units(cgroup, mode) if cgroup else set()
+    except SignalReadError:
+        return set()
+
+
+async def _pod_workloads(sd: SystemdAPI, plan: Plan, name: str):
+    """(record key, cgroup, workloads to stop, units stopped, units left running, record extras)
+    for a pod, in the slice it runs in (its planned one, or the one sync kept it in): the scopes
+    sdqos made for its containers there and what sdqos started for it through a runtime."""
+    from sdqos.host.cgroupfs import cgroup_of
+    from sdqos.kube.naming import container_scope, parse_pod_slice
+    from sdqos.reconcile import runtimes
+    from sdqos.reconcile.runtimes import Workload
+
+    pp = plan.pod(name)
+    assert pp is not None
+    where = running_slice(plan, pp)
+    ps = parse_pod_slice(where)
+    uid = ps.uid if ps is not None else pp.uid
+    ours = {container_scope(uid, c.name) for c in pp.pod.containers} | {c.scope for c in pp.containers}
+    running = await _units_in(sd, where)
+    workloads = [Workload("", pp.key, s) for s in sorted(running & ours)]  # sdqos's own scopes
+    for rt in runtimes.TABLE:  # what sdqos started for the pod through a runtime, when one runs there
+        if any(rt.claims(u) for u in running):
+            workloads += rt.pod_workloads({uid}, True).get(uid, [])
+    stopped = sorted(running & {s for w in workloads for s in w.scopes})
+    left = sorted(running - set(stopped))
+    return f"pod:{pp.key}", cgroup_of(where, ""), workloads, stopped, left, {"fingerprint": fingerprint(pp)}
+
+
+async def _vm_workloads(sd: SystemdAPI, plan: Plan, name: str):
+    """As :func:`_pod_workloads`, for a VM: its scope, through the runtime that runs it."""
+    vp = next(p for p in plan.vms if f"vm/{p.vm.name}" == name)
+    found = vm_cgroups(plan).get(vp.vm.name)  # its scope, also when libvirt or a pid file finds it
+    stopped = [found.rsplit("/", 1)[-1]] if found else []
+    workloads = [await _vm_workload(sd, vp, found)] if found else []
+    return f"vm:{vp.vm.name}", found, workloads, stopped, [], {}
 
 
 async def _vm_workload(sd: SystemdAPI, vp, cgroup: str):
@@ -455,7 +551,10 @@ async def _vm_workload(sd: SystemdAPI, vp, cgroup: str):
     except SdqosError:
         return own
     live = LiveScope(scope, parts[-2] if len(parts) > 2 else "", cgroup, pids)
-    seen = await runtimes.observe(sd, {scope: live}, True, None, [], [])
+    try:  # machined answers on the bus only: without it, the scope is stopped as a scope
+        seen = await runtimes.observe(sd, {scope: live}, True, None, [], [])
+    except SdqosError:
+        return own
     return seen.workload(live) or own
 
 
@@ -468,6 +567,8 @@ def eviction_line(r: dict) -> str:
 
     left = f"; left running (not sdqos's): {', '.join(r['leftRunning'])}" if r.get("leftRunning") else ""
     how = f" ({'; '.join(r['how'])})" if r.get("how") else ""
+    left += f"; the stop failed: {r['error']}" if r.get("error") else ""
+    left += f"; not recorded: {r['notRecorded']}" if r.get("notRecorded") else ""
     return (f"evicted {r['kind']} {r['name']}: {r['signal']} {amount(r['available'])} < {amount(r['threshold'])} "
             f"({'hard' if r['hard'] else 'soft'}), grace {r['gracePeriodSeconds']}s, stopped "
             f"{', '.join(r['stopped']) or 'nothing'}{how}{left}")
@@ -481,7 +582,6 @@ POD_CLEANUP_TIMEOUT_S = 30  # eviction_manager.go podCleanupTimeout
 # memory stall yet (PSI) starts a pass within this, not at the next --interval.
 CHECK_S = 0.5
 POD_CLEANUP_POLL_S = 1.0  # podCleanupPollFreq
-DRAIN_S = 5.0  # between passes, the kept D-Bus connection reads what the bus sent (JobRemoved) this often
 
 
 def _notifier_targets(plan: Plan, a: Assessment, root: Path) -> dict[tuple[str, int], int]:
@@ -520,119 +620,186 @@ def serve(load_plan, evict_on: bool, interval_s: float, run_dir: Path, say, *, b
     kernelMemcgNotification), on any kernel with PSI when tasks stall on memory (a PSI trigger
     on /proc/pressure/memory: the node is short now, whatever the cgroup version), and when a
     look at the signals alone every CHECK_S finds a threshold newly crossed. ``say`` gets
-    one line per node condition change and per eviction.
-    ``load_plan`` is called every pass (the config may change); ``passes`` bounds the loop (tests)."""
-    import asyncio
-    import time
-
-    from sdqos.host import pressure as hp
-
-    root = root or hp.ROOT
-    # One event loop and one D-Bus connection for the loop's life (evicting): an eviction sends its
-    # first stop at once instead of opening a connection (socket, auth, Hello, AddMatch).
-    loop = asyncio.new_event_loop() if evict_on else None
-    bus = _connect(loop, bus_address, say) if loop is not None else None
-    drained = time.monotonic()
-    state: ev.ManagerState | None = ev.ManagerState()
-    notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
-    psi: list[hp.PsiTrigger] = []  # the node's memory stalls (PSI), armed once: wakes a pass on any kernel with PSI
-    psi_tried = False
-    conditions: list[str] | None = None  # the first pass says what it finds
-    plan = None
+    one line per node condition change and per eviction, and a failure once while it stands.
+    ``load_plan`` is called every pass (the config may change); ``passes`` bounds the loop (tests).
+    Nothing a pass meets ends the loop (docs/eviction.md, "When something fails")."""
+    w = _Watch(load_plan, evict_on, run_dir, say, bus_address, root, proc)
     n = 0
     try:
         while passes is None or n < passes:
             n += 1
             try:
-                plan = load_plan()
-            except Exception as exc:  # noqa: BLE001 - a bad edit: keep watching with the last good plan
-                if plan is None:
-                    raise
-                say(f"config not reloaded, keeping the last good one: {exc}")
-            a, state = collect(plan, root, proc, state, time.monotonic_ns())
-            if a.conditions != conditions:
-                detail = ""
-                if a.met:
-                    t = a.met[0]
-                    o = a.observations[t.signal]
-                    from sdqos import humanize as H
-
-                    shown = str if t.signal == ev.PID_AVAILABLE else H.size
-                    detail = f" ({t.signal} {shown(o.available)} < {shown(t.value.amount(o.capacity))})"
-                say("node conditions: " + (", ".join(a.conditions) or "none") + detail)
-                conditions = a.conditions
-            if a.victim is not None and loop is not None:
-                if bus is None:  # not connected at start: connect now (and keep it)
-                    bus = _connect(loop, bus_address, say, raising=True)
-                # for PIDs, one cgroup.procs read before the stop: the processes whose reaping cleanup waits for
-                pids = a.reclaim is not None and a.reclaim.signal == ev.PID_AVAILABLE
-                victim = _victim_cgroup(plan, a.victim)
-                had = _pids(victim, plan.cgroup, root) if pids else None
-                record = loop.run_until_complete(evict(bus, plan, a, run_dir))
-                if record:
-                    say(eviction_line(record))
-                    wait_cleanup(victim, plan.cgroup, root, had, proc)
-                    continue
-            if evict_on:  # after the eviction, not before: it is not urgent
-                for evicted in forget_running(run_dir, a):
-                    say(f"{evicted.replace(':', ' ', 1)} runs again: no longer evicted")
-            if plan.cgroup == "v1":
-                want = _notifier_targets(plan, a, root)
-                for key in [k for k in notifiers if k not in want or notifiers[k].threshold != want[k]]:
-                    notifiers.pop(key).close()
-                for key, usage in want.items():
-                    if key not in notifiers:
-                        try:
-                            notifiers[key] = hp.MemcgNotifier(key[0], usage, root)
-                        except hp.SignalReadError as exc:
-                            say(f"polling only: {exc}")
-            if not psi_tried:
-                psi_tried = True
-                try:
-                    psi.append(hp.PsiTrigger((proc or hp.PROC) / "pressure" / "memory"))
-                except hp.SignalReadError as exc:
-                    if plan.cgroup != "v1":  # v1 has the memcg notifications; v2 polls without PSI
-                        say(f"polling only: {exc}")
+                if w.one_pass():
+                    continue  # evicted: look again at once
+            except Exception as exc:  # noqa: BLE001 - one pass's failure, said; the next pass is tried
+                w.note(f"pass failed, trying again: {str(exc) or type(exc).__name__}")
+            w.end_pass()
             if passes is None or n < passes:
-                deadline = time.monotonic() + interval_s
-                while (left := deadline - time.monotonic()) > 0:
-                    if hp.wait([*notifiers.values(), *psi], min(left, CHECK_S)) or _newly_met(plan, a, root, proc):
-                        break
-                    if loop is not None and time.monotonic() - drained >= DRAIN_S:
-                        loop.run_until_complete(asyncio.sleep(0))  # the bus's signals read, not left queued
-                        drained = time.monotonic()
+                w.sleep(interval_s)
     finally:
-        for x in notifiers.values():
+        w.close()
+
+
+class _Watch:
+    """The watching loop's state between passes: the last good plan and assessment, kubelet's
+    manager state, the kernel's wake-ups, the failures said (each once while it stands)."""
+
+    def __init__(self, load_plan, evict_on: bool, run_dir: Path, say, bus_address: str | None,
+                 root: Path | None, proc: Path | None):
+        from sdqos.host import pressure as hp
+
+        self.load_plan, self.evict_on, self.run_dir, self.say = load_plan, evict_on, run_dir, say
+        self.bus_address, self.root, self.proc = bus_address, root or hp.ROOT, proc
+        self.state: ev.ManagerState | None = ev.ManagerState()
+        self.notifiers: dict[tuple[str, int], hp.MemcgNotifier] = {}
+        self.psi: list[hp.PsiTrigger] = []  # the node's memory stalls (PSI), armed once
+        self.psi_tried = False
+        self.conditions: list[str] | None = None  # the first pass says what it finds
+        self.plan: Plan | None = None
+        self.last: Assessment | None = None
+        self.noted: set[str] = set()  # failures said in the last pass
+        self.noting: set[str] = set()  # ... and in this one
+        if evict_on:
+            _preload()
+
+    def note(self, line: str) -> None:
+        """Say a failure once while it stands (it is said again after a pass without it)."""
+        if line not in self.noted and line not in self.noting:
+            self.say(line)
+        self.noting.add(line)
+
+    def end_pass(self) -> None:
+        self.noted, self.noting = self.noting, set()
+
+    def one_pass(self) -> bool:
+        """Load, measure, rank; evict at most one workload. True when one was evicted."""
+        import time
+
+        try:
+            self.plan = self.load_plan()
+        except Exception as exc:  # noqa: BLE001 - a bad edit: keep watching with the last good plan
+            self.note(f"config not reloaded, keeping the last good one: {exc}" if self.plan is not None
+                      else f"no plan to watch with yet: {exc}")
+        if self.plan is None:
+            return False
+        plan = self.plan
+        a, self.state = collect(plan, self.root, self.proc, self.state, time.monotonic_ns(),
+                                load_evicted(self.run_dir) if self.evict_on else None)
+        self.last = a
+        self._say_conditions(a)
+        if a.victim is not None and self.evict_on and self._evict(plan, a):
+            self.end_pass()
+            return True
+        if self.evict_on:  # after the eviction, not before: it is not urgent
+            for evicted in forget_running(self.run_dir, a):
+                self.say(f"{evicted.replace(':', ' ', 1)} runs again: no longer evicted")
+        self._arm(plan, a)
+        return False
+
+    def _say_conditions(self, a: Assessment) -> None:
+        if a.conditions == self.conditions:
+            return
+        detail = ""
+        if a.met:
+            t = a.met[0]
+            o = a.observations[t.signal]
+            shown = str if t.signal == ev.PID_AVAILABLE else H.size
+            detail = f" ({t.signal} {shown(o.available)} < {shown(t.value.amount(o.capacity))})"
+        self.say("node conditions: " + (", ".join(a.conditions) or "none") + detail)
+        self.conditions = a.conditions
+
+    def _evict(self, plan: Plan, a: Assessment) -> bool:
+        """One eviction, over a connection of its own (systemd's private socket as root: no
+        dbus-daemon between), then waitForPodsCleanup. False when nothing could be evicted. Its
+        event loop too lives only for the eviction: between evictions the loop holds no socket."""
+        from sdqos.errors import SdqosError
+        from sdqos.host.systemd import run
+
+        assert a.victim is not None
+        # for PIDs, one cgroup.procs read before the stop: the processes whose reaping cleanup waits for
+        pids = a.reclaim is not None and a.reclaim.signal == ev.PID_AVAILABLE
+        first = _victim_cgroup(plan, a.victim)
+        had = _pids(first, plan.cgroup, self.root) if pids else None
+        try:
+            record = run(_evict_connected(self.bus_address, plan, a, self.run_dir, self.note))  # (Ctrl-C kept)
+        except SdqosError as exc:
+            self.note(f"cannot evict: {exc}")
+            return False
+        if record is None:
+            return False
+        self.say(eviction_line(record))
+        victim = next(c for c in a.ranked if c.name == record["name"])
+        cgroup = _victim_cgroup(plan, victim)
+        wait_cleanup(cgroup, plan.cgroup, self.root, had if cgroup == first else ([] if pids else None), self.proc)
+        return True
+
+    def _arm(self, plan: Plan, a: Assessment) -> None:
+        """The kernel's wake-ups: memcg notifications for this pass's thresholds (v1), PSI once."""
+        from sdqos.host import pressure as hp
+
+        if plan.cgroup == "v1":
+            want = _notifier_targets(plan, a, self.root)
+            for key in [k for k in self.notifiers if k not in want or self.notifiers[k].threshold != want[k]]:
+                self.notifiers.pop(key).close()
+            for key, usage in want.items():
+                if key not in self.notifiers:
+                    try:
+                        self.notifiers[key] = hp.MemcgNotifier(key[0], usage, self.root)
+                    except hp.SignalReadError as exc:
+                        self.say(f"polling only: {exc}")
+        if not self.psi_tried:
+            self.psi_tried = True
+            try:
+                self.psi.append(hp.PsiTrigger((self.proc or hp.PROC) / "pressure" / "memory"))
+            except hp.SignalReadError as exc:
+                if plan.cgroup != "v1":  # v1 has the memcg notifications; v2 polls without PSI
+                    self.say(f"polling only: {exc}")
+
+    def sleep(self, interval_s: float) -> None:
+        """Until the interval is over, the kernel wakes us, or a threshold is newly crossed."""
+        import time
+
+        from sdqos.errors import SdqosError
+        from sdqos.host import pressure as hp
+
+        deadline = time.monotonic() + interval_s
+        while (left := deadline - time.monotonic()) > 0:
+            if hp.wait([*self.notifiers.values(), *self.psi], min(left, CHECK_S)):
+                return
+            try:
+                if self.plan is not None and self.last is not None and _newly_met(self.plan, self.last, self.root, self.proc):
+                    return
+            except SdqosError:
+                pass  # the signals unreadable for a moment: the pass says so when it lasts
+
+    def close(self) -> None:
+        for x in self.notifiers.values():
             x.close()
-        for trigger in psi:
+        for trigger in self.psi:
             trigger.close()
-        if loop is not None:
-            if bus is not None:
-                bus.close()
-                loop.run_until_complete(asyncio.sleep(0))  # its reader sees the close and ends
-            loop.close()
 
 
-def _connect(loop, bus_address: str | None, say, raising: bool = False):
-    """Load the eviction's code (the D-Bus library, podman's module) and connect, at start, and keep
-    the connection (the systemd client reconnects by itself when it is lost): on a node short of
+async def _evict_connected(bus_address: str | None, plan: Plan, a: Assessment, run_dir: Path, say) -> dict | None:
+    """evict_first over a connection opened for it and closed after: as root (no bus address
+    named) systemd's private socket, as systemctl uses it — the eviction does not depend on
+    dbus-daemon running, and no connection is kept that could go stale between evictions."""
+    from sdqos.host.systemd import Systemd
+
+    async with Systemd(bus_address) as sd:
+        return await evict_first(sd, plan, a, run_dir, say)
+
+
+def _preload() -> None:
+    """Load the eviction's code (the D-Bus library, podman's module) at start: on a node short of
     memory, reading code from disk takes the seconds the first eviction has not got (measured in
-    the v2 guest: a minute from the pass that chose the victim to its scope stopped), and opening a
-    connection per eviction delays its first stop. None when there is no bus yet (said once; the
-    first eviction connects, ``raising`` its error). Over the bus, never systemd's private socket:
-    systemd sends a private connection every signal of every unit, for as long as it is open."""
+    the v2 guest: a minute from the pass that chose the victim to its scope stopped)."""
     import sdqos.host.podman  # noqa: F401
+    import sdqos.host.systemd  # noqa: F401
     import sdqos.reconcile.podman_pods  # noqa: F401
     import sdqos.reconcile.runtimes  # noqa: F401
     from sdqos.host.systemd import Systemd
 
-    try:
-        return loop.run_until_complete(Systemd(bus_address, private=None).connect())
-    except Exception as exc:  # noqa: BLE001 - the first eviction tries again and says why it fails
-        if raising:
-            raise
-        say(f"no D-Bus connection yet: {exc}")
-        return None
+    Systemd()  # the D-Bus library itself, and the private-socket class made from it (no connection)
 
 
 def _newly_met(plan: Plan, a: Assessment, root: Path, proc: Path | None) -> bool:

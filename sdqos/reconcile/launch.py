@@ -20,9 +20,10 @@ import re
 
 from dataclasses import dataclass
 
-from sdqos.errors import InvalidInput, ScopeBusy
+from sdqos.errors import InvalidInput, NotAdmitted, ScopeBusy
 from sdqos.host import cgroupfs, procfs
-from sdqos.host.systemd import UNIT, SystemdAPI
+from sdqos.host.systemd import SCOPE, UNIT, SystemdAPI
+from sdqos.kube import admission
 from sdqos.kube.naming import (
     MACHINE_SLICE,
     Owner,
@@ -102,6 +103,35 @@ def ancestors(plan: Plan, slice_name: str) -> list[UnitPlan]:
         chain.append(u)
         u = plan.unit(u.slice)
     return list(reversed(chain))
+
+
+async def running_pods(sd: SystemdAPI, plan: Plan) -> list[str]:
+    """The configured pods that run (a live scope in their slice: sdqos run's, podman's), in the
+    order they started (their first scope's start): the pods kubelet has admitted."""
+    slices = {pp.slice: pp.key for pp in plan.pods}
+    scopes = await sd.read_units(["*.scope"], {UNIT: ["ActiveEnterTimestampMonotonic"], SCOPE: ["Slice"]})
+    started: dict[str, int] = {}
+    for st in scopes.values():
+        key = slices.get(str(st.props.get("Slice", "")))
+        if key is None or st.active_state not in ("active", "activating", "reloading"):
+            continue
+        at = int(st.props.get("ActiveEnterTimestampMonotonic") or 0)
+        started[key] = min(started.get(key, at), at)
+    return sorted(started, key=lambda k: (started[k], k))
+
+
+def check_admission(plan: Plan, key: str, running: list[str]) -> None:
+    """kubelet's admission for a pod about to start (sdqos.kube.admission): refused with
+    kubelet's reason when it does not fit beside the running pods. A running pod is admitted
+    already (another of its containers may start); nothing running is ever stopped by this."""
+    if key in running:
+        return
+    pp = plan.pod(key)
+    assert pp is not None
+    admitted = [p.requests for p in (plan.pod(k) for k in running) if p is not None]
+    why = admission.fits(admission.node_allocatable(plan.node, plan.capacity), admitted, pp.requests)
+    if why is not None:
+        raise NotAdmitted(why.line(key))
 
 
 async def _scope_state(sd: SystemdAPI, name: str) -> str | None:

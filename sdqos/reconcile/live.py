@@ -104,6 +104,7 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, checked:
     page = facts.page_size()
     live: dict[str, LiveUnit] = {}
     kernel_off: dict[str, dict] = {}
+    compared: set[str] = set()  # read over D-Bus although their kernel files were compared (they differ)
     need: list[str] = []
     wants: dict[tuple, dict | None] = {}  # the kernel files of equal properties, computed once (pods share them)
     for name, st in listed.items():
@@ -130,9 +131,12 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, checked:
         else:
             have = cgroupfs.holds(cgroupfs.cgroup_of(name, u.slice), want)
         if have is not None and have == want:
-            live[name] = _listed_unit(name, st, props=dict(u.properties))
+            live[name] = lu = _listed_unit(name, st, props=dict(u.properties))
+            lu.kernel_read = True
         else:
             need.append(name)
+            if want is not None:
+                compared.add(name)
             if have is not None and want is not None:
                 kernel_off[name] = cgroupfs.differing(want, have)
     if need:
@@ -140,6 +144,7 @@ async def read_live(sd: SystemdAPI, plan: Plan, *, usage: bool = False, checked:
         for name, st in units.items():
             live[name] = _live_unit(name, st, props)
             live[name].kernel_drift = kernel_off.get(name, {})
+            live[name].kernel_read = name in compared
     return live
 
 
@@ -224,24 +229,33 @@ async def observe(sd: SystemdAPI, plan: Plan, applied: dict, warnings: list[str]
                        errors, tuple(bound))
 
 
-def check_kernel(plan: "Desired", live: dict[str, LiveUnit], scopes: dict[str, LiveScope]) -> None:
-    """Scopes matched at sync time (VMs, runtimes' containers) are read over D-Bus; their kernel
-    files are checked too, as the planned units' are in :func:`read_live`, so a value written
-    behind systemd's back is seen (kernel_drift) and restored."""
-    if not scopes or not cgroupfs.available():
-        return  # (no scope with processes: nothing matched at sync time to check)
+def check_kernel(plan: "Desired", live: dict[str, LiveUnit], scopes: dict[str, LiveScope]) -> bool:
+    """The kernel has the last word on every unit sdqos sets values on: each one read over D-Bus
+    whose kernel files :func:`read_live` did not already compare — the node, the tiers, reserved
+    cgroups and machine.slice (always read over D-Bus: their usage decides the clamps), scopes
+    matched at sync time (VMs, runtimes' containers), and every unit when usage is read
+    (``status``) — has its cgroup files checked against what its desired values (clamps in) make
+    the kernel hold, so a value written behind systemd's back is seen (kernel_drift) and restored.
+    Run once, on the final desired state. True when it found such a unit."""
+    if not cgroupfs.available():
+        return False
     page = facts.page_size()
+    found = False
     for u in plan.units:
-        lu, sc = live.get(u.name), scopes.get(u.name)
-        if u.create or parse_container_scope(u.name) is not None or lu is None or sc is None or lu.kernel_drift:
-            continue  # (sdqos's own container scopes were checked by read_live)
-        check = {k: v for k, v in u.properties.items() if k in lu.props}
-        if PERIOD_PROPERTY in check or QUOTA_PROPERTY in check:
-            check.setdefault(PERIOD_PROPERTY, lu.props.get(PERIOD_PROPERTY, INFINITY))
-        want = cgroupfs.expected(check, plan.cgroup, page)
-        have = cgroupfs.read(sc.cgroup, want) if want else None
+        lu = live.get(u.name)
+        if lu is None or lu.kernel_read or lu.kernel_drift or not lu.exists or not lu.props:
+            continue  # (not read over D-Bus, or already compared by read_live)
+        sc = scopes.get(u.name)
+        cg = sc.cgroup if sc is not None else lu.control_group
+        if not cg:
+            continue  # (a scope without processes, a unit systemd made no cgroup for)
+        want = cgroupfs.held_expected(u.properties, lu.props, plan.cgroup, page)
+        have = cgroupfs.holds(cg, want) if want else None
+        lu.kernel_read = want is not None
         if want is not None and have is not None and have != want:
             lu.kernel_drift = cgroupfs.differing(want, have)
+            found = True
+    return found
 
 
 async def _usage_of(sd: SystemdAPI, unit: str) -> int | None:
@@ -260,48 +274,79 @@ async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bo
     return {name: _live_unit(name, st, props) for name, st in units.items()}
 
 
-# The memory limit's file on each cgroup version (its rows in plan/properties.py).
-CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
+# What `podman update` is asked to set in a container's own cgroup (plan/podman.py update_args):
+# the CPU weight on v1 (on v2 crun's formula is not kubelet's: systemd sets the scope's), the quota
+# (the period with it), the memory limit.
+CONTAINER_PROPERTIES = {"v1": ("CPUShares", QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES),
+                        "v2": (QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES)}
+_PERIOD_FILE = "cpu/cpu.cfs_period_us"  # v1: with no quota podman is not asked for a period
 
 
-def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: dict[str, LiveScope]) -> dict[str, dict]:
+def container_expected(props: Mapping[str, int], mode: str, page: int) -> dict[str, object] | None:
+    """The files of a container's own cgroup ``podman update`` sets, and what they should hold, for
+    a container whose scope has ``props``."""
+    v = "v1" if mode == "v1" else "v2"
+    check = {k: val for k, val in props.items() if k in CONTAINER_PROPERTIES[v]}
+    if QUOTA_PROPERTY in check:
+        check.setdefault(PERIOD_PROPERTY, INFINITY)
+    else:
+        check.pop(PERIOD_PROPERTY, None)
+    want = cgroupfs.expected(check, mode, page)
+    if want and check.get(QUOTA_PROPERTY, INFINITY) == INFINITY:
+        want.pop(_PERIOD_FILE, None)
+    return want
+
+
+def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: dict[str, LiveScope],
+                         against: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, dict]:
     """The kernel has the last word inside a container too: crun keeps a container's limits in its
     own cgroup below the scope (``libpod-<id>.scope/container``), where the scope's values do not
     reach. For each container sdqos started through a runtime that keeps such a cgroup (its row's
-    ``inner_cgroup``; ``runtime``: their scopes), the memory limit that cgroup holds against the
-    container's planned one; only where that cgroup exists."""
+    ``inner_cgroup``; ``runtime``: their scopes), every value the runtime is asked to set there
+    (:func:`container_expected`) against what that cgroup holds; only where that cgroup exists.
+    ``against``: other values to hold it against, by scope (what the last sync applied, to tell
+    drift from a plan that changed); a scope it has none for is left out."""
     if not cgroupfs.available():
         return {}
     page = facts.page_size()
-    planned = {u.name: u for u in plan.units}
+    planned = {u.name: u.properties for u in plan.units} if against is None else against
     out: dict[str, dict] = {}
     for name in sorted(runtime):
-        u, sc, rt = planned.get(name), scopes.get(name), runtimes.row(runtime[name].runtime)
-        if u is None or sc is None or rt is None or rt.inner_cgroup is None:
+        props, sc, rt = planned.get(name), scopes.get(name), runtimes.row(runtime[name].runtime)
+        if props is None or sc is None or rt is None or rt.inner_cgroup is None:
             continue
-        mem = {k: v for k, v in u.properties.items() if k in MEMORY_PROPERTIES}
-        want = {f: v for f, v in (cgroupfs.expected(mem, plan.cgroup, page) or {}).items() if f in CONTAINER_FILES}
+        want = container_expected(props, plan.cgroup, page)
         have = cgroupfs.read(f"{sc.cgroup}/{rt.inner_cgroup}", want) if want else None
-        if have is not None and have != want:
+        if want and have is not None and have != want:
             out[name] = cgroupfs.differing(want, have)
     return out
 
 
+def _what_it_keeps(file: str, held: object, wanted: object) -> str:
+    """"its memory limit 64 MiB (wanted unlimited)", "cpu.cfs_quota_us 50000 (wanted -1)"."""
+    what = "its memory limit" if file in CONTAINER_FILES else f"its {file.rsplit('/', 1)[-1]}"
+    return f"{what} {H.kernel_value(file, held)} (wanted {H.kernel_value(file, wanted)})"
+
+
+# The memory limit's file on each cgroup version (its rows in plan/properties.py).
+CONTAINER_FILES = tuple(f for name in MEMORY_PROPERTIES for k in BY_NAME[name].kernel.values() if k for f in k.files)
+
+
 def container_refusals(plan: "Desired", runtime: dict[str, Workload], bindings: dict[str, Binding],
                        scopes: dict[str, LiveScope], report) -> set[str]:
-    """Read back after ``podman update``: each podman container whose own cgroup does not hold its
-    planned memory limit is an error (every sync, until it does), and its scope is not reported as
-    updated or restored — never "→ unlimited" while the container keeps a limit."""
+    """Read back after ``podman update``: each podman container whose own cgroup does not hold
+    every value it was asked to set (CPU shares, quota and period, memory limit) is an error (every
+    sync, until it does), and its scope is not reported as updated or restored — never
+    "→ unlimited" while the container keeps a limit."""
     off = container_kernel_off(plan, runtime, scopes)
     for name, files in off.items():
         b = bindings.get(name)
         who = f" ({b.pod}/{b.container})" if b is not None and b.pod else ""
         pod = b.pod if b is not None and b.pod else "NS/NAME"
-        for f, (have, want) in files.items():
-            held, wanted = H.kernel_value(f, have), H.kernel_value(f, want)
-            report.errors.append(
-                f"{name}{who}: container {runtime[name].name} keeps its memory limit {held} (wanted {wanted}): podman "
-                f"update did not reach it; `sdqos podman start --replace {pod}` recreates it with the new values")
+        kept = ", ".join(_what_it_keeps(f, have, want) for f, (have, want) in files.items())
+        report.errors.append(
+            f"{name}{who}: container {runtime[name].name} keeps {kept}: podman update did not reach it; "
+            f"`sdqos podman start --replace {pod}` recreates it with the new values")
     report.updated[:] = [u for u in report.updated if u["unit"] not in off]
     report.drift[:] = [d for d in report.drift if d["unit"] not in off]
     return set(off)

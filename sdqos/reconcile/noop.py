@@ -20,10 +20,10 @@ anything else takes the full path, which removes the stamp first. It holds:
   rewritten by every sync and is checked by content (no machine.slice charge, no standing warning);
 - the listing: every row of the one ``ListUnitsByPatterns`` over the plan's patterns (name, load,
   active and sub state, Description);
-- the kernel: the files the full path checks for each unit it trusts the kernel for (pods), as
-  bytes (a digest of all of them, read in order as the recheck floor reads them). When the stamp
-  is written they are read, parsed and compared with what the planned properties produce, and
-  read again: a value that drifted in between is never stamped;
+- the kernel: the files the full path checks for every unit (pods, the node, the tiers, reserved
+  cgroups, machine.slice), as bytes (a digest of all of them, read in order as the recheck floor
+  reads them). When the stamp is written they are read, parsed and compared with what the planned
+  properties produce, and read again: a value that drifted in between is never stamped;
 - the units the full path always reads over D-Bus (node, tiers, reserved, machine.slice, a unit
   whose values cannot be predicted): their planned properties, compared as the diff compares
   them, and their memory limits, which usage must not exceed (the qosReserved clamp);
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # the stamp is written from them; the fast path never imports
     from sdqos.plan.engine import Plan
 
 STAMP = "noop.json"
-VERSION = 3  # 3: the memory-limit property names come from the stamp
+VERSION = 4  # 3: the memory-limit property names come from the stamp; 4: the node's and tiers' kernel files
 LAST_SYNC = "last-sync.json"  # sdqos.cli.metrics.LAST_SYNC (reconcile may not import cli)
 NOT_INPUTS = frozenset({STAMP, rundir.LOCK_NAME, LAST_SYNC})
 ENV_PREFIXES = ("SDQOS_", "CONTAINERS_")
@@ -106,7 +106,11 @@ def _facts() -> tuple:
     except (AttributeError, OSError):
         cpus = os.cpu_count()
     out: list[object] = [cpus, os.sysconf("SC_PAGE_SIZE")]
-    for path in ("/proc/meminfo", "/proc/sys/kernel/pid_max"):
+    try:  # reservedSystemCPUs is checked against them; the NUMA nodes decide the managers' policies
+        out.append(sorted(os.listdir("/sys/devices/system/node")))
+    except OSError:
+        out.append(None)
+    for path in ("/proc/meminfo", "/proc/sys/kernel/pid_max", "/sys/devices/system/cpu/online"):
         try:
             with open(path, "rb") as fh:
                 text = fh.read()
@@ -174,12 +178,8 @@ def _empty(cgroup: str) -> bool:
 def _last_sync_quiet(run_dir: Path) -> bool:
     """The last-sync record counts nothing in machine.slice and holds no standing warning (a
     full sync plans with the first and prints against the second)."""
-    raw = rundir.read_private(run_dir / LAST_SYNC, 16 * 1024 * 1024)
-    try:
-        rec = json.loads(raw) if raw is not None else None
-    except ValueError:
-        return False
-    return isinstance(rec, dict) and not rec.get("machines") and not rec.get("warnings")
+    rec = rundir.load_json(run_dir / LAST_SYNC, 16 * 1024 * 1024)
+    return bool(rec) and not rec.get("machines") and not rec.get("warnings")
 
 
 def _rows(units: Mapping[str, Any]) -> dict[str, list]:
@@ -366,8 +366,16 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
         if set(got) != set(need):
             return False
         for name, (kind, want_props) in need.items():
-            if not _props_in_place(kind, want_props, got[name], props, PERIOD_PROPERTY, list(MEMORY_PROPERTIES)):
+            st = got[name]
+            if not _props_in_place(kind, want_props, st, props, PERIOD_PROPERTY, list(MEMORY_PROPERTIES)):
                 return False
+            # their kernel files too, as the full path checks them (live.check_kernel): a value
+            # written into a tier's cgroup behind systemd's back is not in its D-Bus properties
+            held = {k: int(v) for k, v in st.props.items() if k in props}
+            want = cgroupfs.held_expected(want_props, held, plan.cgroup, page)
+            if want is not None and st.control_group:
+                checked.append((st.control_group, want))
+                units.append([st.control_group.strip("/"), shapes.setdefault(tuple(want), len(shapes))])
     shape_list = [list(files) for files in shapes]
     raw = _raw(units, shape_list)
     if raw is None or any(cgroupfs.holds(cg, want) != want for cg, want in checked) \

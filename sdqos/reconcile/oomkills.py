@@ -45,6 +45,7 @@ class _UnitRecord(TypedDict):
     ino: int | None  # the cgroup's inode its counter was read from
     count: int  # the counter's value then
     undetailed: int  # kills reported from the counter alone, waiting for their log record
+    unnamed: int  # kills reported from the counter alone that no log record ever named (all time)
     pending: list[dict[str, Any]]  # log records the counter has not caught up with yet
     total: int
     last: dict[str, Any] | None
@@ -106,26 +107,33 @@ def account(record: dict, units: list[Watched], counters: dict, log: list | None
             new_units[unit] = old
             continue
         st: _UnitRecord = {"ino": old.get("ino"), "count": int(old.get("count") or 0), "undetailed": int(old.get("undetailed") or 0),
-              "pending": [dict(p, carried=True) for p in old.get("pending") or []],
+              "unnamed": int(old.get("unnamed") or 0), "pending": [dict(p, carried=True) for p in old.get("pending") or []],
               "total": int(old.get("total") or 0), "last": old.get("last"),
               "name": w.name, "kind": w.kind, "qos": w.qos}
         details = [_detail(r, units, w) for r in fresh.get(unit, [])]
-        # A kill already reported from the counter alone: its log record fills it in, once.
-        while details and st["undetailed"] > 0:
-            st["undetailed"] -= 1
-            st["last"] = details.pop(0)
+        # A kill already reported from the counter alone: its log record, printed late, fills it
+        # in, once. Only records beyond what the counter's rise now claims can be such late lines
+        # (the oldest of them): a kill whose line the kernel's rate limit dropped is never named,
+        # and the next kill's line is that kill's, not the earlier one's.
+        c = counters.get(unit)
+        rise = 0 if c is None else c.count if c.ino != st["ino"] else max(0, c.count - st["count"])
+        late = min(st["undetailed"], len(details), max(0, len(st["pending"]) + len(details) - rise))
+        for d in details[:late]:
+            st["last"] = d
+        details = details[late:]
+        st["undetailed"] -= late
+        st["unnamed"] = max(0, st["unnamed"] - late)
         st["pending"] += [dict(d, carried=False) for d in details]
         reported: list[dict] = []
         if unit in counters:
-            c = counters[unit]
             if c is not None:
-                rise = c.count if c.ino != st["ino"] else max(0, c.count - st["count"])
                 st["ino"], st["count"] = c.ino, c.count
                 claim, st["pending"] = st["pending"][:rise], st["pending"][rise:]
                 reported += claim
                 extra = rise - len(claim)
                 reported += [_counted(now, w)] * extra
                 st["undetailed"] += extra
+                st["unnamed"] += extra
             else:
                 st["ino"], st["count"], st["undetailed"] = None, 0, 0
         if unit not in counters or counters[unit] is None:

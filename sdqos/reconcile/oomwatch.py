@@ -135,6 +135,12 @@ def track(plan: Plan, running: dict[str, str], run_dir: Path = rundir.DEFAULT_RU
     return result.kills, None
 
 
+def unnamed_text(n: int) -> str:
+    """What status says of a unit's kills the kernel counted and its log never named."""
+    return (f"{n} OOM kill{'s' if n != 1 else ''} the kernel log did not name (counted by the kernel; its "
+            "report was dropped by the log's rate limit, or the log is not readable)")
+
+
 def lines(kills: list[Kill]) -> list[str]:
     """One line per OOM kill, for the journal (sync's output under the shipped service): the
     processes one OOM killed together in a unit (memory.oom.group) are one line."""
@@ -153,7 +159,7 @@ def lines(kills: list[Kill]) -> list[str]:
 def line(k: Kill, also: Sequence[Kill] = ()) -> str:
     d = k.detail
     who = f"{k.name} ({k.unit})" if k.name else k.unit
-    proc = f"process {d['pid']} ({d['comm']})" if d.get("pid") is not None else "a process"
+    proc = f"process {d['pid']} ({d['comm']})" if d.get("pid") is not None else "a process the kernel log did not name"
     if also:
         more = ", ".join(f"{a.detail.get('pid')} ({a.detail.get('comm')})" for a in also)
         proc += f" and {len(also)} more of its group: {more}"

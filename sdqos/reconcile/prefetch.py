@@ -24,6 +24,10 @@ from sdqos.plan.properties import owned
 # applied.json is ~250 bytes a pod: below ~100 pods their reads take a few milliseconds, no more
 # than the fork and the copy-on-write faults it costs this process
 MIN_BYTES = 24 * 1024
+# How long the first live read waits for the child once the sync has planned (it had all that time
+# already; its reads take ~0.1 s at 5000 pods): a child that does not end by then (stopped, stuck)
+# is killed and reaped, and the live read reads every unit itself. The sync holds its lock meanwhile.
+WAIT = 5.0
 
 
 class KernelCheck:
@@ -35,11 +39,11 @@ class KernelCheck:
         self._path, self._identity = path, identity
 
     def take(self) -> frozenset[str] | None:
-        """The applied slices the child could not confirm in place, waiting for it; None when it
-        did not deliver, or applied.json is no longer the file it checked against (then, and on
+        """The applied slices the child could not confirm in place, waiting for it (at most
+        :data:`WAIT` seconds: then it is killed and reaped); None when it did not deliver, or applied.json is no longer the file it checked against (then, and on
         every later call, nothing is confirmed)."""
         child, self._child = self._child, None
-        got = children.collect(child) if child is not None else None
+        got = children.collect(child, WAIT) if child is not None else None
         if got is None or _identity(self._path) != self._identity:
             return None
         return frozenset(got[0].split(";")) if got[0] else frozenset()

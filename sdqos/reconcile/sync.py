@@ -103,11 +103,14 @@ async def sync(
         )
 
     want = desired(plan, obs)
-    check_kernel(want, live, scopes)  # the bound scopes' kernel files against what they should hold
     diff = diff_against(want)
-    kept = kept_pods(want.plan, diff, live, applied)
-    if kept != want.kept:  # pods still running in kept slices count in their tiers: the tree again
+    kept = kept_pods(want.plan, diff, live, applied)  # (what the diff keeps does not depend on the kernel)
+    again = kept != want.kept
+    if again:  # pods still running in kept slices count in their tiers: the tree again
         want = desired(plan, obs, kept=kept)
+    # the kernel files of the units read over D-Bus (node, tiers, bound scopes) against what the
+    # final desired state holds (kept pods counted, clamps in)
+    if check_kernel(want, live, scopes) or again:
         diff = diff_against(want)
     plan = want.plan
     report.desired = want
@@ -132,10 +135,13 @@ async def sync(
     report.invalid.extend(diff.invalid)
     report.drift = diff.drift
     runtime = {s: c for s, c in managed.items() if s in bindings}
-    inside = container_kernel_off(want, runtime, scopes)  # a container's own cgroup changed behind our back
-    for name, files in inside.items():
+    inside = container_kernel_off(want, runtime, scopes)  # a container's own cgroup off the desired values
+    # Drift only where it does not hold what the last sync applied either (changed behind our back);
+    # one that holds it is a plan that changed: an update (podman update, below), as the diff tells them.
+    behind = container_kernel_off(want, {n: runtime[n] for n in inside}, scopes, against=applied) if inside else {}
+    for name in behind:
         if not any(d["unit"] == name for d in report.drift):
-            report.drift.append({"unit": name, "changes": {}, "kernel": files})
+            report.drift.append({"unit": name, "changes": {}, "kernel": inside[name]})
     report.kept = diff.kept
     report.kept_why = dict(diff.kept_why)
     report.foreign = diff.foreign + unmatched

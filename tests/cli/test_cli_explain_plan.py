@@ -115,3 +115,25 @@ def test_explain_asks_podman_nothing_when_the_pods_slice_runs_nothing(config, tm
                        capture_output=True, text=True, env={**__import__("os").environ, "SDQOS_PODMAN": str(fake)})
     assert r.returncode == 0, r.stderr
     assert not calls.exists(), calls.read_text()
+
+
+def test_plan_shows_a_soft_threshold_with_grace_0_as_soft_and_hard_not_as_the_default(tmp_path):
+    """evictionSoft with grace period 0 is hard to kubelet (isHardEvictionThreshold), but it is not
+    kubelet's default evictionHard: plan says where it came from."""
+    d = tmp_path / "cfg"
+    (d / "pods").mkdir(parents=True)
+    (d / "node.yaml").write_text('capacity: {cpu: "2", memory: 4Gi, pids: "1000"}\n'
+                                 "evictionSoft: {memory.available: 300Mi}\nevictionSoftGracePeriod: {memory.available: 0s}\n")
+    r = sdqos("plan", "--config", str(d), "--cgroup", "v1", "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert "  memory.available < 100Mi  hard (kubelet's default)\n" in r.stdout
+    assert "  memory.available < 300Mi  hard (evictionSoft, grace period 0)\n" in r.stdout
+    ev = json.loads(sdqos("plan", "--config", str(d), "--cgroup", "v1", "--insecure", "-o", "json").stdout)["eviction"]
+    assert [(t["signal"], t["value"], t["hard"], t["from"]) for t in ev["thresholds"]] == [
+        ("memory.available", {"quantity": 100 * 2**20}, True, "evictionHard, kubelet's default"),
+        ("memory.available", {"quantity": 300 * 2**20}, True, "evictionSoft with grace period 0: hard"),
+        ("allocatableMemory.available", {"quantity": 100 * 2**20}, True,
+         "copied from evictionHard memory.available: enforceNodeAllocatable has pods"),
+        ("allocatableMemory.available", {"quantity": 300 * 2**20}, True,
+         "copied from evictionSoft memory.available: enforceNodeAllocatable has pods"),
+    ]

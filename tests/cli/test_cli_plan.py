@@ -222,3 +222,35 @@ def test_vm_host_example_gives_docs_worked_example(tmp_path):
     assert plan["node"]["vms"] == {"cpu": "2200m", "memory": "3290Mi"}  # 2 GiB + 90 MiB + 1 GiB + 128 MiB
     assert units["kubepods.slice"]["MemoryLimit"] == 14 * 2**30 - (3 * 2**30 + 218 * 2**20)
     assert sorted(v["name"] for v in plan["vms"]) == ["ci-runner", "web-vm"] and plan["warnings"] == []
+
+
+def test_plan_shows_reserved_cpus_formula_and_pods_not_admitted(tmp_path):
+    """reservedSystemCPUs on a 4-CPU node: allocatable 3 CPUs, the formula in the header; maxPods 1:
+    the pods after the first flagged with kubelet's reason, in text and JSON; a not-applicable
+    field said once; a hugepages request refused naming file, document and field."""
+    d = tmp_path / "cfg"
+    (d / "pods").mkdir(parents=True)
+    (d / "node.yaml").write_text('capacity: {cpu: "4", memory: 8Gi}\nreservedSystemCPUs: "0"\nmaxPods: 1\n'
+                                 "clusterDNS: [10.96.0.10]\n")
+    for name in ("a", "b"):
+        (d / "pods" / f"{name}.yaml").write_text(
+            f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - name: c\n"
+            "    resources: {requests: {cpu: '1', memory: 1Gi}}\n")
+    r = sdqos("plan", "--config", str(d), "--cgroup", "v1", "--insecure")
+    assert r.returncode == 0, r.stderr
+    assert "node allocatable 3 CPU," in r.stdout
+    assert '  cpu: capacity 4 − systemReserved 1 (reservedSystemCPUs "0": 1 CPU, replacing the cpu of systemReserved ' \
+           "and kubeReserved) = 3" in r.stdout
+    assert "warning: pod default/b would not be admitted: OutOfpods (1 of 1 pods admitted)" in r.stdout
+    assert r.stdout.count("clusterDNS is not applied") == 1
+    data = json.loads(sdqos("plan", "--config", str(d), "--cgroup", "v1", "--insecure", "-o", "json").stdout)
+    assert data["node"]["allocatable"]["cpu"] == "3" and data["node"]["reservedSystemCPUs"] == "0"
+    assert data["notAdmitted"] == {"default/b": {"reason": "OutOfpods", "message": "Node didn't have enough resource: "
+                                                 "pods, requested: 1, used: 1, capacity: 1"}}
+    (d / "pods" / "b.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  containers:\n  - name: c\n"
+        "    resources: {limits: {memory: 1Gi, hugepages-2Mi: 4Mi}}\n")
+    r = sdqos("plan", "--config", str(d), "--cgroup", "v1", "--insecure")
+    assert r.returncode == 2
+    assert "pods/b.yaml[0]: spec.containers[0].resources.limits.hugepages-2Mi: \"hugepages-2Mi\" is refused: systemd " \
+           "has no hugetlb setting" in r.stdout + r.stderr

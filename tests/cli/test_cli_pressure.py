@@ -41,3 +41,20 @@ def test_bad_eviction_settings_exit_2_one_line_each(tmp_path):
             "sdqos: error: node.yaml: evictionSoftGracePeriod.memory.available: grace period must be specified for "
             "the soft eviction threshold memory.available",
         ], r.stderr
+
+
+def test_an_invalid_pod_file_is_named_and_the_valid_rest_assessed(tmp_path):
+    """As sync: the bad file is one line on stderr and exit 2, and the rest is still assessed."""
+    d = config(tmp_path, NODE)
+    (d / "pods" / "ok.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: ok, namespace: t}\n"
+                                        "spec:\n  containers:\n  - name: app\n")
+    (d / "pods" / "typo.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: typo, namespace: t}\n"
+                                          "spec:\n  containers:\n  - name: app\n"
+                                          "    resources: {limits: {memory: 12Q}}\n")
+    r = sdqos("pressure", "--once", "-o", "json", "--config", str(d), "--insecure")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == ['sdqos: error: pods/typo.yaml[0]: spec.containers[0].resources.limits.memory: '
+                                     '"12Q" is not a quantity'], r.stderr
+    import json
+
+    assert json.loads(r.stdout)["signals"][0]["signal"] == "memory.available"

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from sdqos.cli.app import run_async
+from sdqos.cli.app import run_async  # (sdqos.host.systemd.run)
 
 
 def test_a_cancellation_wait_for_swallows_still_ends_in_keyboard_interrupt():

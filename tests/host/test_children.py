@@ -56,3 +56,33 @@ def test_a_child_no_longer_wanted_is_killed_and_reaped():
     assert _reaped(child[0])
     with pytest.raises(OSError):
         os.fstat(child[1])  # its memfd is closed
+
+
+@pytest.mark.parametrize("how", ["stopped", "slow"])
+def test_a_child_that_does_not_end_by_the_deadline_is_killed_and_reaped(how):
+    """A child stopped (SIGSTOP) or still busy when the deadline passes delivers nothing; it is
+    killed and reaped, not waited for."""
+    import signal
+
+    child = children.spawn(_slow if how == "slow" else _upper, ["x"])
+    assert child is not None
+    if how == "stopped":
+        os.kill(child[0], signal.SIGSTOP)  # (it may have ended already: then it delivers)
+    t = time.monotonic()
+    got = children.collect(child, 0.5)
+    assert time.monotonic() - t < 10
+    assert got is None or (how == "stopped" and got == ["X"])
+    assert _reaped(child[0])
+    with pytest.raises(OSError):
+        os.fstat(child[1])
+
+
+def test_a_stopped_child_delivers_nothing_within_the_deadline():
+    import signal
+
+    child = children.spawn(_slow, ["x"])
+    assert child is not None
+    os.kill(child[0], signal.SIGSTOP)
+    t = time.monotonic()
+    assert children.collect(child, 0.5) is None
+    assert time.monotonic() - t < 10 and _reaped(child[0])

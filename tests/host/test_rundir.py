@@ -67,7 +67,7 @@ def _plant(kind: str, path, tmp_path):
         os.mkfifo(path)
     elif kind == "symlink":
         target = tmp_path / "elsewhere.json"
-        target.write_text('{"a.slice": {"CPUShares": 2}}')
+        target.write_text('{"a.slice": {"CPUShares": 2}, "evicted": {"shop/web": {}}, "seq": 1}')
         os.symlink(target, path)
     elif kind == "directory":
         os.mkdir(path)
@@ -116,3 +116,79 @@ def test_a_failed_atomic_write_leaves_no_temp_file(tmp_path):
     with pytest.raises(HostError, match="No space left on device"):
         rundir.write_atomic(tmp_path / "x.json", pieces())
     assert os.listdir(tmp_path) == []
+
+
+def _every_run_dir_reader(run):
+    """Each reader of a file sdqos keeps in the run dir → what it read (every one of them: a file
+    added to the run dir gets its reader listed here)."""
+    from sdqos.cli import codecache, metrics
+    from sdqos.host import oomevents
+    from sdqos.loading import cache, load
+    from sdqos.reconcile import evict, memo, noop
+
+    return {
+        rundir.APPLIED_NAME: lambda: rundir.load_applied(run),
+        metrics.LAST_SYNC: lambda: (metrics.load_sync_record(run), load.last_sync_record(run), noop._last_sync_quiet(run)),
+        cache.CACHE_NAME: lambda: cache.ParseCache(run, "t").entries,
+        oomevents.RECORD_NAME: lambda: oomevents.load_record(run),
+        evict.EVICTED_NAME: lambda: (evict.load_evicted(run), evict.load_counts(run)),
+        memo.NAME: lambda: memo.Memo(run).data,
+        codecache.NAME: lambda: codecache._load(run / codecache.NAME),
+        noop.STAMP: lambda: noop.load(run),
+    }
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "huge"])
+def test_every_run_dir_file_is_read_by_the_one_trusted_reader(tmp_path, no_hang, kind):
+    """oom-kills.json, evicted.json, observed.json, the dataclass code cache (and the rest): a FIFO
+    in their place hung every command that read them (the code cache: even ``--version``), and
+    evicted.json was read through a symlink. Each is read as a missing file now, promptly."""
+    run = tmp_path / "run"
+    run.mkdir(mode=0o755)
+    readers = _every_run_dir_reader(run)
+    for name in readers:
+        _plant(kind, run / name, tmp_path)
+    for name, read in readers.items():
+        got = read()
+        assert not any(got) if isinstance(got, tuple) else not got, (name, got)
+
+
+def test_run_dir_files_of_ours_are_still_read(tmp_path):
+    """The other side: a plain file of ours, 0600, is read by each of those readers."""
+    from sdqos.host import oomevents
+    from sdqos.reconcile import evict, memo
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o755)
+    oomevents.save_record({"seq": 7, "units": {}}, run)
+    evict._save(run, {"shop/web": {"why": "x"}}, {"memory.available": {"pods": 1}})
+    m = memo.Memo(run)
+    m.keep("a", 1, {"v": 2})
+    m.save()
+    assert oomevents.load_record(run) == {"seq": 7, "units": {}}
+    assert evict.load_evicted(run) == {"shop/web": {"why": "x"}}
+    assert memo.Memo(run).reuse("a", 1) == {"key": 1, "v": 2}
+    os.chmod(run / oomevents.RECORD_NAME, 0o666)  # writable by others: not trusted
+    assert oomevents.load_record(run) == {}
+
+
+def test_a_fifo_as_the_code_cache_does_not_hang_version(tmp_path):
+    """The real command in a subprocess, pointed at a run dir (SDQOS_RUN_DIR) whose code cache is
+    a FIFO: ``--version`` returns (it read the cache before anything else, and hung)."""
+    import subprocess
+    import sys
+
+    from sdqos.cli import codecache
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o755)
+    os.mkfifo(run / codecache.NAME)
+    p = subprocess.Popen([sys.executable, "-m", "sdqos", "--version"], env={**os.environ, "SDQOS_RUN_DIR": str(run)},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise AssertionError("sdqos --version hung on a FIFO as the code cache") from None
+    assert p.returncode == 0 and "Traceback" not in out + err, err

@@ -16,6 +16,7 @@ from sdqos.kube import eviction as ev
 from sdqos.kube.eviction import Candidate, Observation, Threshold, ThresholdValue
 from sdqos.kube.manifests import ParseResult, parse_pod, parse_vm
 from sdqos.kube.model import Source
+from sdqos.kube.priority import PriorityClasses
 from sdqos.kube.nodeconfig import EVICTION_SIGNALS, parse_node_config
 from sdqos.kube.quantity import parse_quantity
 
@@ -383,11 +384,17 @@ def test_eviction_grace_period(grace, pod_grace, max_grace, want):
 # --- pods and VMs as candidates ------------------------------------------------------------------
 
 
-def pod_of(text: str):
+def pod_of(text: str, classes=None):
     result = ParseResult()
-    pod = parse_pod(yaml.safe_load(text), Source("pods/p.yaml"), result)
+    pod = parse_pod(yaml.safe_load(text), Source("pods/p.yaml"), result, classes=classes)
     assert pod is not None, [e.line() for e in result.errors]
     return pod
+
+
+def pod_errors(text: str, classes=None) -> list[str]:
+    result = ParseResult()
+    assert parse_pod(yaml.safe_load(text), Source("pods/p.yaml"), result, classes=classes) is None
+    return [str(e) for e in result.errors]
 
 
 POD = """
@@ -404,26 +411,69 @@ spec:
   - name: init
     resources: {requests: {memory: 150Mi}}
 """
+CLASSES = PriorityClasses({"batch": -5, "high": 1_000_000_000})
 
 
-@pytest.mark.parametrize("extra, priority, critical", [
-    ("", 0, False),  # corev1helpers.PodPriority: 0 when unset
-    ("priority: 5", 5, False),
-    ("priorityClassName: system-cluster-critical", 2_000_000_000, True),  # admission fills in the priority
-    ("priorityClassName: my-class", 0, False),  # a PriorityClass sdqos cannot look up: 0
+@pytest.mark.parametrize("extra, classes, priority, critical", [
+    ("", None, 0, False),  # corev1helpers.PodPriority: 0 when unset (no globalDefault class)
+    ("priorityClassName: system-cluster-critical", None, 2_000_000_000, True),  # admission fills it in
+    ("priorityClassName: system-node-critical\n  priority: 2000001000", None, 2_000_001_000, True),  # equal: fine
+    ("priorityClassName: batch", CLASSES, -5, False),
+    ("priorityClassName: high\n  priority: 1000000000", CLASSES, 1_000_000_000, False),
+    ("", PriorityClasses({"batch": -5}, default="batch"), -5, False),  # the global default class
 ])
-def test_pod_candidate(extra, priority, critical):
-    c = ev.pod_candidate(pod_of(POD % extra), 300 * Mi, 4)
+def test_pod_candidate(extra, classes, priority, critical):
+    pod = pod_of(POD % extra, classes)
+    c = ev.pod_candidate(pod, 300 * Mi, 4)
     # GetResourceRequestQuantity: max(Σ app 100Mi, init 150Mi) + overhead 10Mi
     assert (c.priority, c.critical, c.memory_request, c.qos_class) == (priority, critical, 160 * Mi, "Burstable")
     assert c.exceeds_memory_request and c.termination_grace_period == 30
+    if classes is not None and classes.default and not extra:
+        assert pod.priority_class_name == classes.default  # admission writes the default's name
 
 
-def test_static_pod_annotation_is_critical():
-    """IsCriticalPod: a pod whose config source is not the API server (a static pod) is critical."""
-    c = ev.pod_candidate(pod_of(POD.replace("namespace: default}", "namespace: default, annotations: "
-                                            "{kubernetes.io/config.source: file}}") % ""), None, None)
-    assert c.critical and c.why_not_evictable().startswith("critical pod")
+BESTEFFORT = POD.replace("    resources: {requests: {memory: 100Mi}, limits: {memory: 200Mi}}\n", "").replace(
+    "    resources: {requests: {memory: 150Mi}}\n", "").replace("  overhead: {memory: 10Mi}\n", "")
+
+
+def test_a_manifest_claiming_a_static_source_is_an_api_pod():
+    """kubelet writes config.source itself, from where it got the pod; sdqos's pods are the API
+    server's ("api"), so a BestEffort manifest claiming "file" is not static, not critical: evictable."""
+    pod = pod_of(BESTEFFORT.replace("namespace: default}", "namespace: default, annotations: "
+                                    "{kubernetes.io/config.source: file}}") % "")
+    c = ev.pod_candidate(pod, None, None)
+    assert pod.annotations["kubernetes.io/config.source"] == "api"
+    assert (c.qos_class, c.critical, c.why_not_evictable()) == ("BestEffort", False, None)
+
+
+def test_a_manifest_claiming_to_be_a_mirror_pod_is_refused():
+    """kubelet never runs an API pod with the mirror annotation (it mirrors a static pod)."""
+    text = BESTEFFORT.replace("namespace: default}", "namespace: default, annotations: "
+                              "{kubernetes.io/config.mirror: x}}") % ""
+    assert pod_errors(text) == [
+        "pods/p.yaml[0]: metadata.annotations.kubernetes.io/config.mirror: kubelet sets this on the mirror of a "
+        "static pod it runs from its own files; a pod with it from the API server is such a mirror, which kubelet "
+        "never runs (remove it)"]
+
+
+@pytest.mark.parametrize("extra, classes, line", [
+    # a bare priority: the class (none: 0) gives another
+    ("priority: 2000000000", None,
+     "spec.priority: the integer value of priority (2000000000) must not be provided in pod spec; priority admission "
+     "controller computed 0 from the given PriorityClass name (none: no globalDefault class)"),
+    ("priority: 5", PriorityClasses({"low": 1}, default="low"),
+     "spec.priority: the integer value of priority (5) must not be provided in pod spec; priority admission "
+     "controller computed 1 from the given PriorityClass name (low)"),
+    ("priorityClassName: batch\n  priority: 2000000000", CLASSES,
+     "spec.priority: the integer value of priority (2000000000) must not be provided in pod spec; priority admission "
+     "controller computed -5 from the given PriorityClass name (batch)"),
+    ("priorityClassName: my-class", None,
+     "spec.priorityClassName: no PriorityClass with name my-class was found (declare it in priorityclasses.yaml; "
+     "built in: system-node-critical, system-cluster-critical)"),
+])
+def test_a_pod_cannot_give_itself_a_priority_its_class_does_not(extra, classes, line):
+    """The Priority admission plugin: spec.priority unset or the class's value; the class must exist."""
+    assert pod_errors(BESTEFFORT % extra, classes) == [f"pods/p.yaml[0]: {line}"]
 
 
 def vm_of(spec_extra: str):
@@ -621,3 +671,24 @@ def test_double_percent_is_kubelets_percentage_in_node_yaml():
     cfg, errors = node("evictionHard: {memory.available: 5%%}\n")
     assert errors == []
     assert ev.config_of(cfg).thresholds[0].value == pct(0.05)
+
+
+def test_every_evictable_workload_is_tried_in_rank_order():
+    """synchronize's `for i := range activePods`: evictPod refuses a critical pod and the next is
+    tried; the caller moves on the same way when an eviction fails."""
+    ranked = [cand("a", critical=True), cand("b"), Candidate("vm/v", "vm", "", 0, 0, evictable=False), cand("c")]
+    assert [c.name for c in ev.evictable(ranked)] == ["b", "c"]
+    assert ev.victim(ranked).name == "b"
+    assert ev.victim([cand("a", critical=True)]) is None
+
+
+def test_an_evicted_workload_stays_out_of_the_ranking_until_it_runs_again():
+    """A pod whose eviction left a unit sdqos does not own running is not active: not ranked again
+    (kubelet's evicted pod is terminal). A unit its eviction did not leave: it runs again."""
+    cands = [cand("a"), cand("b"), cand("c")]
+    evicted = {"a": ["foreign.service"], "b": []}
+    running = {"a": {"foreign.service"}, "b": {"sdqos-pod-b.scope"}, "c": {"x.scope"}}
+    assert ev.still_evicted(cands, evicted, running) == {"a"}
+    assert ev.runs_again(["foreign.service"], {"foreign.service", "sdqos-pod-a.scope"})
+    assert not ev.runs_again(["foreign.service"], set())
+    assert ev.still_evicted(cands, evicted, {}) == {"a", "b"}

@@ -220,3 +220,49 @@ def test_default_vm_overhead_counts_vcpus_as_kubevirt_does(resources, vcpus):
     parse_vm_documents([doc], "vms/vm1.yaml", result)
     assert not result.errors
     assert result.vms[0].overhead[MEMORY].value() == (70 + 8 * vcpus) * 2**20 + 2**30 // 512
+
+
+def _vm(name: str, **spec) -> dict:
+    doc = copy.deepcopy(VM)
+    doc["metadata"]["name"] = name
+    del doc["spec"]["libvirt"]
+    doc["spec"].update(spec)
+    return doc
+
+
+@pytest.mark.parametrize("one, two, shown, fields", [
+    # spec.scope twice; spec.scope naming the scope `sdqos run --vm` makes for another VM
+    ({"scope": "machine-db.scope", "eviction": "Allowed"}, {"scope": "machine-db.scope"},
+     'Duplicate VM scope "machine-db.scope"', ("spec.scope", "spec.scope")),
+    ({"scope": "machine-b.scope", "eviction": "Allowed"}, {},
+     'Duplicate VM scope "machine-b.scope"', ("spec.scope", "metadata.name")),
+    ({"libvirt": {"domain": "db"}, "eviction": "Allowed"}, {"libvirt": {"domain": "db"}},
+     'Duplicate libvirt domain "db"', ("spec.libvirt.domain", "spec.libvirt.domain")),
+    ({"pidFile": "/run/db.pid", "eviction": "Allowed"}, {"pidFile": "/run/db.pid"},
+     'Duplicate VM pid file "/run/db.pid"', ("spec.pidFile", "spec.pidFile")),
+])
+def test_two_vms_naming_one_scope_are_both_refused(one, two, shown, fields):
+    """Two definitions of one workload: the `eviction: Allowed` one would be ranked and its eviction
+    would stop the workload the other declares `Never`. Both are refused, as duplicate names are, in
+    one line naming both documents and the field; the other VMs stay."""
+    result = ParseResult()
+    parse_vm_documents([_vm("a", **one), _vm("keep", scope="machine-keep.scope")], "vms/a.yaml", result)
+    parse_vm_documents([_vm("b", **two)], "vms/b.yaml", result)
+    assert not result.errors
+    check_duplicates(result)
+    assert [str(e) for e in result.errors] == [
+        f"vms/a.yaml[0]: {fields[0]}: {shown} (defined in vms/a.yaml[0], vms/b.yaml[0])",
+        f"vms/b.yaml[0]: {fields[1]}: {shown} (defined in vms/a.yaml[0], vms/b.yaml[0])",
+    ]
+    assert [v.name for v in result.vms] == ["keep"]
+    assert {"vm:a", "vm:b"} <= result.invalid_keys
+
+
+def test_a_duplicate_vm_name_is_one_error_per_vm():
+    result = ParseResult()
+    parse_vm_documents([_vm("a")], "vms/a.yaml", result)
+    parse_vm_documents([_vm("a")], "vms/b.yaml", result)
+    check_duplicates(result)  # one name, so one implicit scope: said once, as the name
+    assert [str(e) for e in result.errors] == [
+        f'vms/{f}.yaml[0]: metadata.name: Duplicate VM name "a" (defined in vms/a.yaml[0], vms/b.yaml[0])'
+        for f in "ab"]

@@ -36,7 +36,11 @@ def test_real_kubelet_config_is_accepted_and_typos_warned():
         "kubeReserverd": {"cpu": "1"},
     })
     assert errors == []
-    assert cfg.warnings == ('node.yaml: unknown field "kubeReserverd" (not a KubeletConfiguration field; did you mean "kubeReserved"?): ignored',)
+    assert cfg.warnings == (
+        'node.yaml: unknown field "kubeReserverd" (not a KubeletConfiguration field; did you mean "kubeReserved"?): ignored',
+        "node.yaml: authentication is not applied: sdqos serves no kubelet API (no HTTP server, no port)",
+        "node.yaml: clusterDNS is not applied: podman sets up the pods' network",
+    )
 
 
 def test_capacity_override_and_pids_alias():

@@ -138,7 +138,8 @@ def test_config_loaded_by_several_processes_equals_one_process(tmp_path: Path, m
 
     delivered = []
     collect = fanout._collect
-    monkeypatch.setattr(fanout, "_collect", lambda child: delivered.append(collect(child)) or delivered[-1])
+    monkeypatch.setattr(fanout, "_collect",
+                        lambda child, timeout=None: delivered.append(collect(child, timeout)) or delivered[-1])
     one = summary(load_config(d, detected=CAPACITY, workers=1))
     assert not delivered
     assert one[2] and one[3], "the config has errors and failed files"
@@ -178,3 +179,30 @@ def test_no_fork_while_other_threads_run():
         stop.set()
         t.join()
     assert fanout.workers_for(1000, cpus=4) == 4
+
+
+def test_a_child_that_never_ends_is_killed_and_its_chunk_done_by_the_parent(monkeypatch):
+    """A child stopped (SIGSTOP) before its work: the parent waits MIN_WAIT at most, kills and
+    reaps it, and does that chunk itself (it waited forever, and a sync held its lock meanwhile)."""
+    import signal
+    import time
+
+    monkeypatch.setattr(fanout, "MIN_WAIT", 1.0)
+
+    def stops_in_a_child(chunk):
+        if os.getpid() != PARENT and chunk[0] == 3:
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return [str(x) for x in chunk]
+
+    def hung(*_):
+        raise AssertionError("the parent waited on a stopped child")
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    t = time.monotonic()
+    try:
+        assert fanout.map_chunks(stops_in_a_child, list(range(9)), 3) == [str(x) for x in range(9)]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert time.monotonic() - t < 30
+    assert no_children_left()

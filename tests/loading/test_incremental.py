@@ -251,3 +251,54 @@ def test_pods_are_found_by_name_without_decoding_them(tmp_path):
     with pytest.raises(InvalidInput, match="pod name 'a' is ambiguous: t/a, t2/a"):
         launch.container_target(plan, "a", "app")
     assert decoded == []
+
+
+def test_two_vm_files_naming_one_scope_are_refused_and_the_rest_planned(tmp_path):
+    """One scope, two definitions (one `eviction: Allowed`, one `Never`): neither is planned, so
+    neither is ranked or stopped; every pod and the other VM are planned, with or without the cache."""
+    cfg, run = config(tmp_path), tmp_path / "run"
+    two = ("apiVersion: sdqos.io/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: {name}}}\n"
+           "spec: {{resources: {{limits: {{cpu: 1, memory: 1Gi}}}}, scope: db.scope, eviction: {ev}}}\n")
+    write(cfg / "vms" / "db-a.yaml", two.format(name="db-a", ev="Allowed"))
+    write(cfg / "vms" / "db-b.yaml", two.format(name="db-b", ev="Never"))
+    for _ in range(2):  # parsed, then from the cache
+        c, plan = check_same(cfg, run, "v2")
+        assert [vp.vm.name for vp in plan.vms] == ["v"]
+        assert [str(e) for e in c.errors if "db" in str(e)] == [
+            f'vms/db-{x}.yaml[0]: spec.scope: Duplicate VM scope "db.scope" (defined in vms/db-a.yaml[0], '
+            'vms/db-b.yaml[0])' for x in "ab"]
+        assert {"vm:db-a", "vm:db-b"} <= c.invalid_keys
+        assert sorted(pp.key for pp in plan.pods) == ["t/a", "t/b", "t/c", "t/d"]
+
+
+def test_priority_classes_come_from_priorityclasses_yaml_and_a_change_reparses_the_pods(tmp_path):
+    """A pod's priority is its class's (the config dir's priorityclasses.yaml, as PriorityClass
+    objects); pods parsed under other classes are not reused from the cache; a class the file does
+    not declare refuses only the pods naming it (their units kept); a bad file stops everything, as a
+    bad node.yaml does."""
+    from sdqos.errors import ConfigInvalid
+
+    cfg, run = config(tmp_path), tmp_path / "run"
+    named = POD.format(name="named", uid="", cpu="1", mem="64Mi").replace("spec:\n", "spec:\n  priorityClassName: batch\n")
+    write(cfg / "pods" / "named.yaml", named)
+    c, _ = check_same(cfg, run, "v2")
+    assert "pod:t/named" in c.invalid_keys and [str(e) for e in c.errors if "named" in str(e)] == [
+        "pods/named.yaml[0]: spec.priorityClassName: no PriorityClass with name batch was found (declare it in "
+        "priorityclasses.yaml; built in: system-node-critical, system-cluster-critical)"]
+    classes = ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: batch}\nvalue: -5\n---\n"
+               "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: normal}\nvalue: 7\n"
+               "globalDefault: true\n")
+    write(cfg / "priorityclasses.yaml", classes)
+    for _ in range(2):  # parsed, then from the cache
+        c, plan = check_same(cfg, run, "v2")
+        got = {pp.key: (pp.pod.priority_class_name, pp.pod.priority) for pp in plan.pods}
+        assert got == {"t/a": ("normal", 7), "t/b": ("normal", 7), "t/c": ("normal", 7), "t/d": ("normal", 7),
+                       "t/named": ("batch", -5)}
+    write(cfg / "priorityclasses.yaml", classes.replace("value: 7", "value: 8"))
+    c, plan = check_same(cfg, run, "v2")
+    assert {pp.pod.priority for pp in plan.pods if pp.key != "t/named"} == {8}
+    write(cfg / "priorityclasses.yaml", classes.replace("value: 7", "value: 1000000001"))
+    with pytest.raises(ConfigInvalid) as exc:
+        load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
+    assert [str(e) for e in exc.value.errors] == [
+        "priorityclasses.yaml[1]: value: maximum allowed value of a user defined priority is 1000000000"]

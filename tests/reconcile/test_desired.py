@@ -133,6 +133,18 @@ def test_kept_pods_count_in_their_tiers_of_the_desired_state_only():
     assert plan == before
 
 
+def test_a_pod_whose_move_was_refused_has_no_new_units_while_its_old_slice_is_kept():
+    plan = a_plan()
+    b = plan.pod("t/b")
+    kept = (KeptPod("kubepods-pod" + b.uid.replace("-", "_") + ".slice", GUARANTEED, 500, 256 * MiB,
+                    "QoS class or uid change of t/b refused while it runs", replaces="t/b"),)
+    want = desired(plan, Seen(live_of(plan.units)), kept=kept)
+    mine = {u.name for u in plan.units if u.owner is not None and u.owner.pod_key == "t/b"}
+    assert mine and not mine & set(want.by_name) and not mine & {u.name for u in want.units}
+    assert plan.unit(b.slice) is not None and want.unit(plan.pod("t/g").slice) is not None  # the plan as it was
+    assert desired(plan, Seen(live_of(plan.units))).unit(b.slice) is not None  # nothing kept: wanted
+
+
 def test_over_committed_is_a_field_not_a_warning_to_match():
     n = node(cpu="1", memory="1Gi")
     plan = build_plan(n, [pod("big", requests={"cpu": "2", "memory": "64Mi"})], [], "v1")

@@ -109,6 +109,7 @@ def test_empty_config_refuses_to_remove_everything():
     d = compute_diff(plan_of(), live_from(before))
     assert d.abort and d.actions == []
     assert "refusing to remove them all" in d.errors[0]
+    assert d.kept == [before.pods[0].slice] and "--allow-empty" in d.kept_why[before.pods[0].slice]  # counted, shown kept
     d2 = compute_diff(plan_of(), live_from(before), allow_empty=True)
     assert [a.kind for a in d2.actions if a.kind == "stop"] == ["stop"]
 
@@ -121,6 +122,23 @@ def test_invalid_input_freezes_tiers():
     created = [a.unit for a in d.actions if a.kind == "create"]
     assert created == [next(p.slice for p in after.pods if p.pod.name == "new")]
     assert not any(a.unit == "kubepods-burstable.slice" for a in d.actions)
+
+
+def test_kernel_drift_on_the_node_and_tiers_is_restored_through_systemd_even_with_invalid_input():
+    """kubepods.slice and the tiers hold systemd's values, the kernel another one (a cgroupfs write):
+    drift, restored by setting the values systemd holds again — also while some input is invalid,
+    where the tiers' values are frozen (that re-sets nothing new)."""
+    plan = plan_of(mk("a", requests={"cpu": "1"}))
+    live = live_from(plan)
+    live["kubepods.slice"].kernel_drift = {"cpu/cpu.shares": [3, 7168]}
+    live["kubepods-besteffort.slice"].kernel_drift = {"cpu/cpu.shares": [5000, 2]}
+    for complete in (True, False):
+        d = compute_diff(plan, live, complete=complete)
+        assert [x["unit"] for x in d.drift] == ["kubepods.slice", "kubepods-besteffort.slice"], complete
+        acts = {a.unit: a for a in d.actions}
+        assert set(acts) == {"kubepods.slice", "kubepods-besteffort.slice"} and all(a.drift for a in acts.values())
+        assert acts["kubepods.slice"].props == plan.unit("kubepods.slice").properties
+        assert "kubepods.slice" not in d.unchanged and d.kept == []
 
 
 def test_shrink_children_first_grow_parents_first():

@@ -14,8 +14,9 @@ MI = 2**20
 def pod(name: str, mem_request: str | None, priority: int | None = None):
     spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"memory": mem_request}} if mem_request else {}}]}
     if priority is not None:
-        spec["priority"] = priority
-    return pod_from({"metadata": {"name": name, "namespace": "t"}, "spec": spec})
+        spec["priorityClassName"] = f"p{priority}"
+    return pod_from({"metadata": {"name": name, "namespace": "t"}, "spec": spec},
+                    classes={f"p{priority}": priority} if priority is not None else None)
 
 
 PLAN = build_plan(node(), [pod("under", "512Mi"), pod("over", "64Mi"), pod("be", None, priority=10),
@@ -81,12 +82,15 @@ def test_vms_found_by_pid_file_are_measured_at_their_scope_and_only_in_machine_s
     from ..helpers import node
 
     proc = tmp_path / "proc"
-    for pid, path in ((41, "/machine.slice/machine-qemu\\x2d3\\x2dinside.scope/libvirt/emulator"),
-                      (42, "/system.slice/qemu-outside.service")):
+    for pid, path, guest in ((41, "/machine.slice/machine-qemu\\x2d3\\x2dinside.scope/libvirt/emulator", "inside"),
+                             (42, "/system.slice/qemu-outside.service", "outside"),
+                             (43, "/machine.slice/machine-qemu\\x2d4\\x2dother.scope/libvirt/emulator", "other")):
         (proc / str(pid)).mkdir(parents=True)
         (proc / str(pid) / "cgroup").write_text(f"0::{path}\n")
+        (proc / str(pid) / "cmdline").write_bytes(f"qemu-system-x86_64\0-name\0guest={guest}\0".encode())
     vms = []
-    for name, pid in (("inside", 41), ("outside", 42)):
+    # "reused": its pid file names PID 43, now another guest's QEMU: neither measured nor stopped as it
+    for name, pid in (("inside", 41), ("outside", 42), ("reused", 43)):
         (tmp_path / f"{name}.pid").write_text(f"{pid}\n")
         req = {CPU: parse_quantity("1"), MEMORY: parse_quantity("1Gi")}
         vms.append(VirtualMachine(name=name, requests=req, limits=req, overhead={}, pid_file=str(tmp_path / f"{name}.pid")))
@@ -94,3 +98,27 @@ def test_vms_found_by_pid_file_are_measured_at_their_scope_and_only_in_machine_s
     plan = build_plan(node(), [], vms, cgroup="v2")
     assert vm_cgroups(plan, proc) == {"inside": "/machine.slice/machine-qemu\\x2d3\\x2dinside.scope",
                                       "named": "/machine.slice/machine-named.scope"}
+
+
+def test_two_vms_found_in_one_scope_are_neither_ranked(tmp_path):
+    """A pid-file VM (eviction: Allowed) whose PID runs in the scope another VM names: which VM runs
+    there is unknown, so neither is ranked, and the Allowed one's eviction cannot stop the other."""
+    from sdqos.kube.model import CPU, MEMORY, VirtualMachine
+    from sdqos.kube.quantity import parse_quantity
+    from sdqos.plan.engine import build_plan
+    from sdqos.reconcile.evict import vm_cgroups
+
+    from ..helpers import node
+
+    proc = tmp_path / "proc"
+    (proc / "44").mkdir(parents=True)
+    (proc / "44" / "cgroup").write_text("0::/machine.slice/machine-db.scope\n")
+    (proc / "44" / "cmdline").write_bytes(b"qemu-system-x86_64\0-name\0guest=pf\0")
+    (tmp_path / "pf.pid").write_text("44\n")
+    req = {CPU: parse_quantity("1"), MEMORY: parse_quantity("1Gi")}
+    vms = [VirtualMachine(name="db", requests=req, limits=req, overhead={}, scope="machine-db.scope"),
+           VirtualMachine(name="pf", requests=req, limits=req, overhead={}, pid_file=str(tmp_path / "pf.pid"),
+                          eviction="Allowed"),
+           VirtualMachine(name="web", requests=req, limits=req, overhead={}, scope="machine-web.scope")]
+    plan = build_plan(node(), [], vms, cgroup="v2")
+    assert vm_cgroups(plan, proc) == {"web": "/machine.slice/machine-web.scope"}

@@ -201,10 +201,10 @@ def test_a_log_read_in_two_pieces_finds_the_kills_one_read_finds(events, data):
     kill, between a group's line and its members' — the next read, from that sequence number on,
     finds the rest: the two reads together name each kill once, with the memcg one read of the
     whole log gives it."""
-    log: list[tuple[int, int, str]] = []
+    log: list[tuple[int, int, str, int]] = []
     for pid, members, where, noise in events:
         for msg in _event(pid, members, where) + (["audit: something else"] if noise else []):
-            log.append((len(log) + 1, len(log) * 10, msg))
+            log.append((len(log) + 1, len(log) * 10, msg, 0))
     split = data.draw(st.integers(0, len(log)), label="the first read ends after")
     whole = parse_log(select_records(log, None)[0], 0.0)
     first, last = select_records(log[:split], None)
@@ -216,7 +216,7 @@ def test_a_log_read_in_two_pieces_finds_the_kills_one_read_finds(events, data):
 def test_a_kill_line_read_after_its_oom_line_keeps_that_oom_memcg():
     """The case the property above found in the code before: the read ended right after the
     oom-kill: line, and the next read's Killed process line had nothing to be placed by."""
-    log = [(11, 0, OOM_LINE), (12, 0, KILLED)]
+    log = [(11, 0, OOM_LINE, 0), (12, 0, KILLED, 0)]
     first, last = select_records(log[:1], None)
     assert parse_log(first, 0.0) == [] and last == 11
     (k,) = parse_log(select_records(log, last)[0], 0.0)
@@ -273,3 +273,148 @@ def test_a_kill_whose_oom_line_was_rate_limited_is_not_placed_in_the_oom_before_
     other = KILLED.replace("21372 (python)", "555 (postgres)")
     kills = parse_log([(11, 0, OOM_LINE), (12, 0, KILLED), (13, 0, other)], 0.0)
     assert [(k.pid, k.task_memcg) for k in kills] == [(21372, NS + SCOPE)]
+
+
+# --- the kernel's lines, matched whole: a message that quotes one is no OOM line -------------------
+
+from sdqos.host.oomevents import oom_line  # noqa: E402
+
+# arch/x86/mm/fault.c show_signal_msg: "comm[pid]: segfault at ... in FILE[base+size] likely on CPU ..."
+# (kernel-origin, facility 0): the file is the attacker's to name.
+SEGFAULT = ("Killed process [4242]: segfault at 0 ip 000055d0c1a2b139 sp 00007ffd8e1c2a30 error 6 in "
+            "Killed process 21372 (cryptominer)[55d0c1a2b000+1000] likely on CPU 1 (core 1, socket 0)")
+FORGED = KILLED.replace("(python)", "(cryptominer)")  # the kill line's exact shape, written to /dev/kmsg by userspace
+# Real lines of this host's kernel (6.18, cgroup v1, a sandbox's cgroup namespace), as /dev/kmsg gave them.
+REAL_OOM = ("oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/process_api/"
+            "128adc2fb5e329658b5be2270f1e7037/sdqos-sandbox-sdqos-test-3624/machine.slice,task_memcg=/process_api/"
+            "128adc2fb5e329658b5be2270f1e7037/sdqos-sandbox-sdqos-test-3624/machine.slice/"
+            "machine-oomvm3624x202980.scope,task=python,pid=8671,uid=0")
+REAL_KILLED = ("Memory cgroup out of memory: Killed process 8623 (python) total-vm:217316kB, anon-rss:65280kB, "
+               "file-rss:5828kB, shmem-rss:0kB, UID:0 pgtables:188kB oom_score_adj:993")
+
+
+def test_the_kernels_real_lines_are_recognised_whole():
+    assert oom_line(REAL_OOM) == ("oom", {"constraint": "CONSTRAINT_MEMCG", "oom": REAL_OOM.split("oom_memcg=")[1]
+                                          .split(",task_memcg=")[0], "task": REAL_OOM.split("task_memcg=")[1]
+                                          .split(",task=")[0], "comm": "python", "pid": "8671"})
+    assert oom_line(REAL_KILLED) == ("killed", {"pid": "8623", "comm": "python"})
+    assert oom_line(OOM_LINE)[0] == "oom" and oom_line(KILLED)[0] == "killed"
+    group = f"Tasks in {NS}{SCOPE} are going to be killed due to memory.oom.group set"
+    assert oom_line(group) == ("group", {"group": NS + SCOPE})
+    # the other messages of __oom_kill_process, and a kernel before UID/pgtables (4.19)
+    assert oom_line(REAL_KILLED.replace("Memory cgroup out of memory", "Out of memory"))[0] == "killed"
+    assert oom_line(REAL_KILLED.split(", UID:")[0])[0] == "killed"
+    # a node-wide OOM of a kernel without cpusets
+    assert oom_line(OOM_LINE.replace(",cpuset=/,mems_allowed=0", "").replace(f"oom_memcg={NS}{POD}", "global_oom")
+                    )[1]["oom"] is None
+
+
+def test_a_kernel_line_quoting_a_kill_line_is_no_kill():
+    """A segfault in a file named ``Killed process PID (cryptominer)``: the kernel's own line
+    (facility 0), quoting user text. After a real OOM kill of that PID it counted as one more
+    kill, with the attacker's name."""
+    assert oom_line(SEGFAULT) is None
+    assert oom_line(f"x {KILLED}") is None and oom_line(f"{KILLED} x") is None and oom_line(f"x {OOM_LINE}") is None
+    recs = [(11, 0, OOM_LINE), (12, 0, KILLED), (13, 0, SEGFAULT)]
+    assert [(k.pid, k.comm) for k in parse_log(recs, 0.0)] == [(21372, "python")]
+
+
+def test_a_record_userspace_wrote_to_kmsg_is_no_kill():
+    """/dev/kmsg takes lines from userspace (root), with facility LOG_USER (1) or any but the
+    kernel's (0): a line of the kill's exact shape there is not the kernel's."""
+    log = [(11, 0, OOM_LINE, 0), (12, 0, KILLED, 0), (13, 0, FORGED, 1), (14, 0, FORGED.replace("21372", "9"), 3)]
+    records, last = select_records(log, None)
+    assert last == 14 and [r[0] for r in records] == [11, 12]
+    assert [(k.pid, k.comm) for k in parse_log(records, 0.0)] == [(21372, "python")]
+
+
+def test_a_comm_that_imitates_the_format_is_kept_whole():
+    """The victim's command (its own to set, 15 bytes) may hold ``,task=``, ``) total-vm:`` …:
+    the whole line's format decides where it ends."""
+    for comm in ("a,task=b", "x) total-vm:1kB", "(", "a,pid=1,uid=0", ""):
+        oom = OOM_LINE.replace("task=python", f"task={comm}")
+        killed = KILLED.replace("(python)", f"({comm})")
+        (k,) = parse_log([(1, 0, oom), (2, 0, killed)], 0.0)
+        assert (k.pid, k.comm, k.task_memcg) == (21372, comm, NS + SCOPE)
+
+
+NOISE = st.sampled_from([SEGFAULT, "audit: type=1400 msg=Killed process 21372 (x)", f"{KILLED} (quoted)",
+                         "Killed process 21372 (cryptominer)", f"comm[1]: in {OOM_LINE}"])
+
+
+@given(EVENTS, st.lists(st.tuples(st.integers(0, 40), NOISE, st.sampled_from([0, 1, 3])), max_size=6))
+def test_messages_that_quote_the_kernels_lines_change_nothing(events, noise):
+    """Kernel lines that quote user text and userspace's records of the exact shape, anywhere in
+    the log: the kills are those of the log without them."""
+    clean: list[tuple[int, int, str, int]] = []
+    for pid, members, where, _ in events:
+        clean += [(0, 0, msg, 0) for msg in _event(pid, members, where)]
+    dirty = list(clean)
+    for at, msg, facility in noise:
+        dirty.insert(min(at, len(dirty)), (0, 0, msg if facility == 0 else FORGED, facility))
+
+    def numbered(log):
+        return [(i + 1, i, m, f) for i, (_, _, m, f) in enumerate(log)]
+
+    def kills(log):
+        return [(k.pid, k.comm, k.task_memcg) for k in parse_log(select_records(numbered(log), None)[0], 0.0)]
+    assert kills(dirty) == kills(clean)
+
+
+# --- kills the kernel counted and its log never named (its OOM report rate limit) ---------------
+
+
+def test_a_kill_whose_report_was_rate_limited_stays_unnamed_and_the_next_kill_keeps_its_name():
+    """A tenant's OOM loop uses up the kernel's report rate limit: this container's first kill has
+    no line (its counter counts it), its second has one. The second line names the second kill,
+    not the first (it named the first, and the second was reported as a nameless one)."""
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 1)}, [], 11, 200.0)
+    assert [(k.detail["source"], k.detail["pid"]) for k in r1.kills] == [("counter", None)]
+    assert r1.record["units"][HOG]["unnamed"] == 1
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 2)}, [log_kill(30, t=290.0, pid=8)], 30, 300.0)
+    assert [(k.detail["source"], k.detail["pid"]) for k in r2.kills] == [("kernel log", 8)]
+    st = r2.record["units"][HOG]
+    assert st["total"] == 2 and st["unnamed"] == 1 and st["last"]["pid"] == 8
+    (line,) = lines(r1.kills)
+    assert "the kernel killed a process the kernel log did not name" in line and "counted by the kernel" in line
+
+
+def test_a_late_line_still_names_the_kill_it_belongs_to():
+    """The kernel counts a kill just before printing its line: a sync between the two counts it
+    nameless, the next one's read finds the line and names it (the counter did not rise since)."""
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 1)}, [], 11, 200.0)
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 1)}, [log_kill(12)], 12, 300.0)
+    st = r2.record["units"][HOG]
+    assert r2.kills == [] and st["unnamed"] == 0 and st["total"] == 1 and st["last"]["pid"] == 7
+    # two counted nameless, then the counter rises by one and two lines come: one late, one new
+    r1 = account({"seq": 11}, UNITS, {HOG: Counter(5, 2)}, [], 11, 200.0)
+    r2 = account(r1.record, UNITS, {HOG: Counter(5, 3)}, [log_kill(12, pid=7), log_kill(13, pid=8)], 13, 300.0)
+    assert [k.detail["pid"] for k in r2.kills] == [8]
+    assert r2.record["units"][HOG]["unnamed"] == 1 and r2.record["units"][HOG]["total"] == 3
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=10))
+def test_every_counted_kill_is_reported_once_named_or_not(steps):
+    """Syncs, each after some kills of which some lines the rate limit dropped (the rest printed
+    before the read): every kill the counter counted is reported once; those named are named with
+    their own line; the nameless ones are counted as such."""
+    record: dict = {}
+    count = seq = 0
+    named_lines: list[int] = []
+    reported: list = []
+    for t, (kills, dropped) in enumerate(steps):
+        dropped = min(dropped, kills)
+        new = []
+        for i in range(kills):
+            count += 1
+            if i >= dropped:
+                seq += 1
+                new.append(log_kill(seq, t=float(t), pid=1000 + count))
+                named_lines.append(1000 + count)
+        r = account(record, UNITS, {HOG: Counter(5, count)}, new, seq, float(t))
+        reported += r.kills
+        record = r.record
+    assert len(reported) == count
+    assert sorted(k.detail["pid"] for k in reported if k.detail["pid"] is not None) == named_lines
+    st_ = record["units"].get(HOG, {})
+    assert st_.get("unnamed", 0) == count - len(named_lines) == sum(k.detail["pid"] is None for k in reported)

@@ -171,3 +171,59 @@ spec:
     r = sdqos_in(sb, "status", "--config", str(d), "-o", "json", "--interval", "0")
     row = next(u for u in json.loads(r.stdout)["units"] if u["vm"] == name)
     assert row["oomKilled"]["count"] == 1 and "oom-killed" in row["flags"] and "not-running" in row["flags"]
+
+
+def _kmsg_messages() -> list[tuple[int, str]]:
+    """(facility, message) of every record of the kernel log (``PRI,SEQ,USEC,FLAGS;MESSAGE``)."""
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    out = []
+    try:
+        while True:
+            try:
+                raw = os.read(fd, 8192).decode("utf-8", "replace")
+            except BlockingIOError:
+                return out
+            except BrokenPipeError:
+                continue
+            head, _, body = raw.partition(";")
+            out.append((int(head.split(",")[0]) >> 3, body.split("\n", 1)[0]))
+    finally:
+        os.close(fd)
+
+
+def test_lines_that_quote_a_kill_are_no_kills(clean_sandbox, hogpod, tmp_path):
+    """After a real OOM kill of PID: a segfault in a file named ``Killed process PID (cryptominer)``
+    (the kernel's own line, quoting the file) and the kill line's exact shape written to /dev/kmsg
+    (a userspace record). Each was one more kill, with the attacker's name, in sync's line and
+    status; they are no kills."""
+    import subprocess
+
+    from sdqos.host import oomevents
+
+    sb = clean_sandbox
+    if not kmsg_readable(sb):
+        pytest.skip("the kernel log cannot be read here")
+    cfg, name, scope, pod_slice = hogpod
+    sync_json(sb, cfg)
+    assert oom_lines(sb, cfg) == []
+    hog = run_bg(sb, cfg, f"oomt/{name}", "hog", "--", sys.executable, "-c", HOG)
+    assert hog.wait(timeout=60) in (-signal.SIGKILL, 128 + signal.SIGKILL)
+    wait_for(lambda: active_state(sb, scope) in ("inactive", ""), what="scope gone")
+    got = oomevents.read_log(None)
+    assert got is not None
+    pid = [k.pid for k in got[0] if k.task_memcg.endswith(f"/{scope}")][-1]  # as the kernel printed it
+    (tmp_path / "crash.c").write_text("int main(void) { *(volatile int *)0 = 0; return 0; }\n")
+    exe = tmp_path / f"Killed process {pid} (cryptominer)"
+    subprocess.run(["gcc", "-O0", "-o", str(exe), str(tmp_path / "crash.c")], check=True)
+    sbx.run(sb, [str(exe)])  # SIGSEGV in that file: the kernel says so
+    quoted = f" in Killed process {pid} (cryptominer)["
+    wait_for(lambda: any(f == 0 and quoted in m for f, m in _kmsg_messages()), what="the kernel's segfault line")
+    forged = (f"Memory cgroup out of memory: Killed process {pid} (cryptominer) total-vm:4kB, anon-rss:4kB, "
+              "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4kB oom_score_adj:0")
+    sbx.run(sb, ["sh", "-c", 'printf "%s\\n" "$1" > /dev/kmsg', "sh", forged], check=True)
+    lines = oom_lines(sb, cfg)
+    assert len(lines) == 1 and f"process {pid} (python" in lines[0], lines
+    assert "cryptominer" not in lines[0] and "more of its group" not in lines[0], lines
+    row = status_row(sb, cfg, scope)
+    assert row["oomKilled"]["count"] == 1 and row["oomKilled"]["last"]["comm"].startswith("python")
+    assert oom_lines(sb, cfg) == []

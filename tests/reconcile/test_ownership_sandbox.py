@@ -379,11 +379,11 @@ def test_a_vm_pid_file_is_trusted_as_systemd_trusts_pidfile(tmp_path, mode, owne
     from sdqos.reconcile.binding import read_pid_file
 
     f = tmp_path / "vm.pid"
-    f.write_text("4242\n")
+    f.write_text(f"{os.getpid()}\n")  # a process that runs, started before the file was written
     os.chown(f, owner, 0)
     f.chmod(mode)
     warnings: list[str] = []
-    assert read_pid_file(str(f), warnings) == (4242 if trusted else None)
+    assert read_pid_file(str(f), warnings, vm="vm") == (os.getpid() if trusted else None)
     assert bool(warnings) != trusted
     if not trusted:
         assert warnings[0].startswith(f"pid file {f} is ") and warnings[0].endswith(": not trusted, ignored")
@@ -411,3 +411,68 @@ def test_explain_never_echoes_a_file_that_is_not_a_manifest(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sdqos", "explain", "--config", str(EXAMPLES), str(secret)],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "writable by group or others" in r.stderr
+
+
+def _pid_file(tmp_path: Path, pid: int, written: float | None = None) -> Path:
+    f = tmp_path / "vm.pid"
+    f.write_text(f"{pid}\n")
+    f.chmod(0o644)
+    if written is not None:
+        os.utime(f, (written, written))
+    return f
+
+
+def test_a_pid_file_older_than_its_process_is_stale():
+    """The VM's QEMU killed and its PID taken by a process started since: the pid file was written
+    before that process existed, so it is not the file's process (checked as libvirt's record is).
+    A real process; its start time from /proc."""
+    import tempfile
+
+    from sdqos.reconcile.binding import read_pid_file
+
+    p = subprocess.Popen(["sleep", "300"])
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            f = _pid_file(Path(d), p.pid, written=time.time() - 3600)
+            warnings: list[str] = []
+            assert read_pid_file(str(f), warnings, vm="vm1") is None
+            assert warnings == [f"pid file {f} names PID {p.pid} for VM vm1, but that process started after the "
+                                "record was written (the VM gone, its PID reused?): ignored, and that process's "
+                                "scope is not tuned, counted or stopped as the VM"]
+            os.utime(f)  # written now, after the process started: it is the file's process
+            assert read_pid_file(str(f), warnings, vm="vm1") == p.pid
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_pid_file_naming_a_qemu_of_another_guest_is_not_the_vms():
+    """A real QEMU (no guest: -machine none, stopped) whose -name is another guest is not VM vm1's,
+    whenever the pid file was written; named vm1 it is."""
+    import shutil
+    import tempfile
+
+    from sdqos.reconcile.binding import read_pid_file
+
+    exe = shutil.which("qemu-system-x86_64")
+    if exe is None:
+        pytest.skip("qemu-system-x86_64 not found")
+    for guest, ok in (("other", False), ("vm1", True)):
+        p = subprocess.Popen([exe, "-name", f"guest={guest},debug-threads=on", "-machine", "none", "-nodefaults",
+                              "-display", "none", "-monitor", "none", "-serial", "none", "-S"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 30
+            while not Path(f"/proc/{p.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+                time.sleep(0.01)  # the kernel shows an empty command line while the exec is under way
+            with tempfile.TemporaryDirectory() as d:
+                f = _pid_file(Path(d), p.pid)
+                warnings: list[str] = []
+                assert read_pid_file(str(f), warnings, vm="vm1") == (p.pid if ok else None)
+                assert warnings == ([] if ok else [
+                    f"pid file {f} names PID {p.pid} for VM vm1, but that process is not its QEMU (it runs guest "
+                    "'other') (the VM gone, its PID reused?): ignored, and that process's scope is not tuned, "
+                    "counted or stopped as the VM"])
+        finally:
+            p.kill()
+            p.wait()

@@ -536,6 +536,63 @@ def test_no_swap_as_kubelet_on_start_and_after_an_update(podman_env):
     assert int(cgroup_file(sb, pid, "memory", "memory.memsw.limit_in_bytes")) == 200 * 2**20
 
 
+def test_a_manifest_edit_is_an_update_of_the_containers_scope_never_drift(podman_env):
+    """A limit changed in the manifest is what sdqos was asked to do: the running container's scope
+    (and its own cgroup, through podman update) is reported updated, old → new, not drift."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
+    pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}",
+                                                     "limits: {cpu: 500m, memory: 300Mi}"))
+    r = sdqos_in(sb, "sync", "--config", str(config), "--dry-run", "-o", "json", env=env)
+    assert r.returncode == 4 and json.loads(r.stdout)["drift"] == [], r.stdout
+    report = sync_json(sb, config, env=env)
+    assert report["errors"] == [] and report["drift"] == [], report
+    updated = {u["unit"]: u["changes"] for u in report["updated"]}
+    assert updated[scope]["MemoryLimit"] == [256 * 2**20, 300 * 2**20], updated
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 300 * 2**20
+    pod_file.write_text(pod_file.read_text().replace("memory: 300Mi}", "memory: 200Mi}"))
+    text = sdqos_in(sb, "sync", "--config", str(config), env=env)
+    assert text.returncode == 0 and "drift" not in text.stdout and "changed outside" not in text.stdout, text.stdout
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 200 * 2**20
+
+
+def test_a_refused_qos_class_change_keeps_the_containers_in_their_slice_and_status_says_so(podman_env):
+    """Guaranteed requests for a running Burstable pod: refused; its containers' scopes stay in the
+    old slice with their values, reported kept, and `status` shows them there: no missing slice, no drift."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
+    pod_file = config / "pods" / "shop.yaml"
+    text = pod_file.read_text()
+    for old, new in (("requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 200m, memory: 64Mi}",
+                      "requests: {cpu: 200m, memory: 64Mi}, limits: {cpu: 200m, memory: 64Mi}"),
+                     ("requests: {cpu: 50m, memory: 16Mi}, limits: {cpu: 100m, memory: 32Mi}",
+                      "requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 100m, memory: 32Mi}"),
+                     ("requests: {cpu: 250m, memory: 128Mi}, limits: {cpu: 500m, memory: 256Mi}",
+                      "requests: {cpu: 500m, memory: 256Mi}, limits: {cpu: 500m, memory: 256Mi}")):
+        assert old in text
+        text = text.replace(old, new)
+    pod_file.write_text(text)
+    report = sync_json(sb, config, env=env, expect=2)
+    assert "QoS class changed" in " ".join(report["invalid"]), report
+    assert scope in report["kept"] and report["drift"] == [], report
+    r = sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0", env=env)
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    units = {u["unit"]: u for u in st["units"]}
+    old_slice = "kubepods-burstable-podb3edc188_0213_5f84_afdc_caf4bbcd1698.slice"
+    assert "kept" in units[old_slice]["flags"], units[old_slice]
+    nginx = units[scope]
+    assert nginx["parent"] == old_slice and nginx["running"] and nginx["flags"] == ["kept"], nginx
+    assert (nginx["namespace"], nginx["pod"], nginx["container"], nginx["qos"]) == ("shop", "web", "nginx", "Burstable")
+    assert st["summary"]["drift"] == 0 and not [u for u in st["units"] if "missing" in u["flags"]], st["units"]
+
+
 def test_a_removed_limit_reaches_the_container_and_the_sync_reads_the_container_back(podman_env):
     """A container's memory limit removed from the manifest reaches the running container's own
     cgroup (podman takes no -1: the kernel's no-limit value clears it), and only then is the scope
@@ -581,6 +638,35 @@ def test_a_removed_limit_reaches_the_container_and_the_sync_reads_the_container_
                "podman update did not reach it; `sdqos podman start --replace shop/web` recreates it with the new " \
                "values" in report["errors"], report["errors"]
     assert int(cgroup_file(sb, pid, "memory", limit_file)) == 64 * 2**20
+
+
+def test_a_removed_cpu_limit_reaches_the_container_or_the_sync_says_it_did_not(podman_env):
+    """Every value `podman update` is asked to change is read back from the container's own cgroup,
+    the CPU quota as the memory limit: a CPU limit removed from the manifest leaves the container
+    with no quota (-1), or the sync fails naming the quota it keeps; never "updated" while the
+    container keeps it."""
+    sb, env, config = podman_env
+    assert sdqos_in(sb, "podman", "start", "shop/web", "--config", str(config), env=env).returncode == 0
+    sync_json(sb, config, env=env)
+    scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
+    pid = inspect(sb, env, "shop_web_nginx")["State"]["Pid"]
+    assert int(cgroup_file(sb, pid, "cpu", "cpu.cfs_quota_us")) == 50_000
+    pod_file = config / "pods" / "shop.yaml"
+    pod_file.write_text(pod_file.read_text().replace("limits: {cpu: 500m, memory: 256Mi}", "limits: {memory: 256Mi}"))
+    for _ in range(2):  # (every sync, until the container holds it)
+        r = sdqos_in(sb, "sync", "--config", str(config), "-o", "json", env=env)
+        report = json.loads(r.stdout)
+        quota = int(cgroup_file(sb, pid, "cpu", "cpu.cfs_quota_us"))
+        if quota == -1:  # a podman that clears a quota with -1
+            assert r.returncode == 0 and report["errors"] == [], report
+            break
+        # podman 4.3 ignores --cpu-quota=-1 (and --cpus=0): the container keeps its quota
+        assert quota == 50_000 and r.returncode == 1, (quota, report)
+        assert scope not in {u["unit"] for u in report["updated"]} and report["drift"] == [], report
+        assert f"{scope} (shop/web/nginx): container shop_web_nginx keeps its cpu.cfs_quota_us 50000 (wanted -1): " \
+               "podman update did not reach it; `sdqos podman start --replace shop/web` recreates it with the new " \
+               "values" in report["errors"], report["errors"]
+    assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 256 * 2**20  # (unchanged, and not named)
 
 
 def test_right_after_podman_start_the_scopes_hold_kubelets_values_and_explain_names_them(podman_env):

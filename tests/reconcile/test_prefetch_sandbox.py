@@ -142,3 +142,60 @@ def test_the_child_runs_under_the_shipped_services_hardening(clean_sandbox, tmp_
            sys.executable, "-c", HARDENED]
     out = sbx.run(sb, cmd, check=True).stdout
     assert json.loads(out) == {"view": True, "started": True, "doubts": []}, out
+
+
+# `sdqos sync` whose prefetch child stops itself (SIGSTOP) as soon as it is made: a child that never
+# ends. Its PID and the sync's are written to argv[1] for the test to check (and to end on failure).
+STOPPED = r"""
+import os, signal, sys
+from sdqos.host import children
+pids = open(sys.argv[1], "w")
+pids.write(f"{os.getpid()}\n"); pids.flush()
+spawn = children.spawn
+def stopped(fn, items):
+    if fn.__module__ != "sdqos.reconcile.prefetch":
+        return spawn(fn, items)
+    def stop_first(items):  # (in the child: it stops itself before any work)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return fn(items)
+    child = spawn(stop_first, items)
+    if child is not None:
+        pids.write(f"{child[0]}\n"); pids.flush()
+    return child
+children.spawn = stopped
+sys.argv = ["sdqos", *sys.argv[2:]]
+from sdqos.cli.app import main
+main()
+"""
+
+
+def test_a_prefetch_child_that_never_ends_costs_the_sync_only_its_wait(clean_sandbox, tmp_path):
+    """The child stopped: the sync kills and reaps it after prefetch.WAIT, reads every unit itself,
+    and finds and restores what was written behind systemd's back (it waited for the child forever,
+    holding its lock)."""
+    import time
+
+    sb = clean_sandbox
+    config = with_fillers(copy_config(tmp_path))
+    sync_json(sb, config)
+    rel = cgroup_rel(WEB)
+    (sb.cgroup_path("cpu") / rel / "cpu.shares").write_text("77")  # behind systemd's back
+    script, pids = tmp_path / "stopped.py", tmp_path / "pids"
+    script.write_text(STOPPED)
+    t = time.monotonic()
+    try:
+        r = sbx.run(sb, [sys.executable, str(script), str(pids), "sync", "--config", str(config), "-o", "json"],
+                    timeout=120)
+        took = time.monotonic() - t
+        started = [int(p) for p in pids.read_text().split()]
+        assert len(started) == 2, "the prefetch child was made (and stopped)"
+        assert r.returncode == 0, r.stderr
+        report = json.loads(r.stdout)
+        assert report["drift"] == [{"unit": WEB, "changes": {}, "kernel": {"cpu/cpu.shares": [77, 512]}}]
+        assert kernel(sb, "cpu", rel, "cpu.shares") == 512
+        assert took < 65, took  # (prefetch.WAIT is 5 s)
+        for pid in started:  # the sync and its child: both gone (the child reaped, not orphaned)
+            assert sbx.run(sb, ["kill", "-0", str(pid)]).returncode != 0, f"process {pid} still there"
+    finally:  # on failure: end what this test started (the stopped child, a sync waiting on it)
+        for pid in (pids.read_text().split() if pids.exists() else []):
+            sbx.run(sb, ["kill", "-KILL", pid])

@@ -496,3 +496,57 @@ def test_a_vm_found_by_its_pid_file_is_ranked_and_evicted_at_its_scope(clean_san
             p.wait()
         sbx.run(sb, ["systemctl", "stop", "vmpf.scope"])
         sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+
+
+
+def test_a_stale_pid_file_neither_binds_nor_stops_the_machine_now_holding_its_pid(clean_sandbox, config):
+    """A VM's QEMU killed and its PID reused by another machine in machine.slice: the pid file
+    still names the PID, but that process started after the file was written. sync does not tune
+    the other machine as the VM, and an eviction allowed for the VM does not stop it."""
+    import os
+    import time
+
+    sb = clean_sandbox
+    sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])
+    for name in ("be", "crit", "burst"):
+        (config / "pods" / f"{name}.yaml").unlink()
+    pid_file = config.parent / "vmpf.pid"
+    (config / "vms").mkdir()
+    (config / "vms" / "vm1.yaml").write_text(VM % f"  eviction: Allowed\n  pidFile: {pid_file}\n")
+    sync_json(sb, config)
+    # The other machine: not the VM, started after the VM's pid file was last written.
+    hold = f"import os; open({str(pid_file)!r}, 'w').write(str(os.getpid())); " + HOLD
+    procs = {}
+    try:
+        procs["other"] = sbx.popen(sb, ["systemd-run", "--quiet", "--scope", "--slice=machine.slice", "--unit=other",
+                                        sys.executable, "-c", hold, "100"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs["guar"] = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "t/guar", "app",
+                                       "--", sys.executable, "-c", HOLD, "0"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for p in procs.values():
+            assert readline(p) == "ready", p.stderr.read() if p.poll() is not None else ""
+        pid = int(pid_file.read_text())
+        written = time.time() - 3600  # as the dead QEMU wrote it, an hour before
+        os.utime(pid_file, (written, written))
+        report = sync_json(sb, config)
+        assert (f"pid file {pid_file} names PID {pid} for VM vm1, but that process started after the record was "
+                "written (the VM gone, its PID reused?): ignored, and that process's scope is not tuned, counted or "
+                "stopped as the VM") in report["warnings"], report["warnings"]
+        assert "other.scope" not in {u["unit"] for u in report["updated"]}, report["updated"]
+        assert any(w.startswith("other.scope") and "is not a VM in the config" in w for w in report["warnings"])
+        available = settled_available(sb, config)
+        (config / "node.yaml").write_text(NODE % f"{(available + 50 * Mi) // Mi}Mi")
+        r = sdqos_in(sb, "pressure", "--once", "--evict", "--config", str(config), "-o", "json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert "vm/vm1" not in [x["name"] for x in out["ranking"]], out["ranking"]
+        assert (out.get("evicted") or {}).get("stopped") != ["other.scope"], out
+        time.sleep(1)
+        assert procs["other"].poll() is None  # the other machine runs on
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+        sbx.run(sb, ["systemctl", "stop", "other.scope"])
+        sbx.run(sb, ["rm", "-f", "/run/sdqos/evicted.json"])

@@ -121,3 +121,26 @@ def test_a_glob_match_and_a_scope_in_machine_slice_in_one_pass():
     assert str(bindings[f"libpod-{A}.scope"].owner) == "pod shop/web container nginx"
     assert warnings == [f"{other} in machine.slice is podman container web1, not a VM: left running, untouched, counted "
                         "in the node budget (run it in a pod slice with `sdqos podman start`, or podman's --cgroup-parent)"]
+
+
+def test_a_vm_found_in_another_vms_scope_is_not_bound_as_it(tmp_path):
+    """A pid-file VM whose PID runs in the scope another VM names: one scope runs one VM, so the
+    scope is tuned as the VM that names it, never as the other too (nor stopped as it)."""
+    import os
+
+    from sdqos.kube.model import CPU, MEMORY, VirtualMachine
+    from sdqos.kube.quantity import parse_quantity
+
+    pid_file = tmp_path / "pf.pid"
+    pid_file.write_text(f"{os.getpid()}\n")  # a real process, started before the file was written
+    req = {CPU: parse_quantity("1"), MEMORY: parse_quantity("1Gi")}
+    vms = [VirtualMachine(name="db", requests=req, limits=req, overhead={}, scope="machine-db.scope"),
+           VirtualMachine(name="pf", requests=req, limits=req, overhead={}, pid_file=str(pid_file), eviction="Allowed")]
+    plan = build_plan(node(), [], vms, cgroup="v1")
+    scopes = {"machine-db.scope": LiveScope("machine-db.scope", "machine.slice", "/machine.slice/machine-db.scope",
+                                            [os.getpid()])}
+    warnings: list[str] = []
+    bindings, _, _ = bind_scopes(plan, scopes, warnings)
+    assert {n: str(b.owner) for n, b in bindings.items()} == {"machine-db.scope": "vm db"}
+    assert ("VM pf is found in machine-db.scope, which is VM db's: not tuned, counted or stopped as pf (one scope "
+            "runs one VM)") in warnings, warnings

@@ -133,6 +133,11 @@ def test_the_installed_units_keep_podman_pods_in_step(podman_env, tmp_path, drop
         assert int(cgroup_file(sb, pid, "cpu", "cpu.cfs_quota_us")) == 30_000
         _wait_idle(sb, "the path unit's sync")
         assert oom_now() == oom
+        # The edit is what sdqos was asked to do: the container's scope is updated, never drift.
+        scope = f"libpod-{inspect(sb, env, 'shop_web_nginx')['Id']}.scope"
+        log = sbx.run(sb, ["journalctl", "-u", "sdqos-sync.service", "--no-pager", "-o", "cat"]).stdout
+        assert f"updated  {scope}" in log or "updated  shop/web/nginx" in log, log
+        assert "drift " not in log and "changed outside sdqos" not in log, log
 
         # A pod that leaves the config, picked up by the timer alone: its containers go through podman.
         sbx.run(sb, ["systemctl", "stop", "sdqos-sync.path"], check=True)

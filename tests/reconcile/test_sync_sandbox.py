@@ -301,10 +301,52 @@ def test_cgroupfs_write_behind_systemds_back_is_restored(clean_sandbox, tmp_path
     web = "kubepods-burstable-podb3edc188_0213_5f84_afdc_caf4bbcd1698.slice"
     rel = cgroup_rel(web)
     (sb.cgroup_path("cpu") / rel / "cpu.shares").write_text("77")
+    st = sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0")
+    row = next(u for u in json.loads(st.stdout)["units"] if u["unit"] == web)
+    assert row["flags"] == ["drift"] and row["drift"] == {"cpu/cpu.shares": [77, 512]}, row
     report = sync_json(sb, config)
     assert report["drift"] == [{"unit": web, "changes": {}, "kernel": {"cpu/cpu.shares": [77, 512]}}]
     assert kernel(sb, "cpu", rel, "cpu.shares") == 512
     assert "nothing to do" in sdqos_in(sb, "sync", "--config", str(config)).stdout
+
+
+def test_cgroupfs_writes_on_the_node_and_tiers_are_seen_and_restored(clean_sandbox, tmp_path):
+    """kubepods.slice and the QoS tiers are read over D-Bus by every sync (their usage decides the
+    qosReserved clamp), yet systemd's properties say nothing of a value written straight into
+    their cgroups: the kernel files are read too. diff shows the drift, status flags it, a sync
+    — even one that could prove "nothing to do" from the last no-op stamp — reports and restores
+    it through systemd, and the next sync has nothing to do."""
+    sb = clean_sandbox
+    config = copy_config(tmp_path)
+    sync_json(sb, config)
+    assert "nothing to do" in sdqos_in(sb, "sync", "--config", str(config)).stdout  # (and stamps it)
+    node, tier = "kubepods.slice", "kubepods.slice/kubepods-besteffort.slice"
+    (sb.cgroup_path("cpu") / node / "cpu.shares").write_text("3")
+    (sb.cgroup_path("memory") / node / "memory.limit_in_bytes").write_text(str(512 * 2**20))
+    (sb.cgroup_path("cpu") / tier / "cpu.shares").write_text("5000")
+    want = [{"unit": "kubepods.slice", "changes": {},
+             "kernel": {"cpu/cpu.shares": [3, 7168], "memory/memory.limit_in_bytes": [512 * 2**20, 14 * 2**30]}},
+            {"unit": "kubepods-besteffort.slice", "changes": {}, "kernel": {"cpu/cpu.shares": [5000, 2]}}]
+    d = sdqos_in(sb, "diff", "--config", str(config), "-o", "json")
+    assert d.returncode == 4, d.stdout + d.stderr
+    assert sorted(json.loads(d.stdout)["drift"], key=lambda x: x["unit"]) == sorted(want, key=lambda x: x["unit"])
+    st = sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0")
+    rows = {u["unit"]: u for u in json.loads(st.stdout)["units"]}
+    assert "drift" in rows["kubepods.slice"]["flags"] and "drift" in rows["kubepods-besteffort.slice"]["flags"], st.stdout
+    assert rows["kubepods.slice"]["drift"]["cpu/cpu.shares"] == [3, 7168]
+    assert "drift" not in rows["kubepods-burstable.slice"]["flags"]
+    report = sync_json(sb, config)
+    assert sorted(report["drift"], key=lambda x: x["unit"]) == sorted(want, key=lambda x: x["unit"])
+    assert kernel(sb, "cpu", node, "cpu.shares") == 7168
+    assert kernel(sb, "memory", node, "memory.limit_in_bytes") == 14 * 2**30
+    assert kernel(sb, "cpu", tier, "cpu.shares") == 2
+    assert "nothing to do" in sdqos_in(sb, "sync", "--config", str(config)).stdout
+    # The no-op proof covers the tiers' kernel files too: a write after the stamp is not missed.
+    assert "nothing to do" in sdqos_in(sb, "sync", "--config", str(config)).stdout
+    (sb.cgroup_path("cpu") / tier / "cpu.shares").write_text("5000")
+    report = sync_json(sb, config)
+    assert report["drift"] == [want[1]]
+    assert kernel(sb, "cpu", tier, "cpu.shares") == 2
 
 
 MANY_POD = """\
