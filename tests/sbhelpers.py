@@ -192,6 +192,21 @@ def end_tree(proc: subprocess.Popen) -> None:
         pass
 
 
+def _tree(pid: int) -> str:
+    """What runs below ``pid``: one line per process (pid, state, where it waits, command line)."""
+    lines = []
+    for p in [pid, *descendants(pid)]:
+        try:
+            state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = Path(f"/proc/{p}/wchan").read_text()
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stack = Path(f"/proc/{p}/stack").read_text().replace("\n", " | ") if os.geteuid() == 0 else ""
+        except OSError:
+            continue
+        lines.append(f"{p} {state} {wchan} {cmd[:200]} [{stack[:300]}]")
+    return "\n".join(lines)
+
+
 def interrupt_at(sb: sbx.Sandbox, argv: list[str], delay: float, *, env: dict | None = None,
                  within: float = 60.0) -> tuple[int | None, str, str, float]:
     """Start ``argv`` in the sandbox, send its process (nsenter's child: what a terminal's Ctrl-C
@@ -214,7 +229,7 @@ def interrupt_at(sb: sbx.Sandbox, argv: list[str], delay: float, *, env: dict | 
         try:
             out, err = p.communicate(timeout=within)
         except subprocess.TimeoutExpired:
-            return None, "", "", time.monotonic() - t0
+            return None, "", _tree(p.pid), time.monotonic() - t0
         return p.returncode, out, err, time.monotonic() - t0
     finally:
         end_tree(p)

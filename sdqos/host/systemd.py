@@ -284,8 +284,8 @@ def run(coro: Awaitable[T]) -> T:
     asyncio.run turns SIGINT into one cancellation of the task and raises KeyboardInterrupt only if
     the task ends cancelled; a cancellation that meets a result is swallowed (Python 3.11's
     ``wait_for`` returns the result instead: on a busy machine a reply and Ctrl-C often arrive in
-    the same loop pass) and the command went on as if nothing happened. Here SIGINT is recorded,
-    the task is cancelled until it ends, and KeyboardInterrupt follows however it ended."""
+    the same loop pass) and the command went on as if nothing happened. Here every SIGINT is
+    recorded, the task is cancelled until it ends, and KeyboardInterrupt follows however it ended."""
     import signal
 
     box: list = []
@@ -301,19 +301,18 @@ def run(coro: Awaitable[T]) -> T:
                 task.cancel()
                 loop.call_later(INTERRUPT_RECANCEL_S, cancel)  # (swallowed: again, until it ends)
 
-        def on_sigint() -> None:
+        def on_sigint(signum: int, frame: Any) -> None:
+            # Python's handler, run in this thread at once: every SIGINT is counted (the loop's own
+            # add_signal_handler only notes it in the loop's pipe, lost once the loop stops reading)
             interrupted.append(True)
-            cancel()
-        try:
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-            handled = True
-        except (ValueError, RuntimeError):  # not the main thread: asyncio.run's own handling
-            handled = False
+            if task.done():
+                raise KeyboardInterrupt
+            loop.call_soon_threadsafe(cancel)
+        previous = signal.signal(signal.SIGINT, on_sigint)  # (not in the main thread: ValueError, a bug)
         try:
             box.append(await coro)
         finally:
-            if handled:
-                loop.remove_signal_handler(signal.SIGINT)  # (back to Python's default: KeyboardInterrupt)
+            signal.signal(signal.SIGINT, previous)  # asyncio.run's, which puts Python's default back
     try:
         asyncio.run(main())
     except asyncio.CancelledError:

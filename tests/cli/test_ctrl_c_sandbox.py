@@ -21,7 +21,7 @@ PYTHON_STARTING = "Fatal Python error: init_"  # CPython's own start-up, before 
 
 
 def ended(rc, out, err, took, what):
-    assert rc is not None, f"{what}: still running 60 s after Ctrl-C"
+    assert rc is not None, f"{what}: still running 60 s after Ctrl-C:\n{err}"
     if err.startswith(PYTHON_STARTING):
         return -2  # the interpreter ended on it before any of sdqos was loaded
     assert "Traceback" not in err and "internal error" not in err, (what, err)

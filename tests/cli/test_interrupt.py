@@ -52,3 +52,16 @@ def test_without_ctrl_c_the_result_comes_back():
 
     assert run_async(fine()) == 42
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_in_the_tasks_last_step_is_not_lost():
+    """SIGINT just before the task ends: the loop would only have noted it in its pipe, and stopped
+    without reading it (status --watch went on after a Ctrl-C that came as a screen was collected)."""
+    async def last_step():
+        await asyncio.sleep(0)
+        os.kill(os.getpid(), signal.SIGINT)
+        return "done"
+
+    with pytest.raises(KeyboardInterrupt):
+        run_async(last_step())
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
