@@ -1,5 +1,5 @@
 """``python -m sdqos``."""
 
-from sdqos.cli.app import main
+from sdqos.cli import main
 
 main()

@@ -51,6 +51,67 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             print(text)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+# --- no podman on the host ----------------------------------------------------------------------
+#
+# A `podman ps` on the host sets up podman's storage there (/var/lib/containers, its locks): a test
+# that is not inside a sandbox (or a v2 guest) gets a podman that only records that it was called
+# and fails, and the test fails naming the call.
+
+
+@pytest.fixture(autouse=True)
+def _no_podman_on_the_host(request, tmp_path_factory, monkeypatch):
+    inside = any(f in request.fixturenames for f in SANDBOX_FIXTURES) or "/tests/v2/" in str(request.path)
+    if inside:
+        yield
+        return
+    d = tmp_path_factory.mktemp("host-podman")
+    calls = d / "calls"
+    spy = d / "podman"
+    spy.write_text(f'#!/bin/sh\necho "$*" >> {calls}\necho "podman is not run on the host by a test" >&2\nexit 125\n')
+    spy.chmod(0o755)
+    monkeypatch.setenv("SDQOS_PODMAN", str(spy))
+    yield
+    if calls.exists():
+        pytest.fail(f"the test ran podman on the host: {calls.read_text().strip()}", pytrace=False)
+
+
+# --- what a test starts ends with it ------------------------------------------------------------
+#
+# A process a test started and left running (a `status --watch` that missed its Ctrl-C, an
+# `sdqos run` in the sandbox through nsenter) would stay pytest's child for the rest of the session,
+# and every later test that counts its children would fail. Each child of pytest that appeared
+# during a test (its function-scoped fixtures included; longer-lived fixtures start theirs before)
+# is killed after it, with everything below it, and reaped.
+
+
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out.update(int(c) for c in f.read().split())
+        except OSError:
+            pass  # (a thread that ended meanwhile)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _end_what_the_test_started():
+    before = _children(os.getpid())
+    yield
+    from .sbhelpers import descendants
+
+    for pid in _children(os.getpid()) - before:
+        for p in [*reversed(descendants(pid)), pid]:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass  # its Popen reaped it meanwhile
+
 # --- sandbox: a private systemd (sdqos.sandbox) ------------------------------------------------
 #
 # `sandbox` boots one sandbox per test session, `clean_sandbox` hands each test that instance with

@@ -5,6 +5,8 @@ keeps its state in /run/sdqos. A test (or a sandbox) that wrote the host's unit 
 run dir would change what the host's systemd and the host's own `sdqos sync` do. The snapshot holds
 every entry under /etc/systemd and /run/sdqos, and the entries of /run/systemd whose name says sdqos
 (the rest of /run/systemd is the host's systemd's own business and changes on a live host).
+podman's default storage and cache (a `podman ps` run on the host creates them, and rewrites its
+lock files: their modification times are compared too), and where the quickstart installs sdqos.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ import hashlib
 import os
 from pathlib import Path
 
-WHOLE = ("/etc/systemd", "/run/sdqos")
+WHOLE = ("/etc/systemd", "/run/sdqos", "/var/lib/containers", "/var/cache/containers", "/opt/sdqos",
+         "/usr/local/bin/sdqos")
 NAMED = ("/run/systemd",)
+TIMED = ("/var/lib/containers", "/var/cache/containers")  # by size and mtime, not content: images are big
 
 
 def _entry(p: str) -> tuple:
     st = os.lstat(p)
+    if p.startswith(TIMED) and os.path.isfile(p) and not os.path.islink(p):
+        return ("file", st.st_mode, st.st_uid, st.st_size, st.st_mtime_ns)
     if os.path.islink(p):
         return ("link", os.readlink(p))
     if os.path.isdir(p):

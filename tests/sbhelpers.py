@@ -149,3 +149,87 @@ def remove_sync_units(sb: sbx.Sandbox, directory: str = "/run/systemd/system") -
         "sdqos-sync.timer", "sdqos-sync.service", "sdqos-sync.path", "sdqos-pressure.service", "timers.target.wants",
         "paths.target.wants", "multi-user.target.wants"))])
     sbx.run(sb, ["systemctl", "daemon-reload"])
+
+
+# --- processes a test starts: always ended, whatever happens --------------------------------------
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children first), read from /proc's children lists."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                kids = [int(c) for c in Path(f"/proc/{p}/task/{t}/children").read_text().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def end_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc``, its process group and everything below it, and reap ``proc``: for a
+    ``finally``, so nothing a test started outlives it (nsenter's child in the sandbox included)."""
+    for pid in [*reversed(descendants(proc.pid)), proc.pid]:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    try:
+        os.killpg(proc.pid, 9)  # (started with start_new_session: its group is its pid)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=30)
+    except (subprocess.TimeoutExpired, ValueError):
+        pass
+
+
+def _tree(pid: int) -> str:
+    """What runs below ``pid``: one line per process (pid, state, where it waits, command line)."""
+    lines = []
+    for p in [pid, *descendants(pid)]:
+        try:
+            state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = Path(f"/proc/{p}/wchan").read_text()
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stack = Path(f"/proc/{p}/stack").read_text().replace("\n", " | ") if os.geteuid() == 0 else ""
+        except OSError:
+            continue
+        lines.append(f"{p} {state} {wchan} {cmd[:200]} [{stack[:300]}]")
+    return "\n".join(lines)
+
+
+def interrupt_at(sb: sbx.Sandbox, argv: list[str], delay: float, *, env: dict | None = None,
+                 within: float = 60.0) -> tuple[int | None, str, str, float]:
+    """Start ``argv`` in the sandbox, send its process (nsenter's child: what a terminal's Ctrl-C
+    reaches) one SIGINT ``delay`` seconds after it exists, and wait ``within`` seconds for it to end.
+    (returncode, stdout, stderr, seconds it took after the SIGINT); returncode None: it did not end
+    (then it is killed)."""
+    import signal
+
+    p = sbx.popen(sb, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                  **({"env": sbx.inner_env(env)} if env is not None else {}))
+    try:
+        inner = wait_for(lambda: descendants(p.pid)[:1] or (p.poll() is not None and [0]), "nsenter's child", 60)[0]
+        time.sleep(delay)
+        t0 = time.monotonic()
+        if inner:
+            try:
+                os.kill(inner, signal.SIGINT)
+            except ProcessLookupError:
+                pass  # it ended before
+        try:
+            out, err = p.communicate(timeout=within)
+        except subprocess.TimeoutExpired:
+            return None, "", _tree(p.pid), time.monotonic() - t0
+        return p.returncode, out, err, time.monotonic() - t0
+    finally:
+        end_tree(p)

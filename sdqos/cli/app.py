@@ -49,8 +49,25 @@ class _Commands(TyperGroup):
         group.name, group.help, group.short_help = "sandbox", SANDBOX_HELP, None
         return group
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """A mistyped command: the one it most likely meant, as sdqos hints a mistyped field
+        (typer's own hint lists every name within reach: `stauts` got 'status', 'install-units')."""
+        self.suggest_commands = False
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as exc:  # click's UsageError (vendored by typer 0.28, click's own before)
+            if not isinstance(getattr(exc, "message", None), str) or not args:
+                raise
+            from sdqos.kube.manifests import closest
+
+            hint = closest(args[0], self.list_commands(ctx))
+            if hint is not None:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {hint!r}?"  # type: ignore[attr-defined]
+            raise
+
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
 
 app = typer.Typer(
     cls=_Commands,
@@ -110,7 +127,7 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err("interrupted")
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except OSError as exc:  # a host fault no layer turned into a typed error: still one line
         where = f"{exc.filename}: " if exc.filename else ""
         err(f"error: {where}{exc.strerror or exc}")
@@ -161,18 +178,11 @@ def load_planned(config: Path, insecure: bool, cgroup: CgroupMode | str, *, writ
                 as_synced=as_synced)
 
 
-def run_async(coro):
-    """``asyncio.run(coro)``, the result handed back outside the task. asyncio.run (3.11) formats
-    its main task's repr when it restores the SIGINT handler, result included: for a sync's report,
-    the plan of every unit (~0.15 s and ~10 MB at 1000 pods, twice)."""
-    import asyncio
+def run_async(coro: Any) -> Any:
+    """``asyncio.run(coro)`` that never loses a Ctrl-C (:func:`sdqos.host.systemd.run`)."""
+    from sdqos.host.systemd import run
 
-    box = []
-
-    async def main() -> None:
-        box.append(await coro)
-    asyncio.run(main())
-    return box[0]
+    return run(coro)
 
 
 def resolve_cgroup(mode: CgroupMode) -> str:
@@ -405,8 +415,8 @@ def sync(
         # A change while this sync ran (the path unit's start request merged into the running
         # sync): the next pass sees it, instead of the next timer tick. Changes come in bursts
         # (libvirt writes its files over a second while a VM starts): a short quiet period first.
-        if before is None or inputs.settled(config, before):
-            break
+        if code == EXIT_INTERRUPTED or before is None or inputs.settled(config, before):
+            break  # (Ctrl-C ends it: no further pass)
     if documents:  # stdout stays one JSON document: the last pass's report, the earlier ones inside it
         last = documents[-1]
         if len(documents) > 1:
@@ -457,8 +467,6 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                documents: list[dict] | None = None) -> None:
     """One sync, as `sdqos sync` prints and exits it; with ``documents``, its JSON report is
     appended there instead of printed (--settle prints one document for all its passes)."""
-    import asyncio
-
     from sdqos.errors import HostError
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
@@ -468,7 +476,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
         if not os.path.lexists(DEFAULT_RUN_DIR):
             # A first sync on this host: no bus (no systemd as PID 1) must fail before the parse
             # cache and the lock make /run/sdqos; a failing command leaves nothing behind.
-            asyncio.run(_probe_bus(bus_address))
+            run_async(_probe_bus(bus_address))
         # The lock before the plan: a sync that planned before `sdqos podman start` added a pod's
         # slice (under this lock) would remove it as not planned.
         with contextlib.ExitStack() as held:
@@ -830,15 +838,13 @@ def pressure(
         a, _ = evict.collect(p, record=evict.load_evicted(rundir.DEFAULT_RUN_DIR))
         record = None
         if do_evict and a.victim is not None:
-            import asyncio
-
             from sdqos.host.systemd import Systemd
 
             async def go():
                 async with Systemd(bus_address) as sd:
                     return await evict.evict_first(sd, p, a, rundir.DEFAULT_RUN_DIR, lambda line: err(line))
 
-            record = asyncio.run(go())
+            record = run_async(go())
         if output == Output.json:
             typer.echo(json.dumps({**evict.as_json(a), "evicted": record}, indent=2))
         else:
@@ -849,7 +855,7 @@ def pressure(
             raise typer.Exit(EXIT_INVALID)
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@app.command()
 def run(
     pod: Optional[str] = typer.Argument(None, help="namespace/name (or name) of the pod; omit with --vm.",
                                         autocompletion=complete_pods),
@@ -872,8 +878,8 @@ def run(
     sdqos run shop/web nginx -- nginx -g 'daemon off;'\n
     sdqos run --vm vm1 -- qemu-system-x86_64 ...
 
-    The command replaces sdqos (exec): its exit status and signals are its own."""
-    import asyncio
+    sdqos's options go before --, everything after it is the command's. The command replaces
+    sdqos (exec): its exit status and signals are its own."""
     import os
 
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
@@ -886,8 +892,6 @@ def run(
             command = [x for x in (pod, container) if x is not None] + command
         elif pod is None or container is None:
             raise InvalidInput("give POD and CONTAINER (or --vm NAME) before -- COMMAND")
-        if command and command[0] == "--":  # click keeps the separator once positionals started
-            command = command[1:]
         if not command:
             raise InvalidInput("no command to run (put it after --)")
         # The sync lock while the scope is made (released at exec: the lock file is close-on-exec):
@@ -913,7 +917,7 @@ def run(
                     return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
                                               launch=target.launch([os.getpid()], replace=replace))
 
-            warnings = asyncio.run(prepare())
+            warnings = run_async(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
             warn(f"{w}")
         if vm is None:  # a pod's container: its own /dev/shm, as kubelet's runtime gives a pod
@@ -946,8 +950,6 @@ def adopt(
     insecure: bool = InsecureOpt,
 ) -> None:
     """Move running processes (started by anything) into a container's or VM's scope."""
-    import asyncio
-
     from sdqos.host import procfs
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
@@ -988,7 +990,7 @@ def adopt(
                                                      launch=target.launch(all_pids))
 
         with SyncLock(DEFAULT_RUN_DIR):  # the narrow pass writes what it applied, as a sync does
-            how, warnings = asyncio.run(move())
+            how, warnings = run_async(move())
         for w in warnings + launch.set_oom(all_pids, target):
             warn(f"{w}")
         typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
@@ -1081,7 +1083,6 @@ def podman_start(
     """Start the pod's containers (those with an image) with podman, in its slice, each with kubelet's
     values: init containers in order to completion, sidecars kept running, then the app containers.
     Named <namespace>_<pod>_<container>; podman's --restart follows the pod's restartPolicy."""
-    import asyncio
     import signal
 
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
@@ -1112,7 +1113,7 @@ def podman_start(
                     _not_made(report, pp.slice, report.failed_creates)
                 return done + [f"created {name}" for name in report.created], prepared
 
-            lines, spec = asyncio.run(go())
+            lines, spec = run_async(go())
             for line in lines:
                 typer.echo(line)
         for line in podman_pods.run_containers(p, pp, spec):
@@ -1189,7 +1190,6 @@ def install_units(
     (sync within a second when the config changes or a VM starts), and sdqos-pressure.service (sdqos
     pressure --evict: kubelet's node-pressure eviction, always running). The services read podman's
     settings (SDQOS_PODMAN, CONTAINERS_CONF, CONTAINERS_STORAGE_CONF) from CONFIG/environment."""
-    import asyncio
     import os
 
     from sdqos.errors import HostError
@@ -1241,7 +1241,7 @@ def install_units(
                 for unit in (unitfiles.TIMER, unitfiles.PATH, unitfiles.PRESSURE):
                     await sd.start_unit(unit)
 
-        asyncio.run(activate())
+        run_async(activate())
         typer.echo(f"started {unitfiles.TIMER}, {unitfiles.PATH} and {unitfiles.PRESSURE}")
 
 
@@ -1306,6 +1306,9 @@ def main() -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # Ctrl-C outside a command's own handling (starting up, parsing)
+        print("sdqos: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     except Exception as exc:  # a bug: one line, the traceback only when asked for
         if os.environ.get("SDQOS_DEBUG") == "1":
             import traceback

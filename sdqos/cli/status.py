@@ -174,7 +174,22 @@ def only(status: "Status", namespace: str | None, pod: str | None) -> "Status":
                 keep.add(u.unit)
                 u = by_unit.get(u.parent)
     rows = [r for r in status.rows if r.unit in keep]
-    return Status(status.cgroup, rows, status.warnings, status.interval_s, status.summary)
+    return Status(status.cgroup, rows, status.warnings, status.interval_s, summarize(rows, status.summary))
+
+
+def summarize(rows: list[Row], node: dict[str, int]) -> dict[str, int]:
+    """The summary of the rows shown (a filtered view: its pods and units, not the node's);
+    ``nodePods``/``nodeVms``: the node's, for the line's "of N"."""
+    return {
+        "units": len(rows),
+        "running": sum(r.running for r in rows),
+        "drift": sum("drift" in r.flags for r in rows),
+        "flagged": sum(bool(r.flags) for r in rows),
+        "pods": len({(r.namespace, r.pod) for r in rows if r.pod and r.kind in ("pod", "container")}),
+        "vms": len({r.vm for r in rows if r.vm}),
+        "nodePods": node.get("pods", 0),
+        "nodeVms": node.get("vms", 0),
+    }
 
 
 def not_found(status: "Status", namespace: str | None, pod: str | None) -> str:
@@ -639,7 +654,10 @@ def render_plain(status: Status, width: int | None = None, color: bool = False) 
         lines = out
     s = status.summary
     lines.append("")
-    lines.append(f"{s['pods']} pods · {s['vms']} VMs · {s['running']}/{s['units']} units running · "
+    pods, vms = f"{s['pods']}", f"{s['vms']}"
+    if "nodePods" in s:  # a filtered view: its own numbers, and the node's pods and VMs beside them
+        pods, vms = f"{pods} of {s['nodePods']}", f"{vms} of {s['nodeVms']}"
+    lines.append(f"{pods} pods · {vms} VMs · {s['running']}/{s['units']} units running · "
                  f"{s['drift']} drifted · {s['flagged']} flagged")
     lines += node_lines(status.node)
     lines += [f"warning: {w}" for w in status.warnings]

@@ -39,15 +39,46 @@ def command() -> list[str]:
 
 def run(args: list[str], *, timeout: float | None = TIMEOUT_S, capture: bool = True) -> subprocess.CompletedProcess:
     """One podman command (``timeout`` None: wait as long as it takes); a podman that is missing
-    or hangs is a HostError naming the command."""
+    or hangs is a HostError naming the command.
+
+    podman runs in its own session, and is never killed mid-operation: a podman SIGKILLed while it
+    holds a container's lock leaves it held, and the next podman command on that container waits
+    forever (subprocess.run kills its child on Ctrl-C). On Ctrl-C (KeyboardInterrupt) a ``wait``
+    is told to stop (podman ends on SIGTERM), any other command finishes, then the interrupt goes on."""
     argv = command() + args
+    pipe = subprocess.PIPE if capture else None
     try:
-        return subprocess.run(argv, capture_output=capture, text=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdout=pipe, stderr=pipe, text=True, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
     except FileNotFoundError:
         raise HostError(f"{argv[0]} not found (install podman, or set SDQOS_PODMAN)") from None
-    except subprocess.TimeoutExpired:
-        raise HostError(f"podman {args[0]} did not finish within {timeout:g}s") from None
+    with proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end(proc, STOP_S)
+            raise HostError(f"podman {args[0]} did not finish within {timeout:g}s") from None
+        except KeyboardInterrupt:
+            if args[0] == "wait":
+                proc.terminate()
+            _end(proc, timeout if timeout is not None else STOP_S)
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+STOP_S = 30.0  # a podman told to stop (SIGTERM) gets this long before SIGKILL
+
+
+def _end(proc: subprocess.Popen, grace: float) -> None:
+    """Wait for ``proc`` (``grace`` seconds), then SIGTERM it and wait, and only then SIGKILL."""
+    for step in (None, proc.terminate, proc.kill):
+        if step is not None:
+            step()
+        try:
+            proc.communicate(timeout=grace if step is not proc.kill else None)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def check(args: list[str], **kw) -> str:

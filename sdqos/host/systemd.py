@@ -276,8 +276,55 @@ def _disconnected(e: BaseException) -> bool:
 
 
 def run(coro: Awaitable[T]) -> T:
-    """Run one coroutine to completion from synchronous (CLI) code."""
-    return asyncio.run(coro)  # type: ignore[arg-type]
+    """Run one coroutine to completion from synchronous (CLI) code: ``asyncio.run(coro)`` that
+    never loses a Ctrl-C, the result handed back outside the task
+    (asyncio.run (3.11) formats its main task's repr when it restores the SIGINT handler, result
+    included: for a sync's report, the plan of every unit, ~0.15 s and ~10 MB at 1000 pods, twice).
+
+    asyncio.run turns SIGINT into one cancellation of the task and raises KeyboardInterrupt only if
+    the task ends cancelled; a cancellation that meets a result is swallowed (Python 3.11's
+    ``wait_for`` returns the result instead: on a busy machine a reply and Ctrl-C often arrive in
+    the same loop pass) and the command went on as if nothing happened. Here every SIGINT is
+    recorded, the task is cancelled until it ends, and KeyboardInterrupt follows however it ended."""
+    import signal
+
+    box: list = []
+    interrupted: list[bool] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def cancel() -> None:
+            if not task.done():
+                task.cancel()
+                loop.call_later(INTERRUPT_RECANCEL_S, cancel)  # (swallowed: again, until it ends)
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            # Python's handler, run in this thread at once: every SIGINT is counted (the loop's own
+            # add_signal_handler only notes it in the loop's pipe, lost once the loop stops reading)
+            interrupted.append(True)
+            if task.done():
+                raise KeyboardInterrupt
+            loop.call_soon_threadsafe(cancel)
+        previous = signal.signal(signal.SIGINT, on_sigint)  # (not in the main thread: ValueError, a bug)
+        try:
+            box.append(await coro)
+        finally:
+            signal.signal(signal.SIGINT, previous)  # asyncio.run's, which puts Python's default back
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    if interrupted:
+        raise KeyboardInterrupt
+    return box[0]
+
+
+INTERRUPT_RECANCEL_S = 1.0  # a cancellation swallowed: the next one this much later
 
 
 class Systemd:

@@ -712,9 +712,8 @@ class _Watch:
         """One eviction, over a connection of its own (systemd's private socket as root: no
         dbus-daemon between), then waitForPodsCleanup. False when nothing could be evicted. Its
         event loop too lives only for the eviction: between evictions the loop holds no socket."""
-        import asyncio
-
         from sdqos.errors import SdqosError
+        from sdqos.host.systemd import run
 
         assert a.victim is not None
         # for PIDs, one cgroup.procs read before the stop: the processes whose reaping cleanup waits for
@@ -722,7 +721,7 @@ class _Watch:
         first = _victim_cgroup(plan, a.victim)
         had = _pids(first, plan.cgroup, self.root) if pids else None
         try:
-            record = asyncio.run(_evict_connected(self.bus_address, plan, a, self.run_dir, self.note))
+            record = run(_evict_connected(self.bus_address, plan, a, self.run_dir, self.note))  # (Ctrl-C kept)
         except SdqosError as exc:
             self.note(f"cannot evict: {exc}")
             return False

@@ -13,10 +13,10 @@ that alone never makes a container sdqos's to remove).
 
 from __future__ import annotations
 
-from sdqos.errors import InvalidInput, PodRunning, SdqosError
-from sdqos.host import podman
+from sdqos.errors import HostError, InvalidInput, PodRunning, SdqosError
+from sdqos.host import cgroupfs, podman
 from sdqos.host import volumes as host_volumes
-from sdqos.kube.naming import podman_scope
+from sdqos.kube.naming import cgroup_path, podman_scope
 from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
 from sdqos.plan import podman as flags
@@ -36,8 +36,9 @@ def pod_containers(pp: PodPlan) -> list[podman.PodmanContainer]:
 
 def live_scopes(pp: PodPlan) -> dict[str, tuple[str, str]]:
     """The pod's running podman containers: container name → (its ``libpod-<id>.scope``, what
-    runs it), for ``explain``. Nothing when podman is not installed."""
-    if not podman.installed():
+    runs it), for ``explain``. Nothing when podman is not installed, or when nothing runs in the
+    pod's slice (the kernel says so): podman is not asked (a ``podman ps`` sets up its storage)."""
+    if not podman.installed() or cgroupfs.populated(cgroup_path(pp.slice, "")) is False:
         return {}
     out = {}
     for c in pod_containers(pp):
@@ -104,20 +105,17 @@ def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
             args = flags.run_args(pp, c, s, spec.restart_policy, plan.cgroup, volume_root=root)
             if s.kind == "init":
                 args.insert(1, "--detach")
-                podman.check(args)
-                started.append(name)
+            _run(pp, name, args, started)
+            if s.kind == "init":
                 code = run_to_completion(name)
+                last = podman.last_log_line(name) if code != 0 else ""
+                podman.remove([name], grace_s=launch.MINIMUM_GRACE_PERIOD_S)
                 started.remove(name)
                 if code != 0:
-                    last = podman.last_log_line(name)
-                    podman.remove([name], grace_s=launch.MINIMUM_GRACE_PERIOD_S)
                     raise SdqosError(f"init container {s.name} of pod {pp.key} exited {code}"
                                      + (f": {last}" if last else "") + "; the pod was not started")
-                podman.remove([name], grace_s=launch.MINIMUM_GRACE_PERIOD_S)
                 done.append(f"ran init container {name} to completion")
             else:
-                podman.check(args)
-                started.append(name)
                 done.append(f"started {name} ({s.kind}) in {pp.slice}")
     except BaseException:
         if started:  # a pod starts whole or not at all; nothing is left running when sdqos gives up
@@ -125,6 +123,19 @@ def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
         host_volumes.remove(pp.uid, root)
         raise
     return done
+
+
+def _run(pp: PodPlan, name: str, args: list[str], started: list[str]) -> None:
+    """``podman run``, its container counted as started before podman makes it: a Ctrl-C meanwhile
+    lets podman finish (:func:`sdqos.host.podman.run`), and what it made is then removed with the
+    rest. A refused run leaves it counted only if podman made it anyway (this pod's label)."""
+    started.append(name)
+    try:
+        podman.check(args)
+    except HostError:
+        if name not in {c.name for c in pod_containers(pp)}:  # e.g. the name is another container's
+            started.remove(name)
+        raise
 
 
 def check_non_root(spec: PodRunSpec) -> None:

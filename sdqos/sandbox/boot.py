@@ -56,6 +56,7 @@ from sdqos.sandbox.units import (
     INNER_UNIT_DIR,
     STATE_ROOT,
     JOURNALD_CONF,
+    PODMAN_CONF,
     UNITS,
     _vm_services,
     _write_vm_units,
@@ -264,7 +265,8 @@ def list_sandboxes() -> list[SandboxStatus]:
 
 def _make_private_etc(etc: Path) -> None:
     """The upper and work dirs of the instance's copy-on-write /etc. Its systemd/system is opaque:
-    the instance sees an empty /etc/systemd/system, not the host's enabled units."""
+    the instance sees an empty /etc/systemd/system, not the host's enabled units. podman inside
+    gets a drop-in that lets it run containers there (PODMAN_CONF)."""
     if any(c in str(etc) for c in ",:\\"):
         raise SandboxError(f"{etc}: the sandbox state dir must not contain ',', ':' or '\\' (overlay options)")
     (etc / "work").mkdir(parents=True)
@@ -274,6 +276,9 @@ def _make_private_etc(etc: Path) -> None:
     journald = etc / "upper" / "systemd" / "journald.conf.d"
     journald.mkdir()
     (journald / "sdqos-sandbox.conf").write_text(JOURNALD_CONF)
+    podman = etc / "upper" / "containers" / "containers.conf.d"
+    podman.mkdir(parents=True)
+    (podman / "sdqos-sandbox.conf").write_text(PODMAN_CONF)
 
 
 def _stage_cmd(stage: str, sdir: Path, *extra: str) -> list[str]:

@@ -38,8 +38,13 @@ def complete_sandboxes(incomplete: str) -> list[str]:
 
 
 def _json(s) -> dict:
-    """A sandbox's status as JSON values (paths as text)."""
-    return json.loads(json.dumps(dataclasses.asdict(s), default=str))
+    """A sandbox's status as JSON values (paths as text), its keys in camelCase as every JSON
+    sdqos prints (``busAddress``, ``systemdVersion``)."""
+    def camel(key: str) -> str:
+        head, *rest = key.split("_")
+        return head + "".join(part.capitalize() for part in rest)
+
+    return {camel(k): v for k, v in json.loads(json.dumps(dataclasses.asdict(s), default=str)).items()}
 
 
 def make_app() -> Any:

@@ -103,6 +103,17 @@ DefaultDependencies=no
 }
 
 JOURNALD_BINARIES = ("/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald")
+# podman inside: the instance shares the host's network namespace with /proc/sys read-only, and
+# podman's default network (a bridge) and default sysctls (net.ipv4.ping_group_range) need
+# /proc/sys/net writable. Its containers get no network of their own, as with `--network none`.
+PODMAN_CONF = """\
+# Written by sdqos sandbox: the instance's /proc/sys is the host's, read-only.
+[containers]
+netns = "none"
+default_sysctls = []
+"""
+
+
 # In the instance's copy-on-write /etc: nothing on the host's disk, no kernel log, no audit.
 JOURNALD_CONF = """\
 [Journal]

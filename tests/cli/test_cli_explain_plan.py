@@ -103,6 +103,20 @@ def test_explain_of_a_what_if_file_clashing_with_a_pod_exits_2(config, tmp_path)
     assert r.stderr.startswith("sdqos: error: ") and "uid" in r.stderr, r.stderr
 
 
+def test_explain_asks_podman_nothing_when_the_pods_slice_runs_nothing(config, tmp_path):
+    """A pod whose slice holds no process has no running container: podman is not asked (a
+    `podman ps` on a host sets up its storage, /var/lib/containers, and takes its locks). The
+    podman here only records that it was called."""
+    calls = tmp_path / "podman-calls"
+    fake = tmp_path / "podman"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\necho '[]'\n")
+    fake.chmod(0o755)
+    r = subprocess.run([sys.executable, "-m", "sdqos", "explain", "shop/web", "--config", str(config), "--cgroup", "v1"],
+                       capture_output=True, text=True, env={**__import__("os").environ, "SDQOS_PODMAN": str(fake)})
+    assert r.returncode == 0, r.stderr
+    assert not calls.exists(), calls.read_text()
+
+
 def test_plan_shows_a_soft_threshold_with_grace_0_as_soft_and_hard_not_as_the_default(tmp_path):
     """evictionSoft with grace period 0 is hard to kubelet (isHardEvictionThreshold), but it is not
     kubelet's default evictionHard: plan says where it came from."""

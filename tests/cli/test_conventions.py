@@ -149,3 +149,10 @@ def test_completion_completes_pod_container_and_vm_names(tmp_path):
                                           "spec: {resources: {limits: {cpu: '1', memory: 1Gi}}}\n")
     assert _complete(f"sdqos explain --config {vms} --vm", 5) == ["db1"]
     assert _complete(f"sdqos explain --config {tmp_path}/nowhere sh", 4) == []
+
+
+def test_a_mistyped_command_suggests_the_one_it_most_likely_meant():
+    for typo, meant in (("stauts", "status"), ("snyc", "sync"), ("explian", "explain")):
+        r = subprocess.run([sys.executable, "-m", "sdqos", typo], capture_output=True, text=True)
+        assert r.returncode == 2
+        assert r.stderr.strip().splitlines()[-1] == f"Error: No such command {typo!r}. Did you mean {meant!r}?"

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sdqos import sandbox as sbx
 
-from ..sbhelpers import cgroup_rel, copy_config, sdqos_in, sync_json, wait_for
+from ..sbhelpers import cgroup_rel, copy_config, descendants, end_tree, sdqos_in, sync_json, wait_for
 from ..reconcile.test_scopes_sandbox import APP_SCOPE, BURST_SLICE, kill_all, procs_of
 from ..reconcile.test_scopes_sandbox import config as scopes_config
 
@@ -64,6 +64,12 @@ def test_status_shows_every_pod_with_class_and_values(clean_sandbox, tmp_path):
     assert [u["kind"] for u in web["units"] if u["pod"] is None] == ["node", "tier"]
     shop = status_json(sb, cfg, "--interval", "0", "--namespace", "shop")
     assert {u["pod"] for u in shop["units"] if u["pod"]} == {"db", "web", "api"}
+    # ... and their summary is of what they show, beside the node's number of pods
+    assert (shop["summary"]["pods"], shop["summary"]["units"], shop["summary"]["nodePods"]) == (3, len(shop["units"]), 5)
+    batch = sdqos_in(sb, "status", "--config", str(cfg), "--interval", "0", "-n", "batch").stdout.splitlines()
+    units = status_json(sb, cfg, "--interval", "0", "-n", "batch")["units"]
+    running = sum(u["running"] for u in units)
+    assert batch[batch.index("") + 1].startswith(f"1 of 5 pods · 0 of 0 VMs · {running}/{len(units)} units running"), batch
 
 
 def test_drift_is_flagged_by_status_before_the_next_sync(clean_sandbox, tmp_path):
@@ -197,17 +203,15 @@ def test_watch_heads_each_screen_with_the_time_and_interval_and_ctrl_c_ends_it(c
     sync_json(sb, cfg)
     p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "status", "--config", str(cfg), "--interval", "0",
                        "--watch", "0.5", "-n", "batch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                  text=True)
+                  text=True, start_new_session=True)
     try:
         time.sleep(3)
-    finally:  # Ctrl-C reaches sdqos itself (nsenter forks it into the sandbox's PID namespace)
-        from pathlib import Path
-
-        children = [int(c) for t in Path(f"/proc/{p.pid}/task").iterdir()
-                    for c in (t / "children").read_text().split()]
-        for pid in children or [p.pid]:
-            os.kill(pid, signal.SIGINT)
-        out, err = p.communicate(timeout=30)
+        # Ctrl-C reaches sdqos itself (nsenter forks it into the sandbox's PID namespace)
+        inner = wait_for(lambda: descendants(p.pid)[:1], "sdqos in the sandbox", 60)[0]
+        os.kill(inner, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:  # whatever happened: nothing of it outlives the test
+        end_tree(p)
     heads = re.findall(r"^every 0\.5s: sdqos status · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \w+ · Ctrl-C stops$", out, re.M)
     assert len(heads) >= 2, out
     assert p.returncode == 0 and err == "", (p.returncode, err)

@@ -16,12 +16,37 @@ CAPACITY = {"cpu": Quantity.parse("64"), "memory": Quantity.parse("256Gi"), "pid
 PARENT = os.getpid()
 
 
+SPAWNED: list[int] = []  # the children this module's current test forked (fixture below)
+
+
+@pytest.fixture(autouse=True)
+def _own_children(monkeypatch):
+    """Record each child the fan-out forks, so the check looks only at those: any other child of
+    pytest (another test's process, a sandbox's nsenter) is not this test's business."""
+    from sdqos.host import children
+
+    spawn = children.spawn
+
+    def recorded(fn, items):
+        child = spawn(fn, items)
+        if child is not None and os.getpid() == PARENT:
+            SPAWNED.append(child[0])
+        return child
+    SPAWNED.clear()
+    monkeypatch.setattr(children, "spawn", recorded)
+    yield
+    SPAWNED.clear()
+
+
 def no_children_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
+    """Every child this test forked is gone and reaped (none running, none a zombie)."""
+    for pid in SPAWNED:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue  # reaped
+        return False  # still running, or a zombie nobody reaped
+    return True
 
 
 def tag(chunk):

@@ -32,8 +32,10 @@ GiB = 2**30
 @pytest.fixture(autouse=True)
 def _no_host_cgroups(monkeypatch):
     """The fake is a systemd elsewhere (as with --bus-address): this process does not see its
-    cgroup tree, so sdqos reads everything over the (fake) bus and never the host's files."""
+    cgroup tree, so sdqos reads everything over the (fake) bus and never the host's files; nor
+    does it have this host's podman (no runtime: a removal asks none)."""
     monkeypatch.setattr(cgroupfs, "available", lambda *a, **k: False)
+    monkeypatch.setenv("SDQOS_PODMAN", "/nonexistent/podman")
 
 
 def pod(name: str, memory: str | None = None, cpu: str = "1", *, burstable: bool = False):

@@ -18,7 +18,7 @@ import pytest
 
 from sdqos import sandbox as sbx
 
-from ..sbhelpers import UNLIMITED_V1, copy_config, sdqos_in, sync_json
+from ..sbhelpers import UNLIMITED_V1, copy_config, end_tree, interrupt_at, sdqos_in, sync_json
 
 BUSYBOX = "/bin/busybox"
 # A container process that ends on SIGTERM (a plain `sleep` as PID 1 would ignore it and wait out
@@ -477,18 +477,39 @@ def test_init_container_output_stays_out_of_sdqos_and_an_interrupted_start_leave
 
     pod.write_text(POD.replace('"echo migrated"', '"sleep 100000"'))
     p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "podman", "start", "shop/web", "--config", str(config)],
-                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sbx.inner_env(env))
-    deadline = time.monotonic() + 60
-    while "shop_web_migrate" not in podman(sb, env, "ps", "--format", "{{.Names}}"):
-        assert time.monotonic() < deadline and p.poll() is None, p.communicate()
-        time.sleep(0.2)
-    time.sleep(1)
-    assert p.poll() is None  # still waiting: no time limit
-    pids = sbx.run(sb, ["pgrep", "-f", f"sdqos podman start shop/web --config {config}"]).stdout.split()
-    assert len(pids) == 1, pids
-    sbx.run(sb, ["kill", "-INT", pids[0]], check=True)
-    out, errs = p.communicate(timeout=60)
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sbx.inner_env(env),
+                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "shop_web_migrate" not in podman(sb, env, "ps", "--format", "{{.Names}}"):
+            assert time.monotonic() < deadline and p.poll() is None, p.communicate()
+            time.sleep(0.2)
+        time.sleep(1)
+        assert p.poll() is None  # still waiting: no time limit
+        pids = sbx.run(sb, ["pgrep", "-f", f"sdqos podman start shop/web --config {config}"]).stdout.split()
+        assert len(pids) == 1, pids
+        sbx.run(sb, ["kill", "-INT", pids[0]], check=True)
+        out, errs = p.communicate(timeout=60)
+    finally:
+        end_tree(p)
     assert p.returncode == 130 and "sdqos: interrupted" in errs, errs
+    assert podman(sb, env, "ps", "--all", "--format", "{{.Names}}").strip() == ""
+
+
+@pytest.mark.parametrize("delay", (0.0, 0.3, 1.0, 2.0, 3.5, 6.0))
+def test_ctrl_c_at_any_point_of_a_start_ends_it_and_leaves_no_container(podman_env, delay):
+    """One SIGINT whenever it comes (loading, making the slice, `podman run`, waiting for an init
+    container): sdqos ends, and what it started is stopped and removed (a podman killed while it
+    held a container's lock once made that cleanup wait forever)."""
+    import sys
+
+    sb, env, config = podman_env
+    (config / "pods" / "shop.yaml").write_text(POD.replace('"echo migrated"', '"sleep 100000"'))
+    rc, out, err, took = interrupt_at(sb, [sys.executable, "-m", "sdqos", "podman", "start", "shop/web", "--config",
+                                           str(config)], delay, env=env, within=90)
+    assert rc is not None, "podman start still running 90 s after Ctrl-C"
+    assert rc in (130, -2) or err.startswith("Fatal Python error: init_import_site"), (rc, err)
+    assert "Traceback" not in err or err.startswith("Fatal Python error"), err
     assert podman(sb, env, "ps", "--all", "--format", "{{.Names}}").strip() == ""
 
 

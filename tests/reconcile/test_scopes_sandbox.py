@@ -136,6 +136,15 @@ def test_run_passes_exit_status_and_argv_untouched(clean_sandbox, config):
     assert r.stdout == "a b|$HOME|*|--config|"
 
 
+def test_run_takes_its_options_after_the_pod_and_container_as_every_command(clean_sandbox, config):
+    """sdqos's options anywhere before --, the command's after it (`--config` after the
+    positionals was once taken for part of the command: "/etc/sdqos does not exist")."""
+    sb = clean_sandbox
+    r = sdqos_in(sb, "run", "t/burst", "side", "--config", str(config), "--", "/bin/sh", "-c", 'printf "%s|" "$@"',
+                 "sh", "--config", "x", "--")
+    assert (r.returncode, r.stdout) == (0, "--config|x|--|"), r.stderr
+
+
 def test_negative_oom_score_is_set_or_warned(clean_sandbox, config):
     sb = clean_sandbox
     p = run_bg(sb, config, "t/guar", "db", "--", "sleep", "300")

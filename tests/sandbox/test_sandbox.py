@@ -91,6 +91,20 @@ def test_boot_status(sandbox: sbx.Sandbox):
     assert (sandbox.unit_dir / sbx.TARGET).is_file()
 
 
+def test_list_and_status_json_use_camel_case_keys_as_every_json_of_sdqos(sandbox: sbx.Sandbox):
+    import json
+
+    keys = {"name", "running", "pid", "busAddress", "stateDir", "systemdVersion", "systemState", "units",
+            "failedUnits", "uptime", "problem"}
+    for args in (["list"], ["status", sandbox.name]):
+        r = subprocess.run([sys.executable, "-m", "sdqos", "sandbox", *args, "-o", "json"], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        mine = next(d for d in doc if d["name"] == sandbox.name) if args == ["list"] else doc
+        assert set(mine) == keys and mine["running"] is True and mine["busAddress"] == sandbox.bus_address
+
+
 def test_systemctl_inside(clean_sandbox: sbx.Sandbox):
     sb = clean_sandbox
     assert sb.systemctl("is-system-running").stdout.strip() == "running"
