@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from . import beside
 from . import guest as g
+from .suites import SUITES
 
-# Debian 12 (systemd 252), 13 (257) and unstable (the newest systemd Debian ships: 262 when this was
-# written; the one where sdqos's systemd >= 258 choices are tested).
-SUITES = [s.strip() for s in os.environ.get("SDQOS_V2_SUITES", "bookworm,trixie,sid").split(",") if s.strip()]
 # Once, a sid guest died mid-test in CI (cause not found: every test passed on it before and since). A
 # test that sees its guest die is run once more on a fresh guest; its assertion failures never are.
 GUEST_GONE = r"guest is gone"
@@ -25,6 +24,31 @@ def pytest_collection_modifyitems(config, items):
         if {"v2session", "v2podman_session", "v2oomd_session"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.v2)
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_GONE]))
+
+
+def pytest_collection_finish(session):
+    beside.collection_finish(session)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    return beside.runtest_protocol(item)
+
+
+def pytest_runtest_logreport(report):
+    beside.child_logreport(_config, report)
+
+
+def pytest_configure(config):
+    global _config
+    _config = config
+
+
+def pytest_sessionfinish(session):
+    beside.sessionfinish()
+
+
+_config = None
 
 
 def _prepare(guest) -> None:

@@ -8,6 +8,7 @@ import json
 import time
 
 from .test_v2_guest import PAGE, cgroup_dir, write_config
+from .suites import one_suite
 
 MiB, GiB = 2**20, 2**30
 NODE = """\
@@ -33,6 +34,7 @@ def _wait(cond, what: str, timeout: float = 90) -> None:
         time.sleep(0.5)
 
 
+@one_suite("trixie")
 def test_machine_slice_never_oom_kills_running_pods_nor_moves_their_memory_high(v2guest):
     g = v2guest
     cfg = write_config(g, NODE, POD)

@@ -9,6 +9,7 @@ import json
 import time
 
 from .test_v2_guest import cgroup_dir, write_config
+from .suites import one_suite
 
 MiB = 2**20
 NODE = """\
@@ -44,6 +45,7 @@ def held(g, unit: str, props: list[str]) -> dict[str, int]:
     return {p: int(line.split()[1]) for p, line in zip(props, out.splitlines())}
 
 
+@one_suite("bookworm")
 def test_explain_shows_what_sync_set_with_a_guest_in_machine_slice(v2guest):
     g = v2guest
     cfg = write_config(g, NODE, POD)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import time
 
+from .suites import one_suite
+
 INFINITY = 2**64 - 1
 PAGE = 4096
 
@@ -87,6 +89,7 @@ def test_readme_first_command_works_where_run_is_a_tmpfs(v2guest):
     assert g.check("ls /run/sdqos-sandbox 2>/dev/null | wc -l").strip() == "0"  # nothing left
 
 
+@one_suite("bookworm")
 def test_the_quickstart_config_works_on_a_2_gib_one_cpu_host(v2guest):
     """README's quickstart on the guest (1 CPU, 2 GiB, its real capacity; no podman there, so up to
     the sync and status): plan, diff (exit 4), sync, status, with no warning, and kubepods.slice
@@ -257,6 +260,7 @@ def test_an_oom_kill_takes_the_whole_container_unless_single_process_oom_kill(v2
         g.run(f"systemctl stop {c['scope']}; systemctl reset-failed; dmesg -C")
 
 
+@one_suite("trixie")
 def test_drift_in_a_v2_file_is_restored_and_a_removed_pod_goes(v2guest):
     g = v2guest
     cfg = write_config(g)
@@ -296,6 +300,7 @@ def test_memory_qos_reaches_v2_memory_high_and_min(v2guest):
     assert int(g.check(f"cat {cgroup_dir(db['slice'])}/memory.min")) == db["properties"]["MemoryMin"] // PAGE * PAGE
 
 
+@one_suite("trixie")
 def test_status_and_metrics_read_v2_usage(v2guest):
     """status and metrics on v2: entitlements from the v2 properties, memory usage (memory.current
     through systemd) and CPU usage (cpu.stat) of a busy container."""
@@ -339,6 +344,7 @@ spec:
 """
 
 
+@one_suite("trixie")
 def test_a_vm_in_machine_slice_shares_the_node_budget_on_v2(v2guest):
     """A qemu (the guest's own kernel as a paused tiny guest) started by `sdqos run --vm` lands in
     machine.slice with its v2 values; kubepods.slice gets what the VM leaves; the OOM score is set."""
@@ -374,6 +380,7 @@ def test_a_vm_in_machine_slice_shares_the_node_budget_on_v2(v2guest):
     g.check("pkill -f 'qemu-system-x86_64 -[S]'")
 
 
+@one_suite("bookworm")
 def test_adopt_moves_a_running_process_with_its_oom_score_on_v2(v2guest):
     """`sdqos adopt` of a process started elsewhere: it lands in its container's scope, created
     around it with the container's v2 values (memory.oom.group and memory.swap.max included), and

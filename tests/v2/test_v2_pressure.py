@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import time
 
+from .suites import one_suite
+
 Mi = 2**20
 POD = """\
 apiVersion: v1
@@ -66,6 +68,7 @@ def test_v2_signals_and_an_eviction(v2guest):
                                                                                           ("container", "be")}
 
 
+@one_suite("trixie")
 def test_v2_watching_loop_polls_and_evicts(v2guest):
     """On v2 the loop has no memcg notifications: it polls every --interval and evicts the hog."""
     g = v2guest
@@ -193,6 +196,7 @@ def _counters(g) -> dict:
     return out
 
 
+@one_suite("bookworm")
 def test_v2_mixed_node_a_real_hog_and_the_installed_service(v2guest):
     """Guaranteed, Burstable under and over requests, BestEffort and a VM allowed to be evicted (a
     stand-in process in its machine-vm1.scope: qemu under TCG in this guest would take minutes), and a
@@ -313,6 +317,7 @@ BOMB = ("import os, sys, time; n = int(sys.argv[1])\n"
         "time.sleep(100000)")
 
 
+@one_suite("bookworm")
 def test_v2_pid_pressure_a_bounded_fork_bomb_is_evicted(v2guest):
     """A bounded fork bomb (400 processes) in a BestEffort pod: pid.available (node.yaml's
     capacity.pids − the tasks that exist) falls below the hard threshold; the watching loop (its
