@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import subprocess
 
-from sdqos.cli import codecache
 from sdqos.errors import SandboxError
 
 from .sbhelpers import copy_config, sdqos_in
 
 RUN = "/run/sdqos-fifos"
-NAMES = ("oom-kills.json", "evicted.json", "observed.json", codecache.NAME)
+NAMES = ("oom-kills.json", "evicted.json", "observed.json")
 
 
 def test_fifos_in_the_run_dir_hang_no_command(clean_sandbox, tmp_path):
