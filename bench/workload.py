@@ -183,6 +183,7 @@ evictionHard: {{memory.available: 100Mi}}
 cpuCFSQuota: true
 cpuCFSQuotaPeriod: 100ms
 podPidsLimit: 4096
+maxPods: {max(110, n)}  # kubelet admits at most maxPods (default 110)
 featureGates: {{QOSReserved: true}}
 qosReserved: {{memory: 50%}}
 # sized by the benchmark generator: Σ requests + 25 % + reserved ({n} pods)

@@ -20,7 +20,6 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.cli import codecache
 from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, InvalidInput, SdqosError
 
 if TYPE_CHECKING:  # imported where used: each command loads only what it needs
@@ -499,10 +498,6 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 limit = RemovalLimit.parse(max_removals)
             except ValueError as exc:
                 raise InvalidInput(str(exc), where="--max-removals") from None
-            if not dry_run:  # the modules a sync needs are imported: keep their compiled methods now, and
-                from sdqos.loading import load  # noqa: F401  # let them go before the config and the plan fill the memory
-
-                codecache.save(DEFAULT_RUN_DIR)
             cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
             unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
 
@@ -554,7 +549,6 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                 shown, changed, cleared = _changed_warnings(shown, cleared)
             try:  # after the units changed: a failure here is reported with the rest, never instead of it
                 rec = m.record_sync(report, DEFAULT_RUN_DIR, warnings=standing)
-                codecache.save(DEFAULT_RUN_DIR)
                 if metrics_textfile is not None:
                     from sdqos.reconcile.evict import load_counts
 
@@ -614,7 +608,6 @@ def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Outp
 
     try:
         m.record_sync(report, DEFAULT_RUN_DIR, warnings=[])
-        codecache.save(DEFAULT_RUN_DIR)
     except HostError as exc:  # as the full path reports it
         err(f"error: {exc}")
         raise typer.Exit(EXIT_ERROR) from None
@@ -1296,10 +1289,7 @@ def main() -> None:
     import logging
     import os
 
-    from sdqos.host.rundir import DEFAULT_RUN_DIR
-
     gc.set_threshold(*GC_THRESHOLD)
-    codecache.install(DEFAULT_RUN_DIR)  # before the commands import their modules' dataclasses
     code: int | str | None  # SystemExit's: None, a number, or a message (exit 1)
     try:
         for_args(sys.argv[1:])(prog_name="sdqos")  # also as `python -m sdqos`: help, completion and man say sdqos

@@ -155,7 +155,24 @@ def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[s
     }
     rundir.ensure_dir(run_dir)
     rundir.write_atomic(run_dir / LAST_SYNC, json.dumps(rec), 0o600, durable=False)  # (as applied.json: of transient units)
+    remove_leftovers(run_dir)
     return rec
+
+
+# Files earlier versions of sdqos kept in the run dir and no version reads any more: a per-boot
+# cache of the code dataclasses generates, and the parse cache's delta. A sync removes them.
+LEFTOVERS = ("dataclass-code.*.marshal", "parsed.delta.json")
+
+
+def remove_leftovers(run_dir: Path) -> None:
+    """Unlink what :data:`LEFTOVERS` names in the run dir (never following a link, never opening
+    a file); whatever cannot be removed stays (a stale file harms nothing)."""
+    for pattern in LEFTOVERS:
+        for path in run_dir.glob(pattern):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def load_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:

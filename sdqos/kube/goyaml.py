@@ -92,6 +92,12 @@ def go_scalar(text: str) -> object:
     return text
 
 
+def float32(x: float) -> float:
+    """x rounded to the nearest float32, as Go's float32(x) conversion (the one such helper: YAML's
+    float32 text here, kubelet's threshold percentages in :mod:`sdqos.kube.thresholds`)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
 def go_float_text(f: float, bits: int = 64) -> str:
     """strconv.FormatFloat(f, 'g', -1, bits) — the shortest digits that read back as the same
     float32 (or float64), in %e form when the exponent is < -4 or >= 6 — with go-yaml's spelling of
@@ -103,11 +109,8 @@ def go_float_text(f: float, bits: int = 64) -> str:
     if f == 0:
         return "-0" if math.copysign(1, f) < 0 else "0"
     if bits == 32:
-        def f32(x: float) -> float:
-            return struct.unpack("f", struct.pack("f", x))[0]
-
-        target = f32(f)
-        text = next(t for t in (f"{abs(target):.{p}e}" for p in range(0, 9)) if f32(float(t)) == abs(target))
+        target = float32(f)
+        text = next(t for t in (f"{abs(target):.{p}e}" for p in range(0, 9)) if float32(float(t)) == abs(target))
     else:
         text = f"{abs(f):.17e}"
         text = next(t for t in (f"{abs(f):.{p}e}" for p in range(0, 17)) if float(t) == abs(f))

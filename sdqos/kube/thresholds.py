@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 from dataclasses import dataclass
 
 from sdqos.errors import QuantityError
+from sdqos.kube.goyaml import float32
 from sdqos.kube.quantity import parse_quantity
 
 # pkg/kubelet/eviction/api/types.go: the signals a threshold may name.
@@ -20,11 +20,6 @@ SIGNALS = frozenset({
     "imagefs.available", "imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree",
     "pid.available",
 })
-
-
-def float32(x: float) -> float:
-    """x rounded to the nearest float32, as Go's float32(x) conversion."""
-    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +40,6 @@ class ThresholdValue:
         if self.quantity is not None:
             return str(self.quantity)
         return f"{round(self.percentage * 100, 4):g}%"
-
 
 
 def go_float32(text: str) -> float:

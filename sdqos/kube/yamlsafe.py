@@ -21,45 +21,13 @@ silent "last one wins".
 from __future__ import annotations
 
 import datetime
-import re
 from typing import Any
 
 
-class _Pattern:
-    """A regular expression PyYAML compiles as it is imported, compiled when it is first used.
+import yaml
 
-    Importing PyYAML compiles ten patterns at module level (its pure-Python reader's
-    NON_PRINTABLE class of Unicode ranges, the YAML 1.1 resolver's, the timestamp's): 12 ms, more
-    than half of its import, in every process that parses a file (a one-change sync, a cold one,
-    ``explain``). sdqos parses with libyaml's event stream and resolves plain scalars itself
-    (sdqos.kube.goyaml), so a sync uses none of them; one that is used (``yaml.safe_load``, a
-    tagged ``!!timestamp``) is compiled then, with the same pattern and flags. Bazaar's
-    ``lazy_regex`` did the same for its start-up. Only ``import yaml`` below sees this class, and
-    only when this module is the first to import PyYAML (sdqos imports it from one thread; a
-    pattern another thread compiled in that moment would be deferred too, and answer the same)."""
-
-    __slots__ = ("_args", "_compiled")
-
-    def __init__(self, pattern: Any, flags: int = 0) -> None:
-        self._args = (pattern, flags)
-        self._compiled: re.Pattern | None = None
-
-    def __getattr__(self, name: str) -> Any:  # match, search, sub, pattern, flags, groups, …
-        compiled = self._compiled
-        if compiled is None:
-            compiled = self._compiled = _compile(*self._args)
-        return getattr(compiled, name)
-
-
-_compile = re.compile
-re.compile = _Pattern  # type: ignore[assignment]  # only while PyYAML's modules run (see _Pattern)
-try:
-    import yaml
-finally:
-    re.compile = _compile
-
-from sdqos.errors import YamlError  # noqa: E402
-from sdqos.kube.goyaml import go_float_text, go_scalar  # noqa: E402
+from sdqos.errors import YamlError
+from sdqos.kube.goyaml import go_float_text, go_scalar
 
 MAX_EXPANDED_NODES = 1_000_000
 MAX_DEPTH = 64

@@ -28,12 +28,6 @@ from sdqos.plan.engine import ContainerPlan, PodContext, PodPlan
 from sdqos.plan.properties import ResourceConfig, to_properties
 
 CACHE_NAME = "parsed.json"
-DELTA_NAME = "parsed.delta.json"  # the entries changed since parsed.json was last written whole
-# A delta is written instead of the whole cache while the base holds at least this many entries
-# and the delta holds at most a DELTA_SHARE of them: below, rewriting the whole file costs as
-# little; above, reading base and delta would cost more than writing the base once.
-DELTA_MIN_BASE = 256
-DELTA_SHARE = 8
 FORMAT = 8  # 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry; 3: line per entry; 2: one JSON document)
 NANO = 10**9
 
@@ -193,18 +187,14 @@ def pod_identity(v: list) -> PodIdentity:
 # --- the cache file --------------------------------------------------------------------------------
 
 
-def encode_file(tag: str, entries: dict[str, list], context: str | None = None, *,
-                base: list[int] | None = None, removed: list[str] | None = None) -> Iterator[str]:
-    """The cache file, piece by piece: a header line (tag, format, the plan context; a delta's
-    also the identity of its base and the base's keys it removes), one line with every key
-    ([path, identity] pairs, in order), then for each entry, in the same order, its JSON text on a
-    line and its plan fragment's on the next ("" for none; a function is called for it). JSON text
-    never holds a raw newline, so lines split it exactly. Written as a stream: at 5000 pods, one
-    big string (entries escaped inside a JSON document) added ~13 MB to a sync's peak RSS."""
-    head: dict = {"tag": tag, "format": FORMAT, "context": context}
-    if base is not None:
-        head.update(base=base, removed=removed or [])
-    yield json.dumps(head) + "\n"
+def encode_file(tag: str, entries: dict[str, list], context: str | None = None) -> Iterator[str]:
+    """The cache file, piece by piece: a header line (tag, format, the plan context), one line
+    with every key ([path, identity] pairs, in order), then for each entry, in the same order, its
+    JSON text on a line and its plan fragment's on the next ("" for none; a function is called
+    for it). JSON text never holds a raw newline, so lines split it exactly. Written as a stream:
+    at 5000 pods, one big string (entries escaped inside a JSON document) added ~13 MB to a
+    sync's peak RSS."""
+    yield json.dumps({"tag": tag, "format": FORMAT, "context": context}) + "\n"
     yield json.dumps([[k, e[0]] for k, e in entries.items()], separators=(",", ":")) + "\n"
     for e in entries.values():
         yield e[1]
@@ -214,8 +204,9 @@ def encode_file(tag: str, entries: dict[str, list], context: str | None = None, 
         yield "\n"
 
 
-def _decode(text: str) -> tuple[dict, dict[str, list]] | None:
-    """(header, entries) of a cache or delta file, or None if it is not one, or is cut short."""
+def decode_file(text: str) -> tuple[str, dict[str, list], str | None] | None:
+    """(tag, entries, plan context) from a cache file's text, or None if it is not one, or is
+    cut short. An entry is [identity, JSON text, plan fragment text or ""]."""
     lines = text.split("\n")
     if len(lines) < 3 or lines[-1] != "":
         return None
@@ -233,83 +224,33 @@ def _decode(text: str) -> tuple[dict, dict[str, list]] | None:
         if not (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str) and isinstance(k[1], list)):
             return None
         entries[k[0]] = [k[1], texts[2 * i], texts[2 * i + 1]]
-    return head, entries
-
-
-def decode_file(text: str) -> tuple[str, dict[str, list], str | None] | None:
-    """(tag, entries, plan context) from a cache file's text, or None if it is not one, or is
-    cut short. An entry is [identity, JSON text, plan fragment text or ""]."""
-    got = _decode(text)
-    if got is None or "base" in got[0]:
-        return None
-    return got[0]["tag"], got[1], got[0]["context"]
-
-
-def decode_delta(text: str) -> tuple[str, dict[str, list], str | None, list[int], list[str]] | None:
-    """(tag, changed entries, plan context, the base's identity, the base's keys removed) from a
-    delta file's text, or None if it is not one."""
-    got = _decode(text)
-    if got is None:
-        return None
-    head, entries = got
-    base, removed = head.get("base"), head.get("removed")
-    if not (isinstance(base, list) and all(type(x) is int for x in base)
-            and isinstance(removed, list) and all(isinstance(k, str) for k in removed)):
-        return None
-    return head["tag"], entries, head["context"], base, removed
+    return head["tag"], entries, head["context"]
 
 
 class ParseCache:
     """Entries by config file (absolute path); loaded once, saved once if anything changed.
     Each entry stays a JSON string until it is asked for, and the caller drops it once it has
     built its objects: at 5000 pods, decoding the whole file up front cost ~15 MB of peak RSS.
-
-    A sync that changed a few entries does not rewrite the whole file (6.8 MB at 5000 pods, ~20 ms
-    a sync): it writes the entries changed since the base was written, and the base's removed
-    keys, to :data:`DELTA_NAME`, whose header names the base by identity and plan context. A delta
-    that does not name the base as it is now is ignored, like any other cache that does not fit:
-    every entry is still used only while its file has the identity it was stored with."""
+    A save writes the whole file; every entry is used only while its file has the identity it was
+    stored with."""
 
     def __init__(self, run_dir: Path | None, options: str, *, writable: bool = True):
         self.path = run_dir / CACHE_NAME if run_dir is not None else None
-        self.delta_path = run_dir / DELTA_NAME if run_dir is not None else None
         self.writable = writable  # read-only commands reuse the cache but never rewrite the timer's
         self.tag = f"{__version__}/{FORMAT}/{options}"
         self.entries: dict[str, list] = {}  # path -> [identity, entry as JSON text, plan fragment or ""]
         self.context: str | None = None  # the plan context the fragments were computed in
         self.used: set[str] = set()
         self.dirty = False
-        self._base: list[int] | None = None  # the identity of the base file as loaded
-        self._base_size = 0  # how many entries the base holds
-        self._changed: set[str] = set()  # keys whose entry differs from the base's
-        self._new: set[str] = set()  # of those, the keys the base does not hold
-        self._removed: set[str] = set()  # keys of the base that are gone
-        self._whole = False  # the next save writes the base (the plan context changed)
         if self.path is not None:
             self._load(self.path)
 
     def _load(self, path: Path) -> None:
-        got = rundir.read_private_stat(path, ours=True)  # not ours, or writable by others: not trusted
-        if got is None:
-            return
-        decoded = _decoded(got[0])
+        raw = rundir.read_private(path, ours=True)  # not ours, or writable by others: not trusted
+        decoded = _decoded(raw) if raw is not None else None
         if decoded is None or decoded[0] != self.tag:
             return
         _, self.entries, self.context = decoded
-        self._base, self._base_size = file_identity(got[1]), len(self.entries)
-        assert self.delta_path is not None
-        raw = rundir.read_private(self.delta_path, ours=True)
-        delta = _decoded(raw, delta=True) if raw is not None else None
-        if delta is None or delta[0] != self.tag or delta[2] != self.context or delta[3] != self._base:
-            return
-        changed, removed = delta[1], delta[4]
-        if not all(k in self.entries for k in removed):
-            return
-        self._new = {k for k in changed if k not in self.entries}
-        for k in removed:
-            del self.entries[k]
-        self.entries.update(changed)
-        self._changed, self._removed = set(changed), set(removed)
 
     def lookup(self, path: Path | str, identity: list[int]) -> str | None:
         """The entry's JSON text while the file has this identity, undecoded; else None."""
@@ -337,12 +278,8 @@ class ParseCache:
         """Store an entry already encoded as compact JSON (as a parsing child hands it over); the
         plan fragment of the file's earlier content is dropped."""
         key = str(path)
-        if key not in self.entries and key not in self._removed:
-            self._new.add(key)
-        self._removed.discard(key)
         self.entries[key] = [identity, text, ""]
         self.used.add(key)
-        self._changed.add(key)
         self.dirty = True
 
     def fragment(self, path: Path | str, context: str) -> str | None:
@@ -361,9 +298,7 @@ class ParseCache:
             for e in self.entries.values():
                 e[2] = ""
             self.context = context
-            self._whole = True
         self.entries[str(path)][2] = text
-        self._changed.add(str(path))
         self.dirty = True
 
     def release(self) -> None:
@@ -372,49 +307,32 @@ class ParseCache:
         self.entries = {}
         self.used = set()
         self.dirty = False
-        self._changed, self._new, self._removed = set(), set(), set()
 
     def save(self) -> None:
-        """Write back (dropping files that are gone) when anything changed; best effort. A few
-        changes go to the delta, more to a new base (and the delta, now naming an older base, is
-        removed)."""
-        if self.path is None or self.delta_path is None or not self.writable:
+        """Write back (dropping files that are gone) when anything changed; best effort."""
+        if self.path is None or not self.writable:
             return
         stale = set(self.entries) - self.used
         if not self.dirty and not stale:
             return
         for k in stale:
             del self.entries[k]
-        self._changed -= stale
-        self._removed |= stale - self._new
-        self._new -= stale
-        small = (self._base is not None and not self._whole and self._base_size >= DELTA_MIN_BASE
-                 and len(self._changed) + len(self._removed) <= self._base_size // DELTA_SHARE)
         try:
             rundir.ensure_dir(self.path.parent)
             # write_atomic removes its temp file when /run is full mid-write. No fsync: every entry
             # is used only while its file has the identity it was stored with, and a torn file
             # does not decode (decode_file), so a crash costs a parse, never a wrong plan
-            if small:
-                changed = {k: self.entries[k] for k in sorted(self._changed)}
-                rundir.write_atomic(self.delta_path, encode_file(self.tag, changed, self.context, base=self._base,
-                                                                 removed=sorted(self._removed)), 0o600, durable=False)
-                return
             rundir.write_atomic(self.path, encode_file(self.tag, self.entries, self.context), 0o600, durable=False)
-            try:
-                os.unlink(self.delta_path)
-            except FileNotFoundError:
-                pass
         except (OSError, HostError):
             pass  # a cache that cannot be written is only slower
 
 
-def _decoded(raw: bytes, *, delta: bool = False) -> tuple | None:
+def _decoded(raw: bytes) -> tuple | None:
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError:
         return None
-    return decode_delta(text) if delta else decode_file(text)
+    return decode_file(text)
 
 
 def usable_run_dir(create: bool = True) -> Path | None:
@@ -428,5 +346,5 @@ def usable_run_dir(create: bool = True) -> Path | None:
         return None
 
 
-__all__ = ["ParseCache", "encode_file", "decode_file", "decode_delta", "file_identity", "pod_to_json", "pod_from_json", "vm_to_json", "vm_from_json",
+__all__ = ["ParseCache", "encode_file", "decode_file", "file_identity", "pod_to_json", "pod_from_json", "vm_to_json", "vm_from_json",
            "error_to_json", "error_from_json", "pod_plan_to_json", "pod_plan_from_json", "pod_identity", "usable_run_dir"]

@@ -121,7 +121,7 @@ def test_a_failed_atomic_write_leaves_no_temp_file(tmp_path):
 def _every_run_dir_reader(run):
     """Each reader of a file sdqos keeps in the run dir → what it read (every one of them: a file
     added to the run dir gets its reader listed here)."""
-    from sdqos.cli import codecache, metrics
+    from sdqos.cli import metrics
     from sdqos.host import oomevents
     from sdqos.loading import cache, load
     from sdqos.reconcile import evict, memo, noop
@@ -133,15 +133,14 @@ def _every_run_dir_reader(run):
         oomevents.RECORD_NAME: lambda: oomevents.load_record(run),
         evict.EVICTED_NAME: lambda: (evict.load_evicted(run), evict.load_counts(run)),
         memo.NAME: lambda: memo.Memo(run).data,
-        codecache.NAME: lambda: codecache._load(run / codecache.NAME),
         noop.STAMP: lambda: noop.load(run),
     }
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "huge"])
 def test_every_run_dir_file_is_read_by_the_one_trusted_reader(tmp_path, no_hang, kind):
-    """oom-kills.json, evicted.json, observed.json, the dataclass code cache (and the rest): a FIFO
-    in their place hung every command that read them (the code cache: even ``--version``), and
+    """oom-kills.json, evicted.json, observed.json (and the rest): a FIFO
+    in their place hung every command that read them, and
     evicted.json was read through a symlink. Each is read as a missing file now, promptly."""
     run = tmp_path / "run"
     run.mkdir(mode=0o755)
@@ -170,25 +169,3 @@ def test_run_dir_files_of_ours_are_still_read(tmp_path):
     assert memo.Memo(run).reuse("a", 1) == {"key": 1, "v": 2}
     os.chmod(run / oomevents.RECORD_NAME, 0o666)  # writable by others: not trusted
     assert oomevents.load_record(run) == {}
-
-
-def test_a_fifo_as_the_code_cache_does_not_hang_version(tmp_path):
-    """The real command in a subprocess, pointed at a run dir (SDQOS_RUN_DIR) whose code cache is
-    a FIFO: ``--version`` returns (it read the cache before anything else, and hung)."""
-    import subprocess
-    import sys
-
-    from sdqos.cli import codecache
-
-    run = tmp_path / "run"
-    run.mkdir(mode=0o755)
-    os.mkfifo(run / codecache.NAME)
-    p = subprocess.Popen([sys.executable, "-m", "sdqos", "--version"], env={**os.environ, "SDQOS_RUN_DIR": str(run)},
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.communicate()
-        raise AssertionError("sdqos --version hung on a FIFO as the code cache") from None
-    assert p.returncode == 0 and "Traceback" not in out + err, err

@@ -1,4 +1,4 @@
-"""The parse cache (/run/sdqos/parsed.json and its delta): a warm load must give exactly what a
+"""The parse cache (/run/sdqos/parsed.json): a warm load must give exactly what a
 cold one gives, re-read a file whose identity changed, and ignore a cache it must not trust."""
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def test_node_yaml_is_cached_only_when_json_holds_it_exactly(tmp_path, text, cac
     assert (str(node.absolute()) in cache.entries) is cached
 
 
-# --- the delta: a few changed entries written without rewriting the whole cache -------------------
+# --- saves and loads: one file, written whole -------------------------------------------------------
 
 from hypothesis import given, strategies as st  # noqa: E402
 
@@ -200,167 +200,99 @@ def _use_all(c: pc.ParseCache) -> None:
         assert c.lookup(k, e[0]) is not None
 
 
-def test_a_few_changes_go_to_the_delta_and_the_base_is_not_rewritten(tmp_path):
-    run, n = tmp_path / "run", pc.DELTA_MIN_BASE
-    _base(run, n)
+def test_a_few_changes_rewrite_the_one_file_and_a_leftover_delta_is_not_read(tmp_path):
+    """An earlier version wrote a few changed entries to parsed.delta.json beside the base; one
+    left in the run dir (same tag, context and base identity as it wrote them) is not read."""
+    run = tmp_path / "run"
+    _base(run, 300)
     base = run / pc.CACHE_NAME
-    before = os.stat(base)
     c = pc.ParseCache(run, "t")
     _use_all(c)
     c.put_text("/c/pods/p3.yaml", [1, 3, 101, 8, 8], '{"n":"3b"}')
-    c.put_fragment("/c/pods/p3.yaml", "ctx", "[33]")
-    c.put_text("/c/pods/new.yaml", [1, 999, 5, 5, 5], '{"n":"new"}')
     c.used.discard("/c/pods/p5.yaml")  # not looked up: its file is gone
-    want = {k: [e[0], e[1], e[2]] for k, e in c.entries.items() if k != "/c/pods/p5.yaml"}
+    want = {k: list(e) for k, e in c.entries.items() if k != "/c/pods/p5.yaml"}
     c.save()
-    after = os.stat(base)
-    assert (after.st_ino, after.st_mtime_ns, after.st_ctime_ns) == (before.st_ino, before.st_mtime_ns, before.st_ctime_ns)
-    delta = pc.decode_delta((run / pc.DELTA_NAME).read_text())
-    assert delta is not None and sorted(delta[1]) == ["/c/pods/new.yaml", "/c/pods/p3.yaml"]
-    assert delta[4] == ["/c/pods/p5.yaml"] and delta[2] == "ctx"
-    assert pc.ParseCache(run, "t").entries == want
-    # more changes than a DELTA_SHARE of the base: the base is written whole and the delta removed
-    c = pc.ParseCache(run, "t")
-    _use_all(c)
-    for k in list(c.entries)[: n // pc.DELTA_SHARE + 1]:
-        c.put_text(k, [2, 2, 2, 2, 2], '{"n":"again"}')
-    want = {k: list(e) for k, e in c.entries.items()}
-    c.save()
-    assert not (run / pc.DELTA_NAME).exists()
-    assert os.stat(base).st_ino != before.st_ino
+    assert sorted(os.listdir(run)) == [pc.CACHE_NAME]
     assert pc.decode_file(base.read_text())[1] == want == pc.ParseCache(run, "t").entries
+    st_ = os.stat(base)
+    head = {"tag": "t", "format": pc.FORMAT, "context": "ctx",
+            "base": [st_.st_dev, st_.st_ino, st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns], "removed": []}
+    forged = {"/c/pods/p1.yaml": [[1, 1, 100, 7, 7], '{"n":"forged"}', ""]}
+    lines = list(pc.encode_file("t", forged, "ctx"))
+    lines[0] = json.dumps(head) + "\n"
+    (run / "parsed.delta.json").write_text("".join(lines))
+    (run / "parsed.delta.json").chmod(0o600)
+    assert pc.ParseCache(run, "t").entries == want
 
 
-def test_a_new_plan_context_rewrites_the_base(tmp_path):
+def test_a_new_plan_context_voids_every_fragment(tmp_path):
     run = tmp_path / "run"
-    _base(run, pc.DELTA_MIN_BASE)
+    _base(run, 300)
     c = pc.ParseCache(run, "t")
     _use_all(c)
     c.put_fragment("/c/pods/p1.yaml", "ctx2", "[1]")
     c.save()
-    assert not (run / pc.DELTA_NAME).exists()
     got = pc.ParseCache(run, "t")
     assert got.context == "ctx2" and [k for k, e in got.entries.items() if e[2]] == ["/c/pods/p1.yaml"]
-
-
-@pytest.mark.parametrize("damage", ["other-base", "garbage", "group-writable", "wrong-tag", "other-context",
-                                    "removes-unknown-key", "fifo", "symlink"])
-def test_a_delta_that_does_not_fit_its_base_is_ignored(tmp_path, damage):
-    run = tmp_path / "run"
-    _base(run, pc.DELTA_MIN_BASE)
-    want = pc.ParseCache(run, "t").entries
-    c = pc.ParseCache(run, "t")
-    _use_all(c)
-    c.put_text("/c/pods/p1.yaml", [1, 1, 100, 7, 7], '{"n":"forged"}')  # same identity, other entry
-    c.save()
-    delta = run / pc.DELTA_NAME
-    text = delta.read_text()
-    assert pc.ParseCache(run, "t").entries["/c/pods/p1.yaml"][1] == '{"n":"forged"}'  # (it is read when it fits)
-    head, rest = text.split("\n", 1)
-    h = json.loads(head)
-    if damage == "other-base":  # the base was written whole since (a save of another sync that failed to remove it)
-        kept = delta.read_bytes()
-        _base(run, pc.DELTA_MIN_BASE)
-        delta.write_bytes(kept)
-    elif damage == "garbage":
-        delta.write_text("{not json")
-    elif damage == "group-writable":
-        os.chmod(delta, 0o620)
-    elif damage in ("wrong-tag", "other-context", "removes-unknown-key"):
-        h.update({"wrong-tag": {"tag": "0.0.0/x"}, "other-context": {"context": "ctx9"},
-                  "removes-unknown-key": {"removed": ["/c/pods/never.yaml"]}}[damage])
-        delta.write_text(json.dumps(h) + "\n" + rest)
-    elif damage == "fifo":
-        delta.unlink()
-        os.mkfifo(delta, 0o600)
-    else:
-        delta.unlink()
-        elsewhere = tmp_path / "elsewhere.json"
-        elsewhere.write_text(text)
-        os.chmod(elsewhere, 0o600)
-        delta.symlink_to(elsewhere)
-    assert pc.ParseCache(run, "t").entries == want
 
 
 OPS = st.lists(st.tuples(st.sampled_from(["put", "fragment", "drop", "context"]), st.integers(0, 11),
                          st.integers(0, 3)), max_size=8)
 
 
-@given(st.lists(OPS, min_size=1, max_size=6), st.integers(1, 4), st.integers(1, 3))
-def test_what_a_cache_holds_after_a_save_is_what_the_next_load_finds(tmp_path_factory, syncs, min_base, share):
+@given(st.lists(OPS, min_size=1, max_size=6))
+def test_what_a_cache_holds_after_a_save_is_what_the_next_load_finds(tmp_path_factory, syncs):
     """Whatever sequence of syncs — entries replaced, fragments added, files gone, the plan context
-    changed — and whichever of base and delta each save writes, the next load finds exactly the
-    entries the last save kept: every entry looked up or put, with its latest text and fragment."""
+    changed — the next load finds exactly the entries the last save kept: every entry looked up or
+    put, with its latest text and fragment."""
     run = tmp_path_factory.mktemp("run")
-    orig = pc.DELTA_MIN_BASE, pc.DELTA_SHARE
-    pc.DELTA_MIN_BASE, pc.DELTA_SHARE = min_base, share
-    try:
-        model: dict[str, list] = {}
-        context, stored = "c0", None  # the context fragments are computed in now; the cache's
-        for n, ops in enumerate(syncs):
-            c = pc.ParseCache(run, "t")
-            assert c.entries == model and c.context == stored
-            dropped = set()
-            for op, i, v in ops:
-                k = f"/c/p{i}.yaml"
-                if op == "put":
-                    model[k] = [[i, v, n, 0, 0], f'{{"v":{v},"n":{n}}}', ""]
-                    c.put_text(k, *model[k][:2])
-                    dropped.discard(k)
-                elif op == "fragment" and k in model and k not in dropped:
-                    if context != stored:  # a new context voids every fragment
-                        for e in model.values():
-                            e[2] = ""
-                        stored = context
-                    model[k][2] = f"[{v},{n}]"
-                    c.put_fragment(k, context, model[k][2])
-                elif op == "drop" and k in model and k not in c.used:
-                    dropped.add(k)
-                elif op == "context":
-                    context = f"c{n}.{v}"
-            for k in model:
-                if k not in dropped:
-                    c.lookup(k, model[k][0])
-            for k in dropped:
-                del model[k]
-            c.save()
-            if not model and not (run / pc.CACHE_NAME).exists():
-                stored = None  # nothing was ever written
-        got = pc.ParseCache(run, "t")
-        assert got.entries == model and got.context == stored
-    finally:
-        pc.DELTA_MIN_BASE, pc.DELTA_SHARE = orig
+    model: dict[str, list] = {}
+    context, stored = "c0", None  # the context fragments are computed in now; the cache's
+    for n, ops in enumerate(syncs):
+        c = pc.ParseCache(run, "t")
+        assert c.entries == model and c.context == stored
+        dropped = set()
+        for op, i, v in ops:
+            k = f"/c/p{i}.yaml"
+            if op == "put":
+                model[k] = [[i, v, n, 0, 0], f'{{"v":{v},"n":{n}}}', ""]
+                c.put_text(k, *model[k][:2])
+                dropped.discard(k)
+            elif op == "fragment" and k in model and k not in dropped:
+                if context != stored:  # a new context voids every fragment
+                    for e in model.values():
+                        e[2] = ""
+                    stored = context
+                model[k][2] = f"[{v},{n}]"
+                c.put_fragment(k, context, model[k][2])
+            elif op == "drop" and k in model and k not in c.used:
+                dropped.add(k)
+            elif op == "context":
+                context = f"c{n}.{v}"
+        for k in model:
+            if k not in dropped:
+                c.lookup(k, model[k][0])
+        for k in dropped:
+            del model[k]
+        c.save()
+        if not model and not (run / pc.CACHE_NAME).exists():
+            stored = None  # nothing was ever written
+    got = pc.ParseCache(run, "t")
+    assert got.entries == model and got.context == stored
 
 
-def test_warm_load_with_a_delta_equals_cold_load(tmp_path, monkeypatch):
-    monkeypatch.setattr(pc, "DELTA_MIN_BASE", 1)
-    monkeypatch.setattr(pc, "DELTA_SHARE", 1)
-    cfg, run = config(tmp_path), tmp_path / "run"
-    load_planned(cfg, run)
-    (cfg / "pods" / "a.yaml").write_text(POD.format(name="a", cpu="750m"))
-    first = load_planned(cfg, run)
-    assert (run / pc.DELTA_NAME).exists()
-    assert summary(*first) == summary(*load_planned(cfg, run)) == summary(*load_planned(cfg, None))
-    assert first[1].pods[0].pod.containers[0].requests["cpu"] == Quantity.parse("750m")
-
-
-def test_a_sync_over_hundreds_of_pods_writes_one_edit_to_the_delta(tmp_path):
-    """At the real thresholds: one pod file edited among 300 leaves the base as it was, and the
-    next loads — warm, and from base and delta — plan exactly what a cold load plans."""
+def test_a_sync_over_hundreds_of_pods_after_one_edit_plans_as_a_cold_load(tmp_path):
+    """One pod file edited and one removed among 300: the next loads, warm, plan exactly what a cold
+    load plans."""
     cfg, run = config(tmp_path), tmp_path / "run"
     for i in range(300):
         p = cfg / "pods" / f"f{i}.yaml"
         p.write_text(POD.format(name=f"f{i}", cpu=f"{i + 1}m"))
         p.chmod(0o644)
     load_planned(cfg, run)
-    before = os.stat(run / pc.CACHE_NAME)
     (cfg / "pods" / "f7.yaml").write_text(POD.format(name="f7", cpu="900m"))
     (cfg / "pods" / "f8.yaml").unlink()
     first = load_planned(cfg, run)
-    after = os.stat(run / pc.CACHE_NAME)
-    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
-    delta = pc.decode_delta((run / pc.DELTA_NAME).read_text())
-    assert delta is not None and [Path(k).name for k in delta[1]] == ["f7.yaml"]
-    assert [Path(k).name for k in delta[4]] == ["f8.yaml"]
+    assert sorted(os.listdir(run)) == [pc.CACHE_NAME]
     assert summary(*first) == summary(*load_planned(cfg, run)) == summary(*load_planned(cfg, None))
     assert next(p for p in first[1].pods if p.key == "t/f7").requests["cpu"] == 900
