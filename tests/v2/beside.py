@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -100,6 +101,8 @@ class Beside:
             pass
         self.proc.wait()
         self._log.close()
+        if self.proc.returncode in (0, 1, 5):  # its reports told everything; else its log stays for the reader
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _beside: Beside | None = None
