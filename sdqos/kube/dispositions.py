@@ -86,8 +86,10 @@ KUBELET_FIELDS: dict[str, Disposition] = {
     "memorySwap": _h("memory.swap.max of cgroup v2 containers"),
     "maxPods": _h("admission: a pod beyond it is not admitted (OutOfpods)"),
     "podsPerCore": _h("admission: at most podsPerCore × CPUs pods (0: off)"),
-    "cpuManagerPolicy": _p("none honoured; static refused (not built yet)"),
-    "cpuManagerPolicyOptions": _r("only with cpuManagerPolicy static, which is not built yet", {}),
+    "cpuManagerPolicy": _p("none honoured; static validated as kubelet does (reserved CPU, options) and then refused "
+                             "(not built yet)"),
+    "cpuManagerPolicyOptions": _r("only with cpuManagerPolicy static, which is not built yet; validated as kubelet does "
+                                   "(full-pcpus-only, strict-cpu-reservation; other options refused by name)", {}),
     "cpuManagerReconcilePeriod": _na("only the static CPU manager reconciles (not built yet)", "10s"),
     "memoryManagerPolicy": _p("None honoured; Static (needs reservedMemory) met trivially on a host with one NUMA "
                               "node (said in warnings), refused on more (not built)"),

@@ -124,6 +124,25 @@ def test_static_cpu_policy_is_refused_as_not_built_even_with_cpus_reserved():
                                         "container shares the node's CPUs as its CPU weight and quota say)"]
 
 
+def test_static_cpu_policy_options_are_validated_before_the_refusal():
+    not_built = ("node.yaml: cpuManagerPolicy: static: not built yet; use none (the default: every container shares "
+                 "the node's CPUs as its CPU weight and quota say)")
+    supported = {"full-pcpus-only": "true", "strict-cpu-reservation": "false"}
+    _, errors = parse({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "cpuManagerPolicyOptions": supported})
+    assert [str(e) for e in errors] == [not_built]
+    _, errors = parse({"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "100m"},
+                       "cpuManagerPolicyOptions": {"align-by-socket": "true"}})
+    assert [str(e) for e in errors] == [
+        'node.yaml: cpuManagerPolicyOptions.align-by-socket: CPU Manager Policy option "align-by-socket" is not '
+        "supported by sdqos (supported: full-pcpus-only, strict-cpu-reservation)", not_built]
+    _, errors = parse({"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "100m"}, "cpuManagerPolicyOptions": ["x"]})
+    assert [e.field for e in errors] == ["cpuManagerPolicyOptions", "cpuManagerPolicy"]
+    _, errors = parse({"cpuManagerPolicy": "static", "reservedSystemCPUs": "", "systemReserved": {"cpu": "0"}})
+    assert [str(e) for e in errors] == [
+        "node.yaml: cpuManagerPolicy: [cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu "
+        "to be greater than zero (or reservedSystemCPUs)", not_built]
+
+
 def test_managers_on_one_numa_node_are_accepted_and_said_on_more_refused():
     raw = {"topologyManagerPolicy": "single-numa-node", "memoryManagerPolicy": "Static",
            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "100Mi"}}]}
