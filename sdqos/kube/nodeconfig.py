@@ -28,7 +28,7 @@ SDQOS_FIELDS = frozenset({"capacity"})
 # Kubernetes 1.36 defaults for the gates sdqos looks at (overridable with featureGates); each
 # default's source is in kubelet_fields.
 GATE_DEFAULTS: dict[str, bool] = {g: KUBELET_FEATURE_GATE_DEFAULTS_1_36[g] for g in (
-    "PodLevelResources", "MemoryQoS", "QOSReserved", "CustomCPUCFSQuotaPeriod")}
+    "PodLevelResources", "MemoryQoS", "QOSReserved", "CustomCPUCFSQuotaPeriod", "DisableCPUQuotaWithExclusiveCPUs")}
 
 ENFORCEMENT_KEYS = frozenset(
     {"pods", "system-reserved", "kube-reserved", "system-reserved-compressible", "kube-reserved-compressible", "none"}
