@@ -374,6 +374,9 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         swap_capacity=swap_q.value() if swap_q is not None else 0,
         reserved_system_cpus=str(cpuset.CPUSet(reserved_cpus)),
         max_pods=max_pods,
+        cpu_manager_policy="static" if raw.get("cpuManagerPolicy") == "static" else "none",
+        cpu_manager_policy_options={str(k): str(v) for k, v in (raw.get("cpuManagerPolicyOptions") or {}).items()}
+        if isinstance(raw.get("cpuManagerPolicyOptions"), Mapping) else {},
         pods_per_core=pods_per_core,
         warnings=tuple(warnings),
     )
@@ -460,8 +463,6 @@ def _managers(raw: Mapping, kube: Mapping[str, Quantity], system: Mapping[str, Q
                 cpumanager.parse_options(options, "node.yaml")
             except CPUPolicyOptionError as exc:
                 errors.append(exc)
-        errors.append(_err("cpuManagerPolicy", "static: not built yet; use none (the default: every container shares "
-                                               "the node's CPUs as its CPU weight and quota say)"))
     elif options:  # policy_none.go NewNonePolicy
         errors.append(_err("cpuManagerPolicyOptions", f"None policy: received unsupported options={options!r} (options are "
                                                       "only for cpuManagerPolicy static)"))

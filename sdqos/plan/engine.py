@@ -546,11 +546,21 @@ class PlanBasis:
     declared_cpu: int = 0  # declared VMs' cpu requests: all that reduces kubepods.slice's CPU
 
 
+STATIC_ON_V1 = ("cpuManagerPolicy static on cgroup v1: systemd cannot hold a cpuset here, so each container's CPUs "
+                "(its exclusive ones, else the shared pool) are set as its processes' CPU affinity: at `sdqos run`, "
+                "and again by every sync")
+
+
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
                explain: bool = False, machines: Iterable[MachineCharge] = ()) -> PlanBasis:
     """Node values and VMs: VMs, and whatever else runs in machine.slice (``machines``), take
     their share of the node first (one node budget)."""
     warnings = list(node.warnings)
+    if node.cpu_manager_policy == "static":
+        if cgroup == "v2":
+            raise InvalidInput("static on cgroup v2: exclusive CPUs as AllowedCPUs are not built yet; use none",
+                               where="node.yaml", field="cpuManagerPolicy")
+        warnings.append(STATIC_ON_V1)
     capacity, allocatable = node_values(node)
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
     vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain) for vm in vms]
