@@ -5,18 +5,17 @@ finds the pod's units gone, and on cgroup v1 the CPUs set as the containers' pro
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sdqos.host import cpustate, procfs, rundir
 from sdqos.host.topology import read_topology
 from sdqos.kube import cpumanager as cm
-from sdqos.kube import cpuset
+from sdqos.kube import cpuset, naming
 from sdqos.kube.model import CPU, NodeConfig, Pod
 from sdqos.plan.engine import Plan
 
-SYS_ROOT = Path(os.environ.get("SDQOS_SYS_ROOT", "/"))
+SYS_ROOT = Path("/")
 
 
 def static(node: NodeConfig) -> bool:
@@ -101,8 +100,6 @@ def _norm(uid: str) -> str:
 def live_uids(unit_names: Iterable[str]) -> set[str]:
     """The pods whose units exist (a pod slice or a container scope of sdqos's), as unit names
     spell their uid (dashes as underscores)."""
-    from sdqos.kube import naming
-
     out: set[str] = set()
     for name in unit_names:
         ps = naming.parse_pod_slice(name)
