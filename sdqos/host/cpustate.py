@@ -19,7 +19,7 @@ from sdqos.host import rundir
 from sdqos.kube import cpumanager_state
 from sdqos.kube.cpumanager import CPUManagerState, StaticPolicy
 
-STATE_NAME = "cpu_manager_state"  # kubelet's name (cpu_manager.go cpuManagerStateFileName)
+STATE_NAME = rundir.CPU_MANAGER_STATE_NAME  # kubelet's name (cpu_manager.go cpuManagerStateFileName)
 MAX_STATE = 16 * 1024 * 1024  # kubelet's file at 1000 pods × 2 containers is well under 1 MB
 
 

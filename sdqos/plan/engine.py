@@ -551,11 +551,6 @@ STATIC_ON_V1 = ("cpuManagerPolicy static on cgroup v1: systemd cannot hold a cpu
                 "and again by every sync")
 
 
-STATIC_QUOTA_KEPT = ("cpuManagerPolicy static: containers holding exclusive CPUs keep their CFS quota (kubelet drops "
-                     "it and their pod's: DisableCPUQuotaWithExclusiveCPUs); sdqos does not pass the assignments into "
-                     "the plan yet")
-
-
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
                explain: bool = False, machines: Iterable[MachineCharge] = ()) -> PlanBasis:
     """Node values and VMs: VMs, and whatever else runs in machine.slice (``machines``), take
@@ -566,8 +561,6 @@ def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str
             raise InvalidInput("static on cgroup v2: exclusive CPUs as AllowedCPUs are not built yet; use none",
                                where="node.yaml", field="cpuManagerPolicy")
         warnings.append(STATIC_ON_V1)
-        if node.gate("DisableCPUQuotaWithExclusiveCPUs"):
-            warnings.append(STATIC_QUOTA_KEPT)
     capacity, allocatable = node_values(node)
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
     vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain) for vm in vms]

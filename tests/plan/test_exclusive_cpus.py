@@ -46,3 +46,16 @@ def test_with_the_gate_off_the_quotas_stay_and_the_cpus_are_still_said():
     pp = _plan(gates={"DisableCPUQuotaWithExclusiveCPUs": False}, exclusive={"app": "2-3"})
     assert pp.properties["CPUQuotaPerSecUSec"] == 2_500_000
     assert pp.containers[0].properties["CPUQuotaPerSecUSec"] == 2_000_000 and pp.containers[0].cpus == "2-3"
+
+
+def test_explain_says_the_cpus_in_text_and_json():
+    from sdqos.plan.engine import build_plan
+    from sdqos.plan.explain import explain_json, explain_pod
+
+    pp = _plan(exclusive={"app": "2-3"})
+    plan = build_plan(node("4"), [], explain=True)
+    text = explain_pod(plan, pp)
+    assert "CPUs" in text and "= exclusive: Guaranteed, 2 integer CPUs, CPUs 2-3" in text
+    app, side = explain_json(pp)["containers"]
+    assert app["cpus"] == "2-3" and app["cpusWhy"] == "exclusive: Guaranteed, 2 integer CPUs, CPUs 2-3"
+    assert "cpus" not in side

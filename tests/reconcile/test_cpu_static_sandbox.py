@@ -1,7 +1,7 @@
 """cpuManagerPolicy static on cgroup v1, against the sandbox's systemd and the real kernel: `sdqos
 run` of a Guaranteed 1-CPU pod gets CPU 1 (reservedSystemCPUs "0") as its process's affinity and
 kubelet's state file in the run dir; another pod runs on the shared pool; a sync keeps the file and
-restores a changed affinity; a pod that cannot have its CPUs is refused in one line (exit 2);
+restores a changed affinity and drops the CFS quota of the pinned container and its pod; a pod that cannot have its CPUs is refused in one line (exit 2);
 removing the pod releases its CPU. The host has 2 CPUs: `capacity: {cpu: "4"}` lets the second
 Guaranteed pod pass kubelet's allocatable check, so that the CPU manager is what refuses it."""
 
@@ -56,9 +56,18 @@ def _state(sb) -> dict:
     return json.loads((Path(sb.run_dir) / "sdqos" / "cpu_manager_state").read_text())
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _one_pid(sb, rel: str) -> int:
-    return wait_for(lambda: (lambda ps: ps[0] if len(ps) == 1 else None)(procs_of(sb, rel)),
-                    what=f"one process in {rel}", timeout=90)
+    """The container's one process once it runs the command (`sdqos run` is in the scope before
+    it sets the affinity and execs)."""
+    return wait_for(lambda: (lambda ps: ps[0] if len(ps) == 1 and _comm(ps[0]) == "sleep" else None)(procs_of(sb, rel)),
+                    what=f"sleep alone in {rel}", timeout=90)
 
 
 def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
@@ -88,6 +97,10 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
         assert any("CPU affinity" in w for w in report["warnings"]), report["warnings"]
         assert os.sched_getaffinity(gu_pid) == {1}
         assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}  # the state survives a sync
+        # DisableCPUQuotaWithExclusiveCPUs (on): no CFS quota on the container holding CPUs nor on its pod
+        cpu = Path(sb.cgroup_path("cpu"))
+        assert (cpu / gu_rel / "cpu.cfs_quota_us").read_text().strip() == "-1"
+        assert (cpu / gu_rel).parent.joinpath("cpu.cfs_quota_us").read_text().strip() == "-1"
 
         os.kill(gu_pid, signal.SIGKILL)  # (gu is the sandbox's entering process; the container's is this one)
         kill_all(gu)
