@@ -223,6 +223,12 @@ class SMTAlignmentError(CPUAllocationError):
     __hash__ = None  # type: ignore[assignment]
 
 
+class CPUsUnavailable(InvalidInput):
+    """A container of a pod about to start cannot have the exclusive CPUs the static policy owes
+    it (kubelet's admission fails the pod with UnexpectedAdmissionError): one line naming the pod,
+    the container, the CPUs it needs and the CPUs free. Nothing running is moved or stopped."""
+
+
 class CPUManagerStateError(CPUManagerError):
     """The CPU manager's state does not fit this node (kubelet's validateState, or the state
     file's checksum/format): kubelet refuses to start and says to drain the node and remove it."""

@@ -877,7 +877,7 @@ def run(
 
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import launch
+    from sdqos.reconcile import cpus, launch
 
     with cli_errors():
         command = list(command or [])
@@ -898,6 +898,8 @@ def run(
                 vp = next(v for v in p.vms if v.vm.name == vm)
                 launch.check_guest_size(target, value(vp.vm.limits.get("memory")), command)
 
+            affinity: list[frozenset[int]] = []
+
             async def prepare() -> list[str]:
                 async with Systemd(bus_address) as sd:
                     if vm is not None and not force:
@@ -906,13 +908,19 @@ def run(
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
                     if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
-                        launch.check_admission(p, launch.find_pod(p, pod or "").key, await launch.running_pods(sd, p))
+                        found = launch.find_pod(p, pod or "")
+                        launch.check_admission(p, found.key, await launch.running_pods(sd, p))
+                        state = cpus.admit(p, found.key)  # cpuManagerPolicy static: the pod's exclusive CPUs
+                        if state is not None:
+                            affinity.append(cpus.cpus_of(state, found.uid, container or ""))
                     return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
                                               launch=target.launch([os.getpid()], replace=replace))
 
             warnings = run_async(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):
             warn(f"{w}")
+        for allowed in affinity:  # cgroup v1 holds no cpuset: the CPUs are the process's affinity, inherited at exec
+            os.sched_setaffinity(0, allowed)
         if vm is None:  # a pod's container: its own /dev/shm, as kubelet's runtime gives a pod
             from sdqos.host.mountns import private_shm
 
@@ -1080,7 +1088,7 @@ def podman_start(
 
     from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
     from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import launch, podman_pods
+    from sdqos.reconcile import cpus, launch, podman_pods
     from sdqos.reconcile import sync as reconcile
 
     def interrupted(*_):  # systemd stopping us, or kill: the pod's containers are stopped as on Ctrl-C
@@ -1099,6 +1107,7 @@ def podman_start(
                 async with Systemd(bus_address) as sd:  # its slice and tiers, through the one writer
                     # kubelet's admission first: a refused pod has nothing of its own removed
                     launch.check_admission(p, pp.key, await launch.running_pods(sd, p))
+                    cpus.admit(p, pp.key)  # cpuManagerPolicy static: the pod's exclusive CPUs (affinity: at the sync)
                     done, prepared = podman_pods.prepare(pp, spec, replace=replace)
                     report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p,
                                                 reconcile.Narrow(pod=pp.key, create=True))

@@ -163,3 +163,27 @@ def _state_and_parent(entry: Path) -> tuple[str, int] | None:
 
 def pid_exists(pid: int, proc: Path = PROC) -> bool:
     return (proc / str(pid)).exists()
+
+
+def set_affinity(pid: int, cpus: frozenset[int], cgroup: str, proc: Path = PROC) -> tuple[int, int]:
+    """Every thread of process ``pid`` (``/proc/PID/task``) gets CPU affinity ``cpus`` where it
+    differs, only while the process is in ``cgroup``. Returns (threads changed, threads refused);
+    a thread or process that exited meanwhile is skipped."""
+    if not in_cgroup(pid, cgroup, proc):
+        return 0, 0
+    try:
+        tids = [int(t) for t in os.listdir(proc / str(pid) / "task") if t.isdigit()]
+    except OSError:
+        return 0, 0
+    changed = refused = 0
+    for tid in tids:
+        try:
+            if os.sched_getaffinity(tid) == cpus:
+                continue
+            os.sched_setaffinity(tid, cpus)
+            changed += 1
+        except ProcessLookupError:
+            continue
+        except OSError:  # EPERM (another user's thread without CAP_SYS_NICE), EINVAL (no such CPU online)
+            refused += 1
+    return changed, refused

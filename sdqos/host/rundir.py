@@ -22,6 +22,7 @@ from sdqos.errors import HostError, LockTimeout
 DEFAULT_RUN_DIR = Path(os.environ.get("SDQOS_RUN_DIR", "/run/sdqos"))
 LOCK_NAME = "sync.lock"
 APPLIED_NAME = "applied.json"
+CPU_MANAGER_STATE_NAME = "cpu_manager_state"  # kubelet's name (host/cpustate.py writes it, loading/incremental.py reads it)
 LAST_SYNC_NAME = "last-sync.json"  # the last sync's record (cli/metrics.py writes it, loading/load.py reads it)
 APPLIED_BATCH = 256  # units encoded per string when applied.json is written
 MAX_READ = 256 * 1024 * 1024  # no file sdqos writes here comes near this (applied.json at 5000 units: ~2 MB)

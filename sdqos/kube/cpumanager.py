@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from sdqos.errors import CPUAllocationError, CPUManagerStateError, CPUPolicyOptionError, SMTAlignmentError
+from sdqos.errors import CPUAllocationError, CPUManagerStateError, CPUPolicyOptionError, CPUsUnavailable, SMTAlignmentError
 from sdqos.kube.cpuset import CPUSet
 from sdqos.kube.cputopology import CPUTopology
 from sdqos.kube.model import Container, Pod
@@ -447,6 +447,34 @@ def allocate_pod(policy: StaticPolicy, state: CPUManagerState, pod: Pod) -> Allo
     for c in pod.init_containers + pod.containers:
         result = allocate(policy, result.state, pod, c, result.cpus_to_reuse)
     return result
+
+
+def admit_pod(policy: StaticPolicy, state: CPUManagerState, pod: Pod, name: str) -> CPUManagerState:
+    """A pod about to start: every container's exclusive CPUs allocated as `allocate_pod` does
+    (kubelet allocates at admission, for the whole pod; containers that hold CPUs keep them). When
+    one cannot have them: CPUsUnavailable naming the pod (`name`, as people know it), the
+    container, what it needs and the CPUs free; the state is then unchanged."""
+    result = Allocation(state, None, {})
+    for c in pod.init_containers + pod.containers:
+        try:
+            result = allocate(policy, result.state, pod, c, result.cpus_to_reuse)
+        except CPUAllocationError as exc:
+            free = policy.available_cpus(result.state) | result.cpus_to_reuse.get(pod.uid, CPUSet())
+            shown = f'"{free}"' if free else "none"
+            raise CPUsUnavailable(
+                f"pod {name}: container {c.name} needs {guaranteed_cpus(pod, c)} exclusive CPUs "
+                f"(cpuManagerPolicy static), CPUs free: {len(free)} ({shown}): {exc}") from None
+    return result.state
+
+
+def release_gone_pods(state: CPUManagerState, kept_uids: Iterable[str]) -> CPUManagerState:
+    """removeStaleState: every assignment of a pod not in `kept_uids` (its units are gone) goes
+    back to the shared pool; the kept pods' CPUs are not touched."""
+    kept = set(kept_uids)
+    for uid in sorted(set(state.entries) - kept):
+        for container in sorted(state.entries.get(uid, {})):
+            state = remove_container(state, uid, container)
+    return state
 
 
 def remove_container(state: CPUManagerState, pod_uid: str, container: str) -> CPUManagerState:

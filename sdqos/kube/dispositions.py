@@ -86,9 +86,12 @@ KUBELET_FIELDS: dict[str, Disposition] = {
     "memorySwap": _h("memory.swap.max of cgroup v2 containers"),
     "maxPods": _h("admission: a pod beyond it is not admitted (OutOfpods)"),
     "podsPerCore": _h("admission: at most podsPerCore × CPUs pods (0: off)"),
-    "cpuManagerPolicy": _p("none honoured; static refused (not built yet)"),
-    "cpuManagerPolicyOptions": _r("only with cpuManagerPolicy static, which is not built yet", {}),
-    "cpuManagerReconcilePeriod": _na("only the static CPU manager reconciles (not built yet)", "10s"),
+    "cpuManagerPolicy": _p("none honoured; static honoured for pods on cgroup v1 (exclusive CPUs as the containers' "
+                             "CPU affinity, kubelet's state file in the run dir), refused on cgroup v2 (AllowedCPUs "
+                             "not built)"),
+    "cpuManagerPolicyOptions": _p("with cpuManagerPolicy static: full-pcpus-only, strict-cpu-reservation; other "
+                                  "options refused by name"),
+    "cpuManagerReconcilePeriod": _na("sdqos re-checks the CPUs at every sync, not on a period of its own", "10s"),
     "memoryManagerPolicy": _p("None honoured; Static (needs reservedMemory) met trivially on a host with one NUMA "
                               "node (said in warnings), refused on more (not built)"),
     "reservedMemory": _p("validated as kubelet does for memoryManagerPolicy Static; refused on a host with more "

@@ -143,6 +143,8 @@ class NodeConfig:
     swap_capacity: int = 0  # bytes of swap on the node (SwapTotal): LimitedSwap's pool
     reserved_system_cpus: str = ""  # reservedSystemCPUs as kubelet prints a CPU list ("0-1,4"); its size is systemReserved cpu
     max_pods: int = 110  # maxPods
+    cpu_manager_policy: str = "none"  # cpuManagerPolicy: none | static
+    cpu_manager_policy_options: Mapping[str, str] = field(default_factory=dict)  # validated (cpumanager.parse_options)
     pods_per_core: int = 0  # podsPerCore (0: off)
     warnings: tuple[str, ...] = ()
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from sdqos.errors import CPUSetError, InvalidInput, QuantityError
-from sdqos.kube import cpuset
+from sdqos.errors import CPUPolicyOptionError, CPUSetError, InvalidInput, QuantityError
+from sdqos.kube import cpumanager, cpuset
 from sdqos.kube import dispositions as disp
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS, KUBELET_FEATURE_GATE_DEFAULTS_1_36
 from sdqos.kube.manifests import closest
@@ -28,7 +28,7 @@ SDQOS_FIELDS = frozenset({"capacity"})
 # Kubernetes 1.36 defaults for the gates sdqos looks at (overridable with featureGates); each
 # default's source is in kubelet_fields.
 GATE_DEFAULTS: dict[str, bool] = {g: KUBELET_FEATURE_GATE_DEFAULTS_1_36[g] for g in (
-    "PodLevelResources", "MemoryQoS", "QOSReserved", "CustomCPUCFSQuotaPeriod")}
+    "PodLevelResources", "MemoryQoS", "QOSReserved", "CustomCPUCFSQuotaPeriod", "DisableCPUQuotaWithExclusiveCPUs")}
 
 ENFORCEMENT_KEYS = frozenset(
     {"pods", "system-reserved", "kube-reserved", "system-reserved-compressible", "kube-reserved-compressible", "none"}
@@ -374,6 +374,9 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         swap_capacity=swap_q.value() if swap_q is not None else 0,
         reserved_system_cpus=str(cpuset.CPUSet(reserved_cpus)),
         max_pods=max_pods,
+        cpu_manager_policy="static" if raw.get("cpuManagerPolicy") == "static" else "none",
+        cpu_manager_policy_options={str(k): str(v) for k, v in (raw.get("cpuManagerPolicyOptions") or {}).items()}
+        if isinstance(raw.get("cpuManagerPolicyOptions"), Mapping) else {},
         pods_per_core=pods_per_core,
         warnings=tuple(warnings),
     )
@@ -449,12 +452,17 @@ def _managers(raw: Mapping, kube: Mapping[str, Quantity], system: Mapping[str, Q
     if cpu_policy not in CPU_POLICIES:
         errors.append(_err("cpuManagerPolicy", f'unknown policy: "{cpu_policy}" (one of none, static)'))
     elif cpu_policy == "static":
-        reserved = _milli(kube.get(CPU)) + _milli(system.get(CPU))
-        if reserved == 0:  # cpu_manager.go NewManager
-            errors.append(_err("cpuManagerPolicy", "the static policy requires systemreserved.cpu + kubereserved.cpu to be "
-                                                   "greater than zero (or reservedSystemCPUs)"))
-        errors.append(_err("cpuManagerPolicy", "static: not built yet; use none (the default: every container shares "
-                                               "the node's CPUs as its CPU weight and quota say)"))
+        try:  # cpu_manager.go NewManager: zero reserved CPU refused (reservedSystemCPUs already replaced the cpu of both)
+            cpumanager.num_reserved_cpus(_milli(kube.get(CPU)), _milli(system.get(CPU)))
+        except CPUPolicyOptionError as exc:
+            errors.append(_err("cpuManagerPolicy", f"{exc.message} (or reservedSystemCPUs)"))
+        if options is not None and not isinstance(options, Mapping):
+            errors.append(_err("cpuManagerPolicyOptions", f"must be a map of option name to \"true\"/\"false\", not {options!r}"))
+        else:
+            try:  # policy_options.go NewStaticPolicyOptions; options sdqos does not implement refused by name
+                cpumanager.parse_options(options, "node.yaml")
+            except CPUPolicyOptionError as exc:
+                errors.append(exc)
     elif options:  # policy_none.go NewNonePolicy
         errors.append(_err("cpuManagerPolicyOptions", f"None policy: received unsupported options={options!r} (options are "
                                                       "only for cpuManagerPolicy static)"))

@@ -20,6 +20,9 @@ import json
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
+from sdqos.errors import SdqosError
+from sdqos.host import rundir
+from sdqos.kube import cpumanager_state
 from sdqos.kube.manifests import ParseResult, PodIdentity, check_duplicate_vms, duplicate_pods
 from sdqos.kube.model import Pod
 from sdqos.kube.quantity import Quantity
@@ -38,6 +41,21 @@ def _canonical(v: object) -> object:
     if isinstance(v, (list, tuple)):
         return [_canonical(x) for x in v]
     return v
+
+
+def cpu_assignments(run_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    """The static CPU manager's assignments (pod uid → container → CPU list) from its state file
+    in the run dir: an input of the plan, as the last sync's record is. Missing, untrusted or
+    unreadable: none (the sync that restores and validates the file reports what is wrong)."""
+    data = rundir.read_private(Path(run_dir or rundir.DEFAULT_RUN_DIR) / rundir.CPU_MANAGER_STATE_NAME,
+                               16 * 1024 * 1024, ours=True)
+    if data is None:
+        return {}
+    try:
+        state = cpumanager_state.decode(data, "static")
+    except SdqosError:
+        return {}
+    return {uid: {name: str(cpus) for name, cpus in conts.items()} for uid, conts in state.entries.items()}
 
 
 def context_key(ctx: engine.PodContext) -> str:
@@ -123,7 +141,9 @@ def load_plan(
     check_duplicate_vms(vms)
     basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain)
     ctx = basis.context
-    key = context_key(ctx) if cache.path is not None and not explain else ""
+    exclusive = cpu_assignments() if scan.node.cpu_manager_policy == "static" else {}
+    # (plans with exclusive CPUs are not cached: a fragment holds no assignment)
+    key = context_key(ctx) if cache.path is not None and not explain and not exclusive else ""
 
     pod_files = ParseResult()
     plans: list[engine.PodPlan] = []
@@ -141,7 +161,7 @@ def load_plan(
         add_entry(pod_files, scan.failed, f.rel, objs)
         fresh, unsendable = [], []
         for p in pods:
-            pp = engine.plan_pod(p, ctx, explain=explain)
+            pp = engine.plan_pod(p, ctx, explain=explain, exclusive=exclusive.get(p.uid))
             problems = engine.pod_problems(pp)
             if problems:  # invalid input like any other: its units are kept, the file gets no fragment
                 unsendable += problems
@@ -161,7 +181,7 @@ def load_plan(
         kept_ = [i for i, ident in enumerate(idents) if ident.key not in replaced]
         plans, idents = [plans[i] for i in kept_], [idents[i] for i in kept_]
         for p in what_if:
-            pp = engine.plan_pod(p, ctx, explain=explain)
+            pp = engine.plan_pod(p, ctx, explain=explain, exclusive=exclusive.get(p.uid))
             problems = engine.pod_problems(pp)
             if problems:
                 pod_files.errors += problems

@@ -22,10 +22,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from sdqos import humanize as H
-from sdqos.kube import admission, naming, qos
+from sdqos.kube import admission, cpuset, naming, qos
 from sdqos.kube.model import (
     BESTEFFORT,
     BURSTABLE,
@@ -76,6 +76,7 @@ class ContainerPlan:
     resources: ResourceConfig
     properties: dict[str, int]
     why: dict[str, str] = field(default_factory=dict)
+    cpus: str = ""  # the static CPU manager's exclusive CPUs (a CPU list); "": the shared pool
 
 
 @dataclass(slots=True)
@@ -545,11 +546,21 @@ class PlanBasis:
     declared_cpu: int = 0  # declared VMs' cpu requests: all that reduces kubepods.slice's CPU
 
 
+STATIC_ON_V1 = ("cpuManagerPolicy static on cgroup v1: systemd cannot hold a cpuset here, so each container's CPUs "
+                "(its exclusive ones, else the shared pool) are set as its processes' CPU affinity: at `sdqos run`, "
+                "and again by every sync")
+
+
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
                explain: bool = False, machines: Iterable[MachineCharge] = ()) -> PlanBasis:
     """Node values and VMs: VMs, and whatever else runs in machine.slice (``machines``), take
     their share of the node first (one node budget)."""
     warnings = list(node.warnings)
+    if node.cpu_manager_policy == "static":
+        if cgroup == "v2":
+            raise InvalidInput("static on cgroup v2: exclusive CPUs as AllowedCPUs are not built yet; use none",
+                               where="node.yaml", field="cpuManagerPolicy")
+        warnings.append(STATIC_ON_V1)
     capacity, allocatable = node_values(node)
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
     vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain) for vm in vms]
@@ -589,18 +600,40 @@ def pods_memory(enforced: int, machines: int, page: int) -> int:
     return max(enforced - machines, page)
 
 
-def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
-    """One pod's class, slice, values and containers: a function of the pod and ``ctx`` alone."""
+NO_QUOTA_EXCLUSIVE = ("no quota: {what} exclusive CPUs (DisableCPUQuotaWithExclusiveCPUs, on by default in 1.36: "
+                      "kubelet drops the CFS quota of such a {unit})")
+
+
+def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False,
+             exclusive: Mapping[str, str] | None = None) -> PodPlan:
+    """One pod's class, slice, values and containers: a function of the pod, ``ctx`` and the
+    static CPU manager's ``exclusive`` assignments of its containers (name → CPU list; none when
+    the policy is none). With DisableCPUQuotaWithExclusiveCPUs a pod holding exclusive CPUs gets no
+    CFS quota (pod_container_manager_linux.go EnsureExists: enforceCPULimits = false when
+    PodHasExclusiveCPUs) and neither does each container holding them (kuberuntime_container_linux.go:
+    disableCPUQuota when ContainerHasExclusiveCPUs); the other containers keep theirs."""
     node, cgroup = ctx.node, ctx.cgroup
     pod_level = node.gate("PodLevelResources")
     cls = qos.pod_qos(pod, pod_level=pod_level, fix_empty_pod_level=node.gate("PodLevelResourcesFixKubeletQOSClass"))
     period = node.cpu_cfs_quota_period_us
     why: dict[str, str] | None = {} if explain else None
-    rc, reqs, lims = pod_resource_config(pod, cls, node, cgroup, why)
+    held = {name: cpus for name, cpus in (exclusive or {}).items() if cpus}
+    drop_quota = bool(held) and node.gate("DisableCPUQuotaWithExclusiveCPUs")
+    no_quota = dataclasses.replace(node, cpu_cfs_quota=False) if drop_quota else node
+    rc, reqs, lims = pod_resource_config(pod, cls, no_quota, cgroup, why)
+    if drop_quota and why is not None:
+        why["cpu_quota"] = NO_QUOTA_EXCLUSIVE.format(what="a container of the pod holds", unit="pod")
     containers = []
     for c in pod.all_containers():
         cwhy: dict[str, str] | None = {} if explain else None
-        crc = container_resource_config(pod, c, cls, node, cgroup, ctx.allocatable_memory, cwhy)
+        mine = held.get(c.name, "")
+        crc = container_resource_config(pod, c, cls, no_quota if drop_quota and mine else node, cgroup,
+                                        ctx.allocatable_memory, cwhy)
+        if cwhy is not None and mine:
+            n = len(cpuset.parse(mine))
+            cwhy["cpus"] = f"exclusive: {cls}, {n} integer CPU{'s' if n != 1 else ''}, CPUs {mine}"
+            if drop_quota:
+                cwhy["cpu_quota"] = NO_QUOTA_EXCLUSIVE.format(what="the container holds", unit="container")
         adj = qos.container_oom_score_adj(pod, c, ctx.capacity_memory, qos=cls, pod_level=pod_level)
         if cwhy is not None:
             cwhy["oom_score_adj"] = _why_oom(pod, c, cls, adj, ctx.capacity_memory)
@@ -613,6 +646,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False) -> PodPlan:
                 resources=crc,
                 properties=to_properties(crc, cgroup, period, container=True),
                 why=cwhy or {},
+                cpus=mine,
             )
         )
     return PodPlan(

@@ -148,6 +148,8 @@ def explain_pod(plan: Plan, pp: PodPlan, live: dict[str, tuple[str, str]] | None
         if c.resources.oomd_preference is not None:
             lines.append(f"    {'ManagedOOMPreference':<20} {c.resources.oomd_preference:>20}  (when sdqos creates the scope)"
                          f"\n      = {c.why.get('oomd_preference', '')}")
+        if c.cpus:
+            lines.append(f"    {'CPUs':<20} {c.cpus:>20}\n      = {c.why.get('cpus', '')}")
     lines.append("")
     lines.append("  Tiers this pod counts toward")
     lines += _unit_lines(plan, tier_names(plan, pp), period, clamps)
@@ -217,6 +219,7 @@ def explain_json(pp: PodPlan, live: dict[str, tuple[str, str]] | None = None) ->
                         "oomPolicy": oom_policy(c.resources), "oomPolicyWhy": c.why.get("oom_group"),
                         "managedOOMPreference": c.resources.oomd_preference,
                         "managedOOMPreferenceWhy": c.why.get("oomd_preference"),
+                        **({"cpus": c.cpus, "cpusWhy": c.why.get("cpus")} if c.cpus else {}),
                         **({"liveScope": live[c.name][0]} if live and c.name in live else {})}
                        for c in pp.containers],
     }

@@ -37,7 +37,7 @@ from sdqos.reconcile.diff import (
     recorded_keys,
     recorded_owner,
 )
-from sdqos.reconcile import oomwatch
+from sdqos.reconcile import cpus, oomwatch
 from sdqos.reconcile.live import (KUBELET, Observation, ReadBack, check_kernel, container_kernel_off,
                                   container_refusals, kernel_refusals, observe)
 from sdqos.reconcile.memo import Memo
@@ -190,6 +190,11 @@ async def sync(
         if mine is not None:  # (a launched scope's processes get theirs from run/adopt, after)
             bindings = {n: b for n, b in bindings.items() if n in mine and n not in launched}
         report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
+        try:  # cpuManagerPolicy static: assignments of removed pods released, affinity re-checked
+            cpus.sync_cpus(plan, [n for n in [*live, *scopes] if n not in removed], bindings, scopes, report.warnings, full=mine is None,
+                           run_dir=run_dir)
+        except SdqosError as exc:
+            report.errors.append(str(exc))
         if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
             report.oom_kills, oom_error = oomwatch.track(synced, {n: sc.cgroup for n, sc in scopes.items()},
                                                          run_dir)

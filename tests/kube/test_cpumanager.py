@@ -348,3 +348,37 @@ def test_pods_with_init_containers_and_sidecars(t, data):
             # a removed init container's CPUs that an app container reuses stay out of the pool
             assert not state.default_cpuset & state.assigned()
     assert state.default_cpuset == full and not state.assigned()
+
+
+# --- admission at start and release at removal --------------------------------------------------------
+
+
+def test_admit_pod_allocates_and_a_pod_that_cannot_have_its_cpus_is_refused_in_one_line():
+    t = make_topology({c: CPUInfo(numa_node=0, socket=0, core=c) for c in range(4)})
+    policy = cm.new_static_policy(t, 1, [0])
+    state = cm.validate_state(policy, cm.CPUManagerState("static"))
+    a = pod_from(K.make_pod("uid-a", "app", "2", "2"), defaults=False)
+    state = cm.admit_pod(policy, state, a, "default/a")
+    assert state.get("uid-a", "app") == CPUSet({1, 2}) and str(state.default_cpuset) == "0,3"
+    assert cm.admit_pod(policy, state, a, "default/a") == state  # a second container start moves nothing
+    b = pod_from(K.make_pod("uid-b", "web", "2", "2"), defaults=False)
+    with pytest.raises(cm.CPUsUnavailable) as err:
+        cm.admit_pod(policy, state, b, "default/b")
+    assert str(err.value).startswith('pod default/b: container web needs 2 exclusive CPUs (cpuManagerPolicy static), '
+                                     'CPUs free: 1 ("3"): not enough cpus available to satisfy request')
+    assert err.value.exit_code == 2
+    shared = pod_from(K.make_pod("uid-c", "c", "500m", "500m"), defaults=False)
+    assert cm.admit_pod(policy, state, shared, "default/c") == state  # a shared-pool pod takes nothing
+
+
+def test_release_gone_pods_returns_only_their_cpus():
+    t = make_topology({c: CPUInfo(numa_node=0, socket=0, core=c) for c in range(6)})
+    policy = cm.new_static_policy(t, 1, [0])
+    state = cm.validate_state(policy, cm.CPUManagerState("static"))
+    for uid in ("uid-a", "uid-b"):
+        state = cm.admit_pod(policy, state, pod_from(K.make_pod(uid, "app", "2", "2"), defaults=False), uid)
+    kept = state.get("uid-b", "app")
+    state = cm.release_gone_pods(state, ["uid-b"])
+    assert state.get("uid-a", "app") is None and state.get("uid-b", "app") == kept
+    assert state.default_cpuset == t.details.cpus() - kept
+    assert cm.validate_state(policy, state) == state

@@ -19,6 +19,7 @@ from sdqos.kube.model import CPU, MEMORY, PID
 from sdqos.kube.nodeconfig import parse_node_config
 from sdqos.kube.quantity import parse_quantity as q
 from sdqos.plan.engine import build_plan
+from sdqos.errors import InvalidInput
 
 from ..k8s_cases import kubelet_config_cases as cases
 
@@ -118,10 +119,34 @@ def test_reserved_system_cpus_replace_both_cpu_reservations_as_kubelet_does():
         "systemReserved and kubeReserved) = 3")
 
 
-def test_static_cpu_policy_is_refused_as_not_built_even_with_cpus_reserved():
-    _, errors = parse({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"})
-    assert [str(e) for e in errors] == ["node.yaml: cpuManagerPolicy: static: not built yet; use none (the default: every "
-                                        "container shares the node's CPUs as its CPU weight and quota say)"]
+def test_static_cpu_policy_is_accepted_with_cpus_reserved_and_refused_on_cgroup_v2():
+    cfg, errors = parse({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                         "cpuManagerPolicyOptions": {"full-pcpus-only": "true"}})
+    assert errors == [] and cfg.cpu_manager_policy == "static"
+    assert cfg.cpu_manager_policy_options == {"full-pcpus-only": "true"}
+    warnings = build_plan(cfg, [], cgroup="v1").warnings
+    assert any("CPU affinity" in w for w in warnings)
+    with pytest.raises(InvalidInput, match="cpuManagerPolicy: static on cgroup v2: exclusive CPUs as AllowedCPUs"):
+        build_plan(cfg, [], cgroup="v2")
+    cfg, errors = parse({})
+    assert cfg.cpu_manager_policy == "none" and not any("CPU affinity" in w for w in build_plan(cfg, []).warnings)
+
+
+def test_static_cpu_policy_options_are_validated():
+    supported = {"full-pcpus-only": "true", "strict-cpu-reservation": "false"}
+    _, errors = parse({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "cpuManagerPolicyOptions": supported})
+    assert [str(e) for e in errors] == []
+    _, errors = parse({"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "100m"},
+                       "cpuManagerPolicyOptions": {"align-by-socket": "true"}})
+    assert [str(e) for e in errors] == [
+        'node.yaml: cpuManagerPolicyOptions.align-by-socket: CPU Manager Policy option "align-by-socket" is not '
+        "supported by sdqos (supported: full-pcpus-only, strict-cpu-reservation)"]
+    _, errors = parse({"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "100m"}, "cpuManagerPolicyOptions": ["x"]})
+    assert [e.field for e in errors] == ["cpuManagerPolicyOptions"]
+    _, errors = parse({"cpuManagerPolicy": "static", "reservedSystemCPUs": "", "systemReserved": {"cpu": "0"}})
+    assert [str(e) for e in errors] == [
+        "node.yaml: cpuManagerPolicy: [cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu "
+        "to be greater than zero (or reservedSystemCPUs)"]
 
 
 def test_managers_on_one_numa_node_are_accepted_and_said_on_more_refused():

@@ -1,0 +1,113 @@
+"""cpuManagerPolicy static on cgroup v1, against the sandbox's systemd and the real kernel: `sdqos
+run` of a Guaranteed 1-CPU pod gets CPU 1 (reservedSystemCPUs "0") as its process's affinity and
+kubelet's state file in the run dir; another pod runs on the shared pool; a sync keeps the file and
+restores a changed affinity and drops the CFS quota of the pinned container and its pod; a pod that cannot have its CPUs is refused in one line (exit 2);
+removing the pod releases its CPU. The host has 2 CPUs: `capacity: {cpu: "4"}` lets the second
+Guaranteed pod pass kubelet's allocatable check, so that the CPU manager is what refuses it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdqos import sandbox as sbx
+from sdqos.kube.manifests import stable_uid
+from sdqos.kube.naming import container_scope
+
+from ..sbhelpers import cgroup_rel, sync_json, wait_for
+from .test_scopes_sandbox import kill_all, procs_of, run_bg
+
+pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not Path("/sys/devices/system/cpu/cpu1").exists(),
+                                reason="needs CPUs 0 and 1")
+
+
+def _pod(name: str, cpu: str, limit: bool) -> str:
+    res = f'{{cpu: "{cpu}", memory: 16Mi}}'
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: st}}
+spec:
+  containers:
+  - name: app
+    resources: {{requests: {res}{", limits: " + res if limit else ""}}}
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    d = tmp_path / "cfg"
+    (d / "pods").mkdir(parents=True)
+    (d / "node.yaml").write_text('capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\n'
+                                 'reservedSystemCPUs: "0"\ncpuManagerPolicy: static\n')
+    (d / "pods" / "gu.yaml").write_text(_pod("gu", "1", True))
+    (d / "pods" / "gu2.yaml").write_text(_pod("gu2", "1", True))
+    (d / "pods" / "bu.yaml").write_text(_pod("bu", "100m", False))
+    return d
+
+
+def _state(sb) -> dict:
+    return json.loads((Path(sb.run_dir) / "sdqos" / "cpu_manager_state").read_text())
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _one_pid(sb, rel: str) -> int:
+    """The container's one process once it runs the command (`sdqos run` is in the scope before
+    it sets the affinity and execs)."""
+    return wait_for(lambda: (lambda ps: ps[0] if len(ps) == 1 and _comm(ps[0]) == "sleep" else None)(procs_of(sb, rel)),
+                    what=f"sleep alone in {rel}", timeout=90)
+
+
+def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
+    sb = clean_sandbox
+    gu_uid, bu_uid = stable_uid("st", "gu"), stable_uid("st", "bu")
+    gu_rel = cgroup_rel(container_scope(gu_uid, "app"), f"kubepods-pod{gu_uid.replace('-', '_')}.slice")
+    bu_rel = cgroup_rel(container_scope(bu_uid, "app"), f"kubepods-burstable-pod{bu_uid.replace('-', '_')}.slice")
+    gu = run_bg(sb, config, "st/gu", "app", "--", "sleep", "300")
+    bu = None
+    try:
+        gu_pid = _one_pid(sb, gu_rel)
+        assert os.sched_getaffinity(gu_pid) == {1}
+        st = _state(sb)
+        assert st["policyName"] == "static" and st["defaultCpuSet"] == "0" and st["entries"] == {gu_uid: {"app": "1"}}
+        bu = run_bg(sb, config, "st/bu", "app", "--", "sleep", "300")
+        assert os.sched_getaffinity(_one_pid(sb, bu_rel)) == {0}  # the shared pool (the reserved CPU is in it)
+
+        r = sbx.run(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "st/gu2", "app", "--", "true"],
+                    timeout=120)
+        assert r.returncode == 2, (r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and "pod st/gu2: container app needs 1 exclusive CPUs (cpuManagerPolicy " \
+            "static), CPUs free: 0 (none): not enough cpus available to satisfy request" in r.stderr, r.stderr
+        assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}
+
+        os.sched_setaffinity(gu_pid, {0, 1})  # changed behind sdqos's back: the sync sets it again
+        report = sync_json(sb, config)
+        assert any("CPU affinity" in w for w in report["warnings"]), report["warnings"]
+        assert os.sched_getaffinity(gu_pid) == {1}
+        assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}  # the state survives a sync
+        # DisableCPUQuotaWithExclusiveCPUs (on): no CFS quota on the container holding CPUs nor on its pod
+        cpu = Path(sb.cgroup_path("cpu"))
+        assert (cpu / gu_rel / "cpu.cfs_quota_us").read_text().strip() == "-1"
+        assert (cpu / gu_rel).parent.joinpath("cpu.cfs_quota_us").read_text().strip() == "-1"
+
+        os.kill(gu_pid, signal.SIGKILL)  # (gu is the sandbox's entering process; the container's is this one)
+        kill_all(gu)
+        (config / "pods" / "gu.yaml").unlink()
+        wait_for(lambda: not procs_of(sb, gu_rel), what="gu's scope empty", timeout=60)
+        sync_json(sb, config)
+        st = _state(sb)
+        assert st.get("entries") in ({}, None) and st["defaultCpuSet"] == "0-1", st
+    finally:
+        kill_all(gu, bu)
