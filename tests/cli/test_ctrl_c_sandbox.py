@@ -5,6 +5,7 @@ test itself starts no load, it sends SIGINT at several points instead."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -20,10 +21,20 @@ SDQOS = [sys.executable, "-m", "sdqos"]
 PYTHON_STARTING = "Fatal Python error: init_"  # CPython's own start-up, before sdqos runs
 
 
+def interpreter_starting(err: str) -> bool:
+    """The interpreter ended on the SIGINT before any of sdqos ran: CPython's fatal start-up error,
+    or runpy's KeyboardInterrupt while it still locates sdqos/__main__.py (every frame frozen)."""
+    if err.startswith(PYTHON_STARTING):
+        return True
+    frames = re.findall(r'^  File "([^"]+)"', err, re.M)
+    return (err.startswith("Traceback") and err.rstrip().endswith("KeyboardInterrupt") and bool(frames)
+            and all(f.startswith("<frozen ") for f in frames))
+
+
 def ended(rc, out, err, took, what):
     assert rc is not None, f"{what}: still running 60 s after Ctrl-C:\n{err}"
-    if err.startswith(PYTHON_STARTING):
-        return -2  # the interpreter ended on it before any of sdqos was loaded
+    if interpreter_starting(err):
+        return -2
     assert "Traceback" not in err and "internal error" not in err, (what, err)
     return rc
 
