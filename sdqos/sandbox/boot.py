@@ -350,12 +350,21 @@ def _check_exited(name: str, sdir: Path) -> None:
     raise SandboxError(f"sandbox {name}: {why}")
 
 
+def _wait_exit_record(sdir: Path, deadline: float) -> None:
+    while not (sdir / "exited").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _wait_ready(sb: Sandbox, sdir: Path, t0: float, timeout: float) -> None:
     """Wait until org.freedesktop.systemd1 is on the instance's bus and done starting up."""
     last = "bus socket not there yet"
     while True:
         _check_exited(sb.name, sdir)
         if not _pid_exists(sb.pid):
+            # The supervisor drains the console and then writes `exited`: wait for it, so the
+            # error carries what systemd printed last (the console tail), not an empty log.
+            _wait_exit_record(sdir, time.monotonic() + 3.0)
+            _check_exited(sb.name, sdir)
             raise SandboxError(f"sandbox {sb.name}: systemd (pid {sb.pid}) died during boot")
         if (sb.run_dir / "dbus" / "system_bus_socket").exists():
             try:
