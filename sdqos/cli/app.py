@@ -907,13 +907,15 @@ def run(
                         if owned is not None:
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
+                    plan = p
                     if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
                         found = launch.find_pod(p, pod or "")
                         launch.check_admission(p, found.key, await launch.running_pods(sd, p))
-                        state = cpus.admit(p, found.key)  # cpuManagerPolicy static: the pod's exclusive CPUs
-                        if state is not None:
-                            affinity.append(cpus.cpus_of(state, found.uid, container or ""))
-                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
+                        # cpuManagerPolicy static: the pod's exclusive CPUs (v1: the affinity; v2: AllowedCPUs, planned again)
+                        allowed, replan = cpus.for_launch(p, found.key, container or "")
+                        affinity += [allowed] if allowed is not None else []
+                        plan = load_planned(config, insecure, cgroup, writes=True)[1] if replan else p
+                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, plan, vm, pod,
                                               launch=target.launch([os.getpid()], replace=replace))
 
             warnings = run_async(prepare())

@@ -20,6 +20,7 @@ from sdqos.plan import properties as P
 from sdqos.plan.properties import ANY_PERIOD
 
 ROOT = Path("/sys/fs/cgroup")
+CPU_LIST = "cpuset.cpus"  # the one file holding a CPU list (AllowedCPUs)
 
 
 def available(proc: Path = Path("/proc"), root: Path = ROOT) -> bool:
@@ -104,6 +105,8 @@ def held_expected(planned: Mapping[str, int], held: Mapping[str, int], mode: str
 
 def _parse(file: str, text: str) -> object:
     text = text.strip()
+    if file.endswith(CPU_LIST):  # a CPU list ("0-1,3"), in its canonical form; "" for none
+        return P.cpu_list(text)
     if file.endswith("cpu.max"):
         quota, _, period = text.partition(" ")
         return ("max" if quota == "max" else int(quota), int(period))
@@ -124,6 +127,8 @@ def rendered(want: dict[str, object]) -> tuple[bytes | None, ...]:
             quota, period = value if isinstance(value, tuple) and len(value) == 2 else (None, None)
             ok = type(period) is int and (quota == "max" or type(quota) is int)
             out.append(f"{quota} {period}\n".encode() if ok else None)
+        elif type(value) is str and file.endswith(CPU_LIST):  # the kernel prints a CPU list as sdqos does
+            out.append(f"{value}\n".encode())
         elif value == "max" or type(value) is int:
             out.append(f"{value}\n".encode())
         else:

@@ -51,6 +51,7 @@ from sdqos.errors import (
     UnitExists,
 )
 from sdqos.plan.properties import SIGNATURES as RESOURCE_SIGNATURES
+from sdqos.plan.properties import to_dbus
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -654,7 +655,7 @@ class Systemd:
             if sig is None:
                 raise InvalidProperty(f"unknown property {name!r} (not in sdqos.host.systemd.PROPERTY_SIGNATURES)", unit=unit)
             try:
-                out.append([name, self._d.Variant(sig, bytes(value) if sig == "ay" else _lists(value))])
+                out.append([name, self._d.Variant(sig, bytes(to_dbus(name, value)) if sig == "ay" else _lists(value))])
             except Exception as e:
                 raise InvalidProperty(f"{name}={value!r} is not a D-Bus '{sig}': {e}", unit=unit) from None
         return out

@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from sdqos.errors import SdqosError
-from sdqos.host import rundir
-from sdqos.kube import cpumanager_state
+from sdqos.host import facts, rundir
+from sdqos.kube import cpumanager, cpumanager_state, cpuset
+from sdqos.kube.cpumanager import CPUManagerState
+from sdqos.kube.cpuset import CPUSet
 from sdqos.kube.manifests import ParseResult, PodIdentity, check_duplicate_vms, duplicate_pods
-from sdqos.kube.model import Pod
+from sdqos.kube.model import NodeConfig, Pod
 from sdqos.kube.quantity import Quantity
 from sdqos.loading import cache as pc
 from sdqos.loading.configdir import DEFAULT_DIR, Config, Scan, ScannedFile, add_entry, scan_config
@@ -43,26 +45,55 @@ def _canonical(v: object) -> object:
     return v
 
 
-def cpu_assignments(run_dir: Path | None = None) -> dict[str, dict[str, str]]:
-    """The static CPU manager's assignments (pod uid → container → CPU list) from its state file
-    in the run dir: an input of the plan, as the last sync's record is. Missing, untrusted or
-    unreadable: none (the sync that restores and validates the file reports what is wrong)."""
+def _cpu_state(run_dir: Path | None = None) -> CPUManagerState | None:
+    """The static CPU manager's state file in the run dir, decoded: an input of the plan, as the
+    last sync's record is. Missing, untrusted or unreadable: None (the sync that restores and
+    validates the file reports what is wrong)."""
     data = rundir.read_private(Path(run_dir or rundir.DEFAULT_RUN_DIR) / rundir.CPU_MANAGER_STATE_NAME,
                                16 * 1024 * 1024, ours=True)
     if data is None:
-        return {}
+        return None
     try:
-        state = cpumanager_state.decode(data, "static")
+        return cpumanager_state.decode(data, "static")
     except SdqosError:
+        return None
+
+
+def cpu_assignments(run_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    """The static CPU manager's assignments (pod uid → container → CPU list) from its state file."""
+    state = _cpu_state(run_dir)
+    if state is None:
         return {}
     return {uid: {name: str(cpus) for name, cpus in conts.items()} for uid, conts in state.entries.items()}
+
+
+def shared_cpus(node: NodeConfig, cgroup: str, run_dir: Path | None = None) -> str:
+    """cpuManagerPolicy static on cgroup v2: the shared pool every container scope without
+    exclusive CPUs gets as AllowedCPUs — the state file's defaultCpuSet (kubelet's default
+    cpuset); with no file yet, kubelet's initial one: every online CPU (with strict-cpu-reservation
+    but those of reservedSystemCPUs; reserved by kube/systemReserved's cpu, which ones is the
+    policy's choice: none until the sync's CPU manager has written the file). "": none."""
+    if node.cpu_manager_policy != "static" or cgroup != "v2":
+        return ""
+    state = _cpu_state(run_dir)
+    if state is not None:
+        return str(state.default_cpuset)
+    online = facts.online_cpus()
+    if not online:
+        return ""
+    if cpumanager.parse_options(node.cpu_manager_policy_options).strict_cpu_reservation:
+        if not node.reserved_system_cpus:
+            return ""
+        return str(CPUSet(online) - cpuset.parse(node.reserved_system_cpus))
+    return str(CPUSet(online))
 
 
 def context_key(ctx: engine.PodContext) -> str:
     """The context as canonical JSON text: equal for equal contexts, in any process (a set's or
     a dict's order does not enter it)."""
     node = {f.name: _canonical(getattr(ctx.node, f.name)) for f in dataclasses.fields(ctx.node)}
-    return json.dumps([node, ctx.cgroup, ctx.capacity_memory, ctx.allocatable_memory], separators=(",", ":"))
+    return json.dumps([node, ctx.cgroup, ctx.capacity_memory, ctx.allocatable_memory, ctx.shared_cpus],
+                      separators=(",", ":"))
 
 
 class PlannedPods(Sequence[Pod]):
@@ -139,7 +170,8 @@ def load_plan(
             add_entry(vm_files, vm_failed, f.rel, scan.objects(f))
     vms = ParseResult(vms=vm_files.vms)
     check_duplicate_vms(vms)
-    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain)
+    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain,
+                              shared_cpus=shared_cpus(scan.node, cgroup))
     ctx = basis.context
     exclusive = cpu_assignments() if scan.node.cpu_manager_policy == "static" else {}
     # (plans with exclusive CPUs are not cached: a fragment holds no assignment)

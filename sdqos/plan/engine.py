@@ -524,6 +524,9 @@ class PodContext:
     cgroup: str
     capacity_memory: int  # the OOM score's denominator
     allocatable_memory: int  # MemoryQoS's memory.high basis for a container without a limit (kubelet's)
+    # cpuManagerPolicy static on cgroup v2: the shared pool (kubelet's default cpuset, a CPU list) every
+    # container without exclusive CPUs runs on, as its scope's AllowedCPUs; "": none is set
+    shared_cpus: str = ""
 
 
 @dataclass(slots=True)
@@ -552,14 +555,12 @@ STATIC_ON_V1 = ("cpuManagerPolicy static on cgroup v1: systemd cannot hold a cpu
 
 
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
-               explain: bool = False, machines: Iterable[MachineCharge] = ()) -> PlanBasis:
+               explain: bool = False, machines: Iterable[MachineCharge] = (), shared_cpus: str = "") -> PlanBasis:
     """Node values and VMs: VMs, and whatever else runs in machine.slice (``machines``), take
-    their share of the node first (one node budget)."""
+    their share of the node first (one node budget). ``shared_cpus``: the static CPU manager's
+    shared pool (cgroup v2: every container scope without exclusive CPUs gets it as AllowedCPUs)."""
     warnings = list(node.warnings)
-    if node.cpu_manager_policy == "static":
-        if cgroup == "v2":
-            raise InvalidInput("static on cgroup v2: exclusive CPUs as AllowedCPUs are not built yet; use none",
-                               where="node.yaml", field="cpuManagerPolicy")
+    if node.cpu_manager_policy == "static" and cgroup == "v1":
         warnings.append(STATIC_ON_V1)
     capacity, allocatable = node_values(node)
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
@@ -586,7 +587,8 @@ def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str
             warnings.append(f"{m.unit} ({m.what}) in machine.slice has no memory limit: counted by its usage "
                             f"{H.size(m.memory)}; machine.slice gets no memory limit while it runs (give it one, "
                             "or declare it as a VM)")
-    context = PodContext(node, cgroup, capacity[MEMORY], allocatable[MEMORY])
+    static_v2 = node.cpu_manager_policy == "static" and cgroup == "v2"
+    context = PodContext(node, cgroup, capacity[MEMORY], allocatable[MEMORY], shared_cpus if static_v2 else "")
     return PlanBasis(node, cgroup, capacity, allocatable, enforced, budget, vm_plans, vm_cpu, vm_mem, warnings, context,
                      machines, declared_cpu)
 
@@ -629,6 +631,10 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False,
         mine = held.get(c.name, "")
         crc = container_resource_config(pod, c, cls, no_quota if drop_quota and mine else node, cgroup,
                                         ctx.allocatable_memory, cwhy)
+        if ctx.shared_cpus:  # cgroup v2: the scope's AllowedCPUs (kubelet's container cpuset, CRI CpusetCpus)
+            crc = dataclasses.replace(crc, cpuset=mine or ctx.shared_cpus)
+            if cwhy is not None and not mine:
+                cwhy["cpus"] = f"the shared pool: CPUs {ctx.shared_cpus} (every CPU no container holds exclusively)"
         if cwhy is not None and mine:
             n = len(cpuset.parse(mine))
             cwhy["cpus"] = f"exclusive: {cls}, {n} integer CPU{'s' if n != 1 else ''}, CPUs {mine}"

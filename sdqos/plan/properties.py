@@ -30,7 +30,7 @@ from typing import Any
 
 from sdqos import humanize as H
 from sdqos.humanize import INFINITY  # systemd's "infinity"/unset, defined once
-from sdqos.kube import qos
+from sdqos.kube import cpuset, qos
 
 DEFAULT_PERIOD_US = qos.QUOTA_PERIOD_US
 
@@ -53,6 +53,9 @@ class ResourceConfig:
     swap: int | None = None  # memory.swap.max (v2 containers); None: left as it is
     oom_group: bool | None = None  # memory.oom.group (v2 containers), sent as the scope's OOMPolicy
     oomd_preference: str | None = None  # systemd-oomd's ManagedOOMPreference (v2 scopes): see oomd_preference()
+    # kubelet's ResourceConfig.CPUSet: the CPUs the unit may run on, as a CPU list ("2-3"); None: not
+    # set (cpuManagerPolicy none, v1, a slice). On v2 systemd holds it as AllowedCPUs (cpuset.cpus).
+    cpuset: str | None = None
 
 
 def quota_per_sec_usec(quota: int | None, period: int | None) -> int:
@@ -203,11 +206,53 @@ def _oom_group(file: str) -> Kernel:
                   lambda f: "kill" if f[file] == 1 else "continue")
 
 
+def cpu_mask(cpus: str | frozenset[int]) -> int:
+    """A CPU list ("2-3") or set as the bitmask sdqos keeps AllowedCPUs in (bit N: CPU N); 0: none,
+    systemd's "not set" (every CPU the parent has)."""
+    mask = 0
+    for cpu in cpuset.parse(cpus) if isinstance(cpus, str) else cpus:
+        mask |= 1 << cpu
+    return mask
+
+
+def mask_cpus(mask: int) -> cpuset.CPUSet:
+    """The CPUs of a bitmask (:func:`cpu_mask` the other way)."""
+    return cpuset.CPUSet(i for i in range(mask.bit_length()) if mask >> i & 1)
+
+
+def cpu_mask_bytes(mask: int) -> bytes:
+    """AllowedCPUs as D-Bus ``ay`` the way systemd reads and writes it (cpu_set_to_dbus and
+    cpu_set_from_dbus in src/shared/cpu-set-util.c: byte N holds CPUs 8N..8N+7, CPU 8N+k is bit k):
+    the bitmask's little-endian bytes; no CPU is no byte (systemd: not set)."""
+    return mask.to_bytes((mask.bit_length() + 7) // 8, "little")
+
+
+def mask_of_dbus(value: object) -> int:
+    """AllowedCPUs as systemd shows it (``ay``: bytes, or a list of ints) → the bitmask (trailing
+    zero bytes, which systemd sends up to its allocation, change nothing)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int.from_bytes(bytes(value), "little")  # type: ignore[call-overload]
+
+
+def cpu_list(text: str) -> str:
+    """A kernel CPU list in canonical form ("0-1,3"); ValueError (CPUSetError) when it is not one."""
+    return str(cpuset.parse(text))
+
+
+def _cpu_list(file: str) -> Kernel:
+    """cgroup v2's cpuset.cpus: the CPU list systemd writes from AllowedCPUs ("" when not set), as
+    host/cgroupfs.py reads it (the list in k8s.io/utils/cpuset's canonical form)."""
+    return Kernel((file,), lambda v, props, page: {file: str(mask_cpus(v))},
+                  lambda f: cpu_mask(str(f[file])))
+
+
 # ---- the table ----------------------------------------------------------------------------------------
 
 # kinds: what a value does (the diff, status and budget reason about kinds, not names)
-WEIGHT, QUOTA, PERIOD, MEMORY_LIMIT, MEMORY_HIGH, RESERVATION, SWAP, PIDS, OOM, OOMD = (
-    "weight", "quota", "period", "memory-limit", "memory-high", "reservation", "swap", "pids", "oom", "oomd")
+WEIGHT, QUOTA, PERIOD, MEMORY_LIMIT, MEMORY_HIGH, RESERVATION, SWAP, PIDS, OOM, OOMD, CPUSET = (
+    "weight", "quota", "period", "memory-limit", "memory-high", "reservation", "swap", "pids", "oom", "oomd",
+    "cpuset")
 V1, V2 = frozenset({"v1"}), frozenset({"v2"})
 BOTH = V1 | V2
 
@@ -226,6 +271,10 @@ def _tasks(v: int) -> str:
 
 def _memory(rc: ResourceConfig, period_us: int, container: bool) -> int:
     return rc.memory if rc.memory is not None and rc.memory > 0 else INFINITY
+
+
+def _cpus(v: int) -> str:
+    return f"cpus {mask_cpus(v)}" if v else "all cpus"
 
 
 def _cpu_shares(rc: ResourceConfig) -> int:
@@ -297,6 +346,14 @@ PROPERTIES: tuple[Property, ...] = (
     # tests/v2/test_v2_oomd.py reads the xattr).
     Property("ManagedOOMPreference", V2, OOMD, "s", value=lambda rc, p, c: rc.oomd_preference, reset=None,
              limit=False, kernel={}, show=str, why="oomd_preference", summary=None, owned=False),
+    # The static CPU manager's CPUs (ResourceConfig.cpuset: a container's exclusive CPUs, else the
+    # shared pool; a VM's dedicated CPUs), kept as a bitmask (cpu_mask), sent as systemd's ay
+    # (cpu_mask_bytes). Set only where the plan gives a value (cpuManagerPolicy static, cgroup v2):
+    # with none, no unit has it and nothing is diffed. Not a limit: the pod slices above hold no
+    # cpuset (kubelet sets none there), systemd enables the controller up the tree. Reset: not set.
+    Property("AllowedCPUs", V2, CPUSET, "ay",
+             value=lambda rc, p, c: None if rc.cpuset is None else cpu_mask(rc.cpuset), reset=0, limit=False,
+             kernel={"v2": _cpu_list("cpuset.cpus")}, show=_cpus, why="cpus", summary=11),
 )
 BY_NAME: dict[str, Property] = {p.name: p for p in PROPERTIES}
 
@@ -365,6 +422,18 @@ def kernel_files(props: Mapping[str, Any], cgroup: str, page: int = 4096) -> dic
     return out
 
 
+def to_dbus(name: str, value: Any) -> Any:
+    """A planned value as its D-Bus value: AllowedCPUs' bitmask as systemd's ``ay``; others as they are."""
+    p = BY_NAME.get(name)
+    return cpu_mask_bytes(value) if p is not None and p.kind == CPUSET and isinstance(value, int) else value
+
+
+def from_dbus(name: str, value: Any) -> int:
+    """An owned property as systemd reported it, as the plan keeps it (ints; AllowedCPUs' ``ay``: its bitmask)."""
+    p = BY_NAME.get(name)
+    return mask_of_dbus(value) if p is not None and p.kind == CPUSET else int(value)
+
+
 def from_kernel(name: str, cgroup: str, held: Mapping[str, object]) -> Any:
     """The value of property ``name`` that the kernel's files (as :func:`kernel_files` names
     them) show on this cgroup version."""
@@ -387,7 +456,8 @@ def change(name: str, old: Any, new: Any) -> str:
     return H.change(name, old, new, show=lambda v: shown(name, v), sizes=p is not None and p.show is H.size)
 
 
-# What can be sent at all. Every owned property is a D-Bus uint64 ("t"); the kernel refuses a CFS
+# What can be sent at all. Every owned property but AllowedCPUs (a bitmask, sent as "ay") is a D-Bus
+# uint64 ("t"); the kernel refuses a CFS
 # quota above max_cfs_runtime (kernel/sched/core.c: MAX_BW = 2^44 - 1 µs per period), so runc and
 # with it kubelet could never start such a container.
 UINT64_MAX = 2**64 - 1
@@ -398,7 +468,11 @@ def unsendable(props: dict[str, int]) -> list[str]:
     """Why these properties cannot be sent or set (empty: they can), one reason per property."""
     out = []
     for name, value in props.items():
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT64_MAX:
+        p = BY_NAME.get(name)
+        if p is not None and p.signature == "ay":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                out.append(f"{name}={value} is not a set of CPUs")
+        elif isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT64_MAX:
             out.append(f"{name}={value} does not fit systemd's unsigned 64-bit value")
     per_sec = props.get(QUOTA_PROPERTY)
     if isinstance(per_sec, int) and per_sec != INFINITY and 0 <= per_sec <= UINT64_MAX:

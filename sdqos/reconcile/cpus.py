@@ -1,7 +1,10 @@
 """The static CPU manager at the edges: its policy from node.yaml and the host's CPUs, its state
 file (sdqos.host.cpustate), assignments made when a pod's container starts, released when a sync
-finds the pod's units gone, and on cgroup v1 the CPUs set as the containers' processes' affinity
-(systemd holds no cpuset there). The decisions are sdqos.kube.cpumanager's."""
+finds the pod's units gone. Where the CPUs are held: on cgroup v2 systemd holds them, as each
+container scope's AllowedCPUs (a row of plan/properties.py, from the plan: the state file is an
+input of it, loading/incremental.py), written by the diff and apply like every value; on cgroup v1
+(systemd holds no cpuset there) they are set as the containers' processes' affinity here. The
+decisions are sdqos.kube.cpumanager's."""
 
 from __future__ import annotations
 
@@ -47,6 +50,23 @@ def admit(plan: Plan, key: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> cm.CP
     if new != state:
         cpustate.save(new, run_dir)
     return new
+
+
+def for_launch(plan: Plan, key: str, container: str,
+               run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[frozenset[int] | None, bool]:
+    """`sdqos run`: the pod admitted (:func:`admit`); then (the CPUs its process takes as its
+    affinity before exec — cgroup v1 only: on v2 the scope's AllowedCPUs hold them, and an affinity
+    of the process's own would stay when its pool grows back —, whether the plan must be made again
+    because the state changed what it holds: on v2 the scope is created with its AllowedCPUs)."""
+    state = admit(plan, key, run_dir)
+    pp = plan.pod(key)
+    if state is None or pp is None:
+        return None, False
+    if plan.cgroup == "v1":
+        return cpus_of(state, pp.uid, container), False
+    held = {c.name: c.cpus for c in pp.containers if c.cpus}
+    pool = next((c.resources.cpuset for c in pp.containers if not c.cpus), None)
+    return None, held != dict(assignments(state, pp.pod)) or (pool is not None and pool != str(state.default_cpuset))
 
 
 def cpus_of(state: cm.CPUManagerState, pod_uid: str, container: str) -> frozenset[int]:
@@ -115,7 +135,10 @@ def live_uids(unit_names: Iterable[str]) -> set[str]:
 def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: Mapping, warnings: list[str], *,
               full: bool, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> int:
     """A sync's part: the state restored (a full sync gives back the CPUs of pods whose units are
-    gone), then every bound container scope's threads set to its CPUs. Returns threads changed."""
+    gone, and writes the initial state when there is no file, as kubelet's checkpoint is written
+    at its start: the next plan's shared pool), then on cgroup v1 every bound container scope's
+    threads set to its CPUs (on v2 their scopes' AllowedCPUs hold them: the plan's, applied by the
+    diff; the pool a release widens is the next sync's plan). Returns threads changed."""
     if not static(plan.node):
         return 0
     policy = policy_for(plan.node)
@@ -123,9 +146,11 @@ def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: 
     if full:
         present = live_uids(unit_names)
         new = cm.release_gone_pods(state, [u for u in state.entries if _norm(u) in present])
-        if new != state:
+        if new != state or not cpustate.state_path(run_dir).exists():
             cpustate.save(new, run_dir)
             state = new
+    if plan.cgroup != "v1":
+        return 0
     rows = []
     for name, b in bindings.items():
         key, container, scope = b.owner.pod_key, b.owner.container, scopes.get(name)

@@ -25,7 +25,7 @@ from sdqos.kube.naming import (
     tree_globs,
 )
 from sdqos.plan.engine import MachineCharge, Plan, UnitPlan
-from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, owned
+from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, from_dbus, owned
 from sdqos.reconcile.binding import (
     Binding,
     bind_scopes,
@@ -68,7 +68,7 @@ def _live_unit(name: str, st, props: list[str]) -> LiveUnit:
         active_state=st.active_state,
         transient=bool(st.transient),
         description=str(st.props.get("Description", "")),
-        props={k: int(v) for k, v in st.props.items() if k in props},
+        props={k: from_dbus(k, v) for k, v in st.props.items() if k in props},
         memory_current=_counter(st.props.get("MemoryCurrent")),
         cpu_usage_ns=_counter(st.props.get("CPUUsageNSec")),
         tasks_current=_counter(st.props.get("TasksCurrent")),

@@ -203,6 +203,12 @@ def _raw(units: list, shapes: list, root: str = str(cgroupfs.ROOT)) -> str | Non
     return h.hexdigest()
 
 
+def _held(v) -> int:
+    """An owned property as systemd reported it: an int, or AllowedCPUs' ``ay`` as its bitmask
+    (properties.mask_of_dbus, without importing the plan's modules)."""
+    return int.from_bytes(bytes(v), "little") if isinstance(v, (bytes, bytearray, list)) else int(v)
+
+
 def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str], period: str,
                     memory: list[str]) -> bool:
     """As the diff compares a unit read over D-Bus (diff.unit_changes), and its memory usage
@@ -210,7 +216,7 @@ def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str],
     its PERIOD_PROPERTY; ``memory``: its MEMORY_PROPERTIES (all from the stamp, written from the
     property table: the proof does not import the plan's modules)."""
     PERIOD_PROPERTY = period
-    have = {k: int(v) for k, v in st.props.items() if k in owned}
+    have = {k: _held(v) for k, v in st.props.items() if k in owned}
     want = dict(planned)
     if PERIOD_PROPERTY in have and PERIOD_PROPERTY not in want and kind != "reserved":
         want[PERIOD_PROPERTY] = INFINITY
@@ -371,7 +377,7 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
                 return False
             # their kernel files too, as the full path checks them (live.check_kernel): a value
             # written into a tier's cgroup behind systemd's back is not in its D-Bus properties
-            held = {k: int(v) for k, v in st.props.items() if k in props}
+            held = {k: _held(v) for k, v in st.props.items() if k in props}
             want = cgroupfs.held_expected(want_props, held, plan.cgroup, page)
             if want is not None and st.control_group:
                 checked.append((st.control_group, want))

@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from sdqos.host import cgroupfs
 from sdqos.host.systemd import PROPERTY_SIGNATURES
 from sdqos.plan import properties as P
-from sdqos.plan.engine import build_plan
+from sdqos.plan.engine import build_plan, plan_basis, plan_pod
 from sdqos.plan.properties import INFINITY, ResourceConfig
 
 from ..helpers import node, pod_from
 
-KINDS = {P.WEIGHT, P.QUOTA, P.PERIOD, P.MEMORY_LIMIT, P.MEMORY_HIGH, P.RESERVATION, P.SWAP, P.PIDS, P.OOM, P.OOMD}
+KINDS = {P.WEIGHT, P.QUOTA, P.PERIOD, P.MEMORY_LIMIT, P.MEMORY_HIGH, P.RESERVATION, P.SWAP, P.PIDS, P.OOM, P.OOMD,
+         P.CPUSET}
 PAGE = 4096
 GI = 2**30
 
@@ -32,7 +33,9 @@ def test_every_owned_property_has_a_complete_row():
             row = P.BY_NAME[name]
             assert cgroup in row.versions and row.owned, name
             assert row.kind in KINDS, name
-            assert row.signature == "t" and PROPERTY_SIGNATURES[name] == "t", name  # every owned value is a uint64
+            # every owned value is a uint64, but AllowedCPUs: a bitmask sent as systemd's byte array
+            sig = "ay" if row.kind == P.CPUSET else "t"
+            assert row.signature == sig and PROPERTY_SIGNATURES[name] == sig, name
             assert set(row.kernel) >= row.versions, f"{name}: no kernel entry for every version it is set on"
             assert isinstance(row.show(INFINITY), str) and isinstance(row.show(0), str), name
             assert callable(row.value), name
@@ -71,6 +74,9 @@ def test_each_explain_key_is_one_the_engine_writes():
         written |= {k for u in plan.units for k in u.why}
         written |= {k for pp in plan.pods for k in pp.why}
         written |= {k for pp in plan.pods for c in pp.containers for k in c.why}
+    # AllowedCPUs: cpuManagerPolicy static on v2, the shared pool an input of the plan (as the state file is)
+    ctx = plan_basis(node(cpu_manager_policy="static"), cgroup="v2", shared_cpus="0-3").context
+    written |= {k for c in plan_pod(pod, ctx, explain=True).containers for k in c.why}
     for row in P.PROPERTIES:
         assert row.why is None or row.why in written, (row.name, row.why, sorted(written))
 
@@ -200,14 +206,14 @@ def test_the_derived_sets_are_those_it_had():
     assert P.LIMITS == {"MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuotaPerSecUSec", "TasksMax"}
     assert P.RESETS == {"CPUShares": INFINITY, "CPUWeight": INFINITY, "CPUQuotaPerSecUSec": INFINITY,
                         "MemoryLimit": INFINITY, "MemoryMax": INFINITY, "MemoryHigh": INFINITY,
-                        "MemorySwapMax": INFINITY, "MemoryMin": 0, "MemoryLow": 0}
+                        "MemorySwapMax": INFINITY, "MemoryMin": 0, "MemoryLow": 0, "AllowedCPUs": 0}
     assert P.owned("v1") == ("CPUShares", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "TasksMax")
     assert P.SUMMARY == ("CPUShares", "CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryLimit", "MemoryMax",
-                         "MemoryHigh", "MemoryLow", "MemoryMin", "TasksMax")  # the plan tree's order
+                         "MemoryHigh", "MemoryLow", "MemoryMin", "TasksMax", "AllowedCPUs")  # the plan tree's order
     assert P.STATUS_KEYS == {"CPUShares": "cpuShares", "CPUWeight": "cpuWeight",
                              "CPUQuotaPerSecUSec": "cpuQuotaPerSecUSec", "TasksMax": "tasksMax"}
     assert set(P.owned("v2")) == {"CPUWeight", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec", "MemoryMax", "MemoryMin",
-                                  "MemoryLow", "MemoryHigh", "TasksMax", "MemorySwapMax"}
+                                  "MemoryLow", "MemoryHigh", "TasksMax", "MemorySwapMax", "AllowedCPUs"}
 
 
 @pytest.mark.parametrize("cgroup,props,files", [
@@ -224,6 +230,10 @@ def test_the_derived_sets_are_those_it_had():
      {"cpu.weight": 39, "cpu.max": (1000, 100_000), "memory.max": "max", "memory.min": 4096, "memory.low": 0,
       "memory.high": 2**30, "memory.swap.max": 0, "pids.max": 10}),
     ("v2", {"CPUQuotaPerSecUSec": INFINITY}, {"cpu.max": ("max", None)}),
+    # AllowedCPUs' bitmask: cpuset.cpus's CPU list; none: "" (systemd writes an empty list)
+    ("v2", {"AllowedCPUs": 0b1101, "CPUWeight": 4}, {"cpu.weight": 4, "cpuset.cpus": "0,2-3"}),
+    ("v2", {"AllowedCPUs": 0}, {"cpuset.cpus": ""}),
+    ("v1", {"AllowedCPUs": 3}, None),  # no cpuset systemd holds on v1
     ("v1", {"MemoryMax": 1}, None),  # a v2 property on v1: not predictable
     ("v2", {"OOMPolicy": "kill"}, None),  # not owned: never compared
 ])

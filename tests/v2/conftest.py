@@ -21,7 +21,7 @@ GUEST_GONE = r"guest is gone"
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if {"v2session", "v2podman_session", "v2oomd_session"} & set(getattr(item, "fixturenames", ())):
+        if {"v2session", "v2podman_session", "v2oomd_session", "v2cpu"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.v2)
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[GUEST_GONE]))
 
@@ -177,3 +177,22 @@ def v2oomd(v2oomd_session):
         _prepare(v2oomd_session)
     v2oomd_session.run("systemctl stop kubepods.slice; systemctl reset-failed; rm -rf /run/sdqos", timeout=120)
     return v2oomd_session
+
+
+# Four vCPUs in two cores of two threads (guest.TOPOLOGY), for the static CPU manager's whole cores
+# (tests/v2/test_v2_cpu_static.py); one suite: the point is sdqos's logic, not a systemd version.
+CPU_SUITE = "trixie"
+
+
+@pytest.fixture(scope="module")
+def v2cpu(sdqos_wheel_dir):
+    """A guest of its own with guest.TOPOLOGY's four vCPUs (the shared guests keep one), for one
+    test module; shut down after it."""
+    suite = CPU_SUITE if CPU_SUITE in SUITES or not SUITES else SUITES[0]
+    _require_prerequisites()
+    guest = g.Guest.boot(suite, share=sdqos_wheel_dir, cpus=g.TOPOLOGY)
+    try:
+        _prepare(guest)
+        yield guest
+    finally:
+        guest.close()

@@ -47,6 +47,10 @@ QEMU = "qemu-system-x86_64"
 # "-cpu max": measured here, "max,-svm" makes Debian 12's 6.1 kernel under TCG print every mount point
 # in /proc/*/mountinfo as "xxx" (and so no cgroup hierarchy could be found); plain "max" does not.
 BOOT_TIMEOUT = 300.0
+# Four vCPUs as one socket of two cores with two threads each (tests/v2/test_v2_cpu_static.py: the
+# static CPU manager's whole cores). Measured under TCG: plain "-cpu max" shows the guest no thread
+# siblings (each CPU its own core in topology/thread_siblings_list); with an Intel vendor it does.
+TOPOLOGY = ("max,vendor=GenuineIntel", "4,sockets=1,cores=2,threads=2")
 PACKAGES = ("systemd,systemd-sysv,dbus,udev,kmod,linux-image-amd64,initramfs-tools,python3,python3-venv,"
             "util-linux,procps,mount,qemu-system-x86")  # qemu: VMs in the guest's machine.slice
 REQUIREMENTS = ("dbus-next>=0.2.3", "pyyaml>=6.0", "typer>=0.12,<0.29", "tenacity>=8.2", "dbus-fast>=2.0")
@@ -232,8 +236,9 @@ class Result:
 class Guest:
     """One booted guest; ``run`` commands in it, ``close`` when done (also at exit)."""
 
-    def __init__(self, suite: str, rundir: Path, proc: subprocess.Popen, layer: str | None = None):
-        self.suite, self.rundir, self.proc, self.layer = suite, rundir, proc, layer
+    def __init__(self, suite: str, rundir: Path, proc: subprocess.Popen, layer: str | None = None,
+                 cpus: tuple[str, str] | None = None):
+        self.suite, self.rundir, self.proc, self.layer, self.cpus = suite, rundir, proc, layer, cpus
         self.sock_path = rundir / "agent.sock"
         self.share: Path | None = None
         atexit.register(self.close)
@@ -250,21 +255,25 @@ class Guest:
     def revive(self) -> None:
         """Boot a fresh guest of the same suite in place of one that died (what died is kept in the
         error the test that saw it got; the next test gets a pristine machine)."""
-        fresh = Guest.boot(self.suite, self.share, layer=self.layer)
+        fresh = Guest.boot(self.suite, self.share, layer=self.layer, cpus=self.cpus)
         self.close()
         atexit.unregister(fresh.close)
         self.rundir, self.proc, self.sock_path = fresh.rundir, fresh.proc, fresh.sock_path
 
     @classmethod
-    def boot(cls, suite: str, share: Path | None = None, layer: str | None = None) -> "Guest":
-        """A guest of ``suite``'s image (with ``layer``'s packages when given, see ``LAYERS``)."""
+    def boot(cls, suite: str, share: Path | None = None, layer: str | None = None,
+             cpus: tuple[str, str] | None = None) -> "Guest":
+        """A guest of ``suite``'s image (with ``layer``'s packages when given, see ``LAYERS``).
+        ``cpus``: qemu's (-cpu, -smp) for a guest that needs several vCPUs (``TOPOLOGY``); the
+        shared guests keep one (below)."""
         img = image(suite, layer)
         rundir = Path(tempfile.mkdtemp(prefix=f"sdqos-v2-{suite}-"))
         # One vCPU: with two, Debian unstable's kernel (7.2) panicked twice in one CI run at
         # bpf_lsm_file_open+0x5 ("Code: … e9 <47> …": a half-patched jump) when systemd 262 attached
         # its BPF LSM program: the kernel rewrites that hook's code while the other vCPU may run it,
         # and TCG's multi-threaded emulation of cross-modifying code races. One vCPU has no other.
-        argv = [QEMU, "-accel", "tcg,thread=multi", "-cpu", os.environ.get("SDQOS_V2_CPU", "max"), "-machine", "q35", "-smp", "1", "-m", "2048",
+        cpu, smp = cpus or (os.environ.get("SDQOS_V2_CPU", "max"), "1")
+        argv = [QEMU, "-accel", "tcg,thread=multi", "-cpu", cpu, "-machine", "q35", "-smp", smp, "-m", "2048",
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 "-kernel", str(img / "vmlinuz"), "-initrd", str(img / "initrd.img"),
                 "-append", "root=/dev/vda rw console=ttyS0 panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all",
@@ -275,7 +284,7 @@ class Guest:
         if share is not None:
             argv += ["-virtfs", f"local,path={share},mount_tag=share,security_model=none,readonly=on"]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        g = cls(suite, rundir, proc, layer)
+        g = cls(suite, rundir, proc, layer, cpus)
         g.share = share
         try:
             g._wait_up()
