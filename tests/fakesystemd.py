@@ -31,6 +31,7 @@ from sdqos.errors import (
     UnitExists,
 )
 from sdqos.host.systemd import MANAGER_PATH, PROPERTY_SIGNATURES, UNIT, Stats, UnitState, unit_path
+from sdqos.plan.properties import to_dbus
 
 if TYPE_CHECKING:
     from sdqos.host.systemd import SystemdAPI
@@ -38,11 +39,12 @@ if TYPE_CHECKING:
 INFINITY = 2**64 - 1
 SD = "org.freedesktop.systemd1"
 # What systemd answers for a cgroup property nobody set (systemctl show): "unset" or "no limit".
-DEFAULTS: dict[str, int] = {
+DEFAULTS: dict[str, int | bytes] = {
     **dict.fromkeys(("CPUShares", "StartupCPUShares", "CPUWeight", "StartupCPUWeight", "CPUQuotaPerSecUSec",
                      "CPUQuotaPeriodUSec", "MemoryLimit", "MemoryMax", "MemoryHigh", "MemorySwapMax", "TasksMax",
                      "IOWeight", "BlockIOWeight", "MemoryCurrent", "CPUUsageNSec", "TasksCurrent"), INFINITY),
     "MemoryLow": 0, "MemoryMin": 0,
+    "AllowedCPUs": b"",  # ay, as systemd answers it: no byte, not set
 }
 LIMITS = ("MemoryLimit", "MemoryMax", "MemoryHigh", "CPUQuotaPerSecUSec", "TasksMax")
 
@@ -181,7 +183,7 @@ class FakeSystemd:
         if name in self.units:
             raise UnitExists(f"StartTransientUnit: Unit {name} was already loaded or has a fragment file.",
                              f"{SD}.UnitExists", name)
-        u = self.units[name] = FakeUnit(name, dict(properties))
+        u = self.units[name] = FakeUnit(name, _held(properties))
         self._start(u)
         if isinstance(err, CallTimeout):  # the unit is made; its start job goes on past our wait
             u.active_state = "activating"
@@ -210,7 +212,7 @@ class FakeSystemd:
         self._check(name, properties)
         self._call("SetUnitProperties", name, properties)
         u = self._implicit(name) if name.endswith(".slice") else self._loaded(name, "SetUnitProperties")
-        u.props.update(properties)
+        u.props.update(_held(properties))
         self._note_limits()
 
     async def set_units_properties(self, items: Iterable[tuple[str, Mapping[str, Any]]], runtime: bool = True,
@@ -320,6 +322,12 @@ class FakeSystemd:
     def variant_properties(self, properties: Mapping[str, Any], unit: str) -> list[list[Any]]:
         self._check(unit, properties)
         return [[k, v] for k, v in properties.items()]
+
+
+def _held(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The values as systemd keeps and answers them: a byte array (AllowedCPUs) as the real client
+    sends it (sdqos.host.systemd._props), so reading it back goes through sdqos's decoding."""
+    return {k: bytes(to_dbus(k, v)) if PROPERTY_SIGNATURES.get(k) == "ay" else v for k, v in properties.items()}
 
 
 async def _result(call: Any) -> SystemdError | None:

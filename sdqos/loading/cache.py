@@ -28,7 +28,7 @@ from sdqos.plan.engine import ContainerPlan, PodContext, PodPlan
 from sdqos.plan.properties import ResourceConfig, to_properties
 
 CACHE_NAME = "parsed.json"
-FORMAT = 8  # 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry; 3: line per entry; 2: one JSON document)
+FORMAT = 9  # 9: containers' cpuset (AllowedCPUs, v2 static CPU manager); 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry; 3: line per entry; 2: one JSON document)
 NANO = 10**9
 
 
@@ -126,7 +126,7 @@ _RESOURCE_CONFIGS: dict[tuple, ResourceConfig] = {}  # decoded, shared: immutabl
 
 def _rc(rc: ResourceConfig) -> list:
     return [rc.cpu_shares, rc.cpu_quota, rc.cpu_period, rc.memory, rc.pids, rc.memory_min, rc.memory_low, rc.memory_high,
-            rc.swap, rc.oom_group, rc.oomd_preference]
+            rc.swap, rc.oom_group, rc.oomd_preference, rc.cpuset]
 
 
 def _unrc(v: list) -> ResourceConfig:

@@ -711,9 +711,11 @@ def build_plan(
     *,
     explain: bool = False,
     machines: Iterable[MachineCharge] = (),
+    shared_cpus: str = "",
 ) -> Plan:
-    """Compute every unit, property and OOM score kubelet would (plus machine.slice for VMs)."""
-    basis = plan_basis(node, vms, cgroup, explain=explain, machines=machines)
+    """Compute every unit, property and OOM score kubelet would (plus machine.slice for VMs).
+    ``shared_cpus``: the static CPU manager's shared pool (see plan_basis)."""
+    basis = plan_basis(node, vms, cgroup, explain=explain, machines=machines, shared_cpus=shared_cpus)
     plans, errors = [], []
     for pod in pods:
         pp = plan_pod(pod, basis.context, explain=explain)

@@ -19,7 +19,6 @@ from sdqos.kube.model import CPU, MEMORY, PID
 from sdqos.kube.nodeconfig import parse_node_config
 from sdqos.kube.quantity import parse_quantity as q
 from sdqos.plan.engine import build_plan
-from sdqos.errors import InvalidInput
 
 from ..k8s_cases import kubelet_config_cases as cases
 
@@ -119,15 +118,15 @@ def test_reserved_system_cpus_replace_both_cpu_reservations_as_kubelet_does():
         "systemReserved and kubeReserved) = 3")
 
 
-def test_static_cpu_policy_is_accepted_with_cpus_reserved_and_refused_on_cgroup_v2():
+def test_static_cpu_policy_is_accepted_with_cpus_reserved_on_both_cgroup_versions():
     cfg, errors = parse({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
                          "cpuManagerPolicyOptions": {"full-pcpus-only": "true"}})
     assert errors == [] and cfg.cpu_manager_policy == "static"
     assert cfg.cpu_manager_policy_options == {"full-pcpus-only": "true"}
     warnings = build_plan(cfg, [], cgroup="v1").warnings
     assert any("CPU affinity" in w for w in warnings)
-    with pytest.raises(InvalidInput, match="cpuManagerPolicy: static on cgroup v2: exclusive CPUs as AllowedCPUs"):
-        build_plan(cfg, [], cgroup="v2")
+    # v2: systemd holds the CPUs (AllowedCPUs), said in the docs, no warning
+    assert not any("CPU affinity" in w for w in build_plan(cfg, [], cgroup="v2").warnings)
     cfg, errors = parse({})
     assert cfg.cpu_manager_policy == "none" and not any("CPU affinity" in w for w in build_plan(cfg, []).warnings)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sdqos.kube import cpuset
 from sdqos.kube.quantity import Quantity
 from sdqos.loading import cache as pc
 from sdqos.loading.configdir import load_config
@@ -302,3 +303,28 @@ def test_priority_classes_come_from_priorityclasses_yaml_and_a_change_reparses_t
         load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
     assert [str(e) for e in exc.value.errors] == [
         "priorityclasses.yaml[1]: value: maximum allowed value of a user defined priority is 1000000000"]
+
+
+def test_the_shared_cpu_pool_is_part_of_the_context_and_of_the_fragments(tmp_path, monkeypatch):
+    """cpuManagerPolicy static on v2: every container scope's AllowedCPUs comes from the state
+    file's shared pool (an input, as the state file is): a warm plan from fragments carries it, and
+    another pool replans every pod."""
+    from sdqos.kube.cpumanager import CPUManagerState
+    from sdqos.loading import incremental
+
+    cfg, run = config(tmp_path), tmp_path / "run"
+    write(cfg / "node.yaml", NODE + 'cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n')
+    pool = ["0-3"]
+    monkeypatch.setattr(incremental, "_cpu_state", lambda run_dir=None: CPUManagerState("static", default_cpuset=
+                                                                                      cpuset.parse(pool[0])))
+    c = load_config(cfg, detected=CAPACITY)
+    for _ in range(2):  # cold, then warm from the fragments
+        _, got = load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
+        assert got == build_plan(c.node, c.pods, c.vms, "v2", shared_cpus="0-3")
+        assert {cp.properties["AllowedCPUs"] for pp in got.pods for cp in pp.containers} == {0b1111}
+    pool[0] = "0-1"
+    planned = count_calls(monkeypatch, engine, "plan_pod")
+    _, got = load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)
+    assert sorted(a[0].name for a in planned) == ["a", "b", "c", "d"]
+    assert {cp.properties["AllowedCPUs"] for pp in got.pods for cp in pp.containers} == {0b0011}
+    assert all("AllowedCPUs" not in pp.properties for pp in got.pods)  # kubelet sets no cpuset on a pod

@@ -89,11 +89,11 @@ def test_static_cpus_are_held_by_systemd_on_cgroup_v2(v2cpu):
         assert g.run("test -f /run/sdqos/cpu_manager_state").rc == 0  # kubelet's checkpoint, written at start
 
         # bu before gu: its scope gets the whole pool (no CPU held yet), narrowed once gu holds its core
-        pids["bu"] = g.sdqos_run(f"--config {CFG} st/bu app -- sleep 100000")
+        pids["bu"] = g.sdqos_run(f"--config {CFG} st/bu app -- sleep 100000", log="/tmp/bu.log")
         bu_slice, bu_scope = _where(g, "bu")
         assert _allowed(g, pids["bu"]) == "0-3"
-        pids["gu"] = g.sdqos_run(f"--config {CFG} st/gu app -- sleep 100000")
-        pids["gf"] = g.sdqos_run(f"--config {CFG} st/gf app -- sleep 100000")
+        pids["gu"] = g.sdqos_run(f"--config {CFG} st/gu app -- sleep 100000", log="/tmp/gu.log")
+        pids["gf"] = g.sdqos_run(f"--config {CFG} st/gf app -- sleep 100000", log="/tmp/gf.log")
         gu_slice, gu_scope = _where(g, "gu")
         gf_slice, gf_scope = _where(g, "gf")
         gu_dir, bu_dir, gf_dir = f"{gu_slice}/{gu_scope}", f"{bu_slice}/{bu_scope}", f"{gf_slice}/{gf_scope}"
