@@ -911,13 +911,11 @@ def run(
                     if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
                         found = launch.find_pod(p, pod or "")
                         launch.check_admission(p, found.key, await launch.running_pods(sd, p))
-                        # cpuManagerPolicy static: the pod's exclusive CPUs (v1: the affinity; v2: AllowedCPUs, planned again)
-                        allowed, replan = cpus.for_launch(p, found.key, container or "")
-                        affinity.extend([allowed] if allowed is not None else [])
-                        plan = load_planned(config, insecure, cgroup, writes=True)[1] if replan else p
-                    made = target if plan is p else _launch_target(plan, vm, pod, container)
-                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, plan, vm, pod,
-                                              launch=made.launch([os.getpid()], replace=replace))
+                        plan, allowed = cpus.for_launch(p, found.key, container or "",  # cpuManagerPolicy static
+                                                        lambda: load_planned(config, insecure, cgroup, writes=True)[1])
+                        affinity.extend(allowed)
+                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, plan, vm, pod, launch=_launch_target(
+                        plan, vm, pod, container).launch([os.getpid()], replace=replace))
 
             warnings = run_async(prepare())
         for w in warnings + launch.set_oom([os.getpid()], target):

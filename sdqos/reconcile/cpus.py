@@ -8,7 +8,7 @@ decisions are sdqos.kube.cpumanager's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from sdqos.host import cpustate, procfs, rundir
@@ -52,21 +52,23 @@ def admit(plan: Plan, key: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> cm.CP
     return new
 
 
-def for_launch(plan: Plan, key: str, container: str,
-               run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[frozenset[int] | None, bool]:
-    """`sdqos run`: the pod admitted (:func:`admit`); then (the CPUs its process takes as its
-    affinity before exec — cgroup v1 only: on v2 the scope's AllowedCPUs hold them, and an affinity
-    of the process's own would stay when its pool grows back —, whether the plan must be made again
-    because the state changed what it holds: on v2 the scope is created with its AllowedCPUs)."""
+def for_launch(plan: Plan, key: str, container: str, replan: Callable[[], Plan],
+               run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[Plan, list[frozenset[int]]]:
+    """`sdqos run` of a pod's container: the pod admitted (:func:`admit`); then (the plan to create
+    its scope from — on cgroup v2 ``replan()``'s when the state file changed what the plan holds, so
+    the scope is created with its AllowedCPUs —, the CPUs its process takes as its affinity before
+    exec: on cgroup v1 only; on v2 the scope holds them, and an affinity of the process's own would
+    stay when its pool grows back)."""
     state = admit(plan, key, run_dir)
     pp = plan.pod(key)
     if state is None or pp is None:
-        return None, False
+        return plan, []
     if plan.cgroup == "v1":
-        return cpus_of(state, pp.uid, container), False
+        return plan, [cpus_of(state, pp.uid, container)]
     held = {c.name: c.cpus for c in pp.containers if c.cpus}
     pool = next((c.resources.cpuset for c in pp.containers if not c.cpus), None)
-    return None, held != dict(assignments(state, pp.pod)) or (pool is not None and pool != str(state.default_cpuset))
+    stale = held != dict(assignments(state, pp.pod)) or (pool is not None and pool != str(state.default_cpuset))
+    return (replan() if stale else plan), []
 
 
 def cpus_of(state: cm.CPUManagerState, pod_uid: str, container: str) -> frozenset[int]:

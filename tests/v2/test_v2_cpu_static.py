@@ -87,6 +87,7 @@ def test_static_cpus_are_held_by_systemd_on_cgroup_v2(v2cpu):
               and g.check(f"systemctl show -P ActiveState {SERVICE}").strip() == "inactive")
         _sync(g)
         assert g.run("test -f /run/sdqos/cpu_manager_state").rc == 0  # kubelet's checkpoint, written at start
+        g.check("systemctl stop sdqos-sync.timer")  # until the restart: what holds gu's CPUs is its `sdqos run`
 
         # bu before gu: its scope gets the whole pool (no CPU held yet), narrowed once gu holds its core
         pids["bu"] = g.sdqos_run(f"--config {CFG} st/bu app -- sleep 100000", log="/tmp/bu.log")
@@ -116,7 +117,8 @@ def test_static_cpus_are_held_by_systemd_on_cgroup_v2(v2cpu):
         assert g.check(f"systemctl show -p AllowedCPUs {bu_scope}").strip() == f"AllowedCPUs={pool}"
         assert _cat(g, f"{bu_dir}/cpu.max") == "50000 100000"
 
-        # syncs and a restart of the service keep the assignment
+        # syncs (the timer's again) and a restart of the service keep the assignment
+        g.check("systemctl start sdqos-sync.timer")
         g.check(f"systemctl restart {SERVICE}", timeout=600)
         _sync(g)
         assert json.loads(_cat(g, "/run/sdqos/cpu_manager_state")) == state
