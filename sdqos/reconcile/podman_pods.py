@@ -95,11 +95,11 @@ def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
     (Ctrl-C, SIGTERM) or a container fails, what it started is stopped and removed, and the pod's
     emptyDirs with it: a pod starts whole or not at all."""
     root = host_volumes.volume_root()
-    pp, placement = cpu_placement(plan, pp)
-    by_name = {c.name: c for c in pp.containers}
     started: list[str] = []
     done: list[str] = []
     try:
+        pp, placement = cpu_placement(plan, pp)
+        by_name = {c.name: c for c in pp.containers}
         for s in spec.containers:
             if not s.image:
                 done.append(f"skipped {s.name}: no image (run it with `sdqos run {pp.key} {s.name} -- CMD`)")
