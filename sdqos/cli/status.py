@@ -65,7 +65,7 @@ class Row:
     vm: str | None = None
     oom_killed: dict | None = None  # {"count", "unnamed", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
     # cpuManagerPolicy static only (a container's or VM's): {"cpus": "2-3", "count": 2, "exclusive": bool,
-    # "affinityOff": {thread id: its affinity}} (cgroup v1: threads whose affinity is not "cpus")
+    # "affinityOff": {thread id: its affinity}} (cgroup v1: a container's threads not on "cpus")
     cpus: dict | None = None
 
     @property
@@ -424,16 +424,17 @@ def _foreign_rows(obs: Observation, rates: dict[str, float | None]) -> list[Row]
 def mark_cpus(plan: Plan, rows: list[Row], obs: Observation, warnings: list[str]) -> dict | None:
     """cpuManagerPolicy static: each container's and VM's CPUs (a container's exclusive ones, else
     the shared pool; a VM holds none of its own) from the CPU manager's state file, and on cgroup
-    v1, where they are the processes' affinity, the threads whose affinity differs (``drift``; a
-    sync sets them again). On v2 the CPUs are the scope's AllowedCPUs, diffed as any property.
-    Returns the node's view (status's ``cpuManager``); None, with nothing read, under policy none."""
+    v1, where they are a container's processes' affinity, its threads whose affinity differs
+    (``drift``; a sync sets them again). On v2 the CPUs are the scope's AllowedCPUs, diffed as any
+    property. Returns the node's view (status's ``cpuManager``); None, with nothing read or even
+    imported, under policy none."""
+    if plan.node.cpu_manager_policy != "static":
+        return None
     from sdqos.errors import SdqosError
     from sdqos.host import cpustate
     from sdqos.kube import cpuset
     from sdqos.reconcile import cpus
 
-    if not cpus.static(plan.node):
-        return None
     try:
         state = cpustate.load(cpus.policy_for(plan.node))
     except (SdqosError, OSError) as exc:
@@ -448,7 +449,7 @@ def mark_cpus(plan: Plan, rows: list[Row], obs: Observation, warnings: list[str]
         want = cpuset.CPUSet(mine if mine is not None else state.default_cpuset)
         r.cpus = {"cpus": str(want), "count": len(want), "exclusive": mine is not None, "affinityOff": {}}
         scope = obs.scopes.get(r.unit)
-        if plan.cgroup != "v1" or scope is None or not r.running:
+        if plan.cgroup != "v1" or r.kind != "container" or scope is None or not r.running:
             continue
         for pid in scope.pids:
             for tid, allowed in procfs.thread_cpus(pid).items():
