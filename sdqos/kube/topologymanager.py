@@ -493,7 +493,10 @@ def admit(manager: TopologyManager, containers: Sequence[str], provider: HintPro
         for name in containers:
             provider.allocate(name, TopologyHint(None, False))
         return None
-    merge_ = lambda hints: merge(manager.policy, manager.numa_info, manager.options, [hints])  # noqa: E731
+
+    def merge_(hints: ProviderHints) -> tuple[TopologyHint, bool]:
+        return merge(manager.policy, manager.numa_info, manager.options, [hints])
+
     if manager.scope == SCOPE_POD:
         hint, ok = merge_(provider.pod_hints())
         if not ok:

@@ -182,6 +182,8 @@ def test_topology_manager_on_two_numa_nodes_is_honoured_with_its_options_validat
     assert [str(e) for e in errors] == ["node.yaml: topologyManagerPolicy: unsupported on machines with more than 8 "
                                         "NUMA Nodes"]
     assert parse({**raw, "topologyManagerPolicyOptions": {"max-allowable-numa-nodes": "9"}}, numa=9)[1] == []
+    cfg, errors = parse({"topologyManagerPolicy": "single-numa-node"}, numa=2)
+    assert errors == [] and any("with cpuManagerPolicy none no pod has a hint" in w for w in cfg.warnings)
 
 
 def test_cgroupfs_driver_is_refused():
