@@ -6,8 +6,9 @@ processes' affinity, which the kernel shows in /proc/PID/status (Cpus_allowed_li
 With reservedSystemCPUs "0" and topologyManagerPolicy single-numa-node: a Guaranteed 3-CPU pod
 cannot have its CPUs on one NUMA node and is refused in one line (kubelet's TopologyAffinityError);
 a Guaranteed 1-CPU pod gets CPU 1 (node0, the narrowest preferred hint); a Guaranteed 2-CPU pod then
-gets both CPUs of node1. Under best-effort the 3-CPU pod is admitted (CPUs 1-3). memoryManagerPolicy
-Static is refused on this host, with its reason."""
+gets both CPUs of node1. Under best-effort the 3-CPU pod is admitted (CPUs 1-3). A pod of two 1-CPU
+containers: node0 then node1 with topologyManagerScope container, both on node1 with pod.
+memoryManagerPolicy Static is refused on this host, with its reason."""
 
 from __future__ import annotations
 
@@ -53,11 +54,25 @@ def numa_guest(sdqos_wheel_dir):
         guest.close()
 
 
+DUO = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: duo, namespace: t}
+spec:
+  containers:
+  - name: a
+    resources: {requests: {cpu: "1", memory: 32Mi}, limits: {cpu: "1", memory: 32Mi}}
+  - name: b
+    resources: {requests: {cpu: "1", memory: 32Mi}, limits: {cpu: "1", memory: 32Mi}}
+"""
+
+
 def _configure(guest, policy: str, node_extra: str = "") -> None:
     """A fresh config dir and nothing of sdqos's running (processes, kubepods tree, run dir)."""
     guest.run("pkill -f '[s]leep 100000'; systemctl stop kubepods.slice; systemctl reset-failed; rm -rf /run/sdqos",
               timeout=120)
     pods = "".join(f"cat > {CONFIG}/pods/{n}.yaml <<'X'\n{_pod(n, c)}X\n" for n, c in (("one", 1), ("two", 2), ("big", 3)))
+    pods += f"cat > {CONFIG}/pods/duo.yaml <<'X'\n{DUO}X\n"
     guest.check(f"rm -rf {CONFIG} && mkdir -p {CONFIG}/pods && cat > {CONFIG}/node.yaml <<'X'\n"
                 f"{NODE.format(policy=policy)}{node_extra}X\n{pods}")
 
@@ -102,6 +117,17 @@ def test_best_effort_admits_what_cannot_be_aligned(numa_guest):
     big = guest.sdqos_run(f"--config {CONFIG} t/big app -- sleep 100000")
     assert _cpus_allowed(guest, big) == "1-3"
     assert [c["app"] for c in _entries(guest).values()] == ["1-3"]
+
+
+@pytest.mark.parametrize("scope,expect", [("container", {"a": "1", "b": "2"}), ("pod", {"a": "2", "b": "3"})])
+def test_scope_container_aligns_each_container_scope_pod_the_whole_pod(numa_guest, scope, expect):
+    """Two 1-CPU containers: with the container scope each gets the narrowest free node (a: node0's CPU 1,
+    then b: node1); with the pod scope the pod's 2 CPUs must fit one node: node1 for both."""
+    guest = numa_guest
+    _configure(guest, "single-numa-node", f"topologyManagerScope: {scope}\n")
+    a = guest.sdqos_run(f"--config {CONFIG} t/duo a -- sleep 100000")
+    assert _cpus_allowed(guest, a) == expect["a"]
+    assert list(_entries(guest).values()) == [expect]  # admission allocated the whole pod
 
 
 def test_memory_manager_static_is_refused_with_its_reason(numa_guest):
