@@ -6,17 +6,24 @@ apply)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from sdqos.errors import CPUsUnavailable
+from sdqos.errors import CPUsUnavailable, InvalidInput
+from sdqos.host import cpustate
 from sdqos.kube import cpumanager as cm
 from sdqos.kube.cpuset import CPUSet
 from sdqos.kube.cputopology import CPUInfo, make_topology
 from sdqos.kube.manifests import ParseResult, check_duplicate_vms, parse_vm_documents, stable_uid
+from sdqos.kube.naming import Owner
 from sdqos.loading.cache import vm_from_json, vm_to_json
 from sdqos.plan.engine import build_plan, plan_basis
 from sdqos.plan.explain import explain_vm, explain_vm_json
 from sdqos.plan.properties import INFINITY
+from sdqos.reconcile import cpus
+from sdqos.reconcile.binding import Binding
+from sdqos.reconcile.scopes import LiveScope
 
 from ..helpers import node, pod_from
 
@@ -154,3 +161,64 @@ def test_with_policy_none_the_field_is_said_not_to_apply():
             "(exclusive CPUs need static); it runs on every CPU") in basis.warnings
     assert basis.vms[0].why["cpus"].endswith("not applied: cpuManagerPolicy is none")
     assert not any("dedicatedCpuPlacement" in w for w in plan_basis(node("4"), parse(vm_doc()).vms, "v1").warnings)
+
+
+# --- sync's bookkeeping (reconcile/cpus.py): this host's CPUs, a temp run dir, no process touched ----
+
+needs_two = pytest.mark.skipif(not Path("/sys/devices/system/cpu/cpu1").exists(), reason="needs CPUs 0 and 1")
+
+
+def _static_plan(vms, pods=()):
+    static = node("4", reserved_system_cpus="0", cpu_manager_policy="static")
+    return build_plan(static, list(pods), list(vms), "v1")
+
+
+def _running(*names):
+    """Bindings and live scopes as sync finds them for running VMs (no PIDs: no affinity is set)."""
+    bindings = {f"machine-{n}.scope": Binding(Owner.vm(n), 0) for n in names}
+    scopes = {f"machine-{n}.scope": LiveScope(f"machine-{n}.scope", "machine.slice", f"/machine.slice/machine-{n}.scope")
+              for n in names}
+    return bindings, scopes
+
+
+@needs_two
+def test_sync_keeps_a_running_vms_cpus_takes_them_when_free_and_releases_them_when_it_leaves(tmp_path):
+    dv = parse(vm_doc(cpu=DEDICATED)).vms[0]
+    gu = pod("gu", "1")
+    with_pod = _static_plan([dv], [gu])
+    cpus.admit(with_pod, "st/gu", tmp_path)  # the pod holds CPU 1
+    warnings: list[str] = []
+    cpus.sync_cpus(with_pod, [], *_running("dv"), warnings, full=False, run_dir=tmp_path)
+    assert [w for w in warnings if w.startswith("VM dv")] == [
+        'VM dv needs 1 exclusive CPUs (spec.cpu.dedicatedCpuPlacement, cpuManagerPolicy static), CPUs free: 0 (none): '
+        'not enough cpus available to satisfy request: requested=1, available=0; it runs on the shared pool until a '
+        'sync finds them free']
+    plan = _static_plan([dv])
+    cpus.sync_cpus(plan, [], *_running("dv"), (warnings := []), full=True, run_dir=tmp_path)  # gu gone: CPU 1 is free
+    state = cpustate.load(cpus.policy_for(plan.node), tmp_path)
+    assert warnings == [] and state.entries == {dv.uid: {"compute": CPUSet([1])}}
+    cpus.sync_cpus(plan, [], *_running("dv"), [], full=True, run_dir=tmp_path)  # running: kept
+    assert cpustate.load(cpus.policy_for(plan.node), tmp_path).entries == {dv.uid: {"compute": CPUSet([1])}}
+    plain = parse(vm_doc()).vms[0]  # the same VM no longer asking: its CPU goes back, though it runs
+    cpus.sync_cpus(_static_plan([plain]), [], *_running("dv"), [], full=True, run_dir=tmp_path)
+    assert cpustate.load(cpus.policy_for(plan.node), tmp_path).default_cpuset == CPUSet([0, 1])
+    assert cpus.launch_cpus(plan, "dv", None, None, tmp_path) == [frozenset({1})]  # run --vm: its CPU
+    cpus.sync_cpus(plan, [], {}, {}, [], full=True, run_dir=tmp_path)  # its scope gone
+    assert cpustate.load(cpus.policy_for(plan.node), tmp_path).entries == {}
+
+
+def test_a_vm_whose_uid_is_a_pods_is_refused_before_anything_is_read(tmp_path):
+    dv = parse(vm_doc(cpu=DEDICATED, uid="same")).vms[0]
+    gu = pod_from({"metadata": {"name": "gu", "namespace": "st", "uid": "same"},
+                   "spec": {"containers": [{"name": "app", "image": "i"}]}})
+    with pytest.raises(InvalidInput) as exc:
+        cpus.admit_vm(_static_plan([dv], [gu]), "dv", tmp_path)
+    assert str(exc.value) == ("vms/a.yaml[0]: metadata.uid: VM dv: uid same is also pod st/gu's; the CPU manager "
+                              "keys both by uid")
+    assert not (tmp_path / "cpu_manager_state").exists()
+
+
+def test_with_policy_none_run_vm_sets_no_cpus(tmp_path):
+    dv = parse(vm_doc(cpu=DEDICATED)).vms[0]
+    assert cpus.launch_cpus(build_plan(node("4"), [], [dv], "v1"), "dv", None, None, tmp_path) == []
+    assert not (tmp_path / "cpu_manager_state").exists()
