@@ -62,8 +62,12 @@ spec:
 
 @pytest.fixture
 def qsb(clean_sandbox):
+    """The sandbox with no CPU manager state before and after (clean_sandbox keeps that file, and
+    a VM's CPUs are given back only by a sync after it is gone: the next test must not find them)."""
     need(vm.qemu_available())
-    return clean_sandbox
+    sbx.run(clean_sandbox, ["rm", "-f", "/run/sdqos/cpu_manager_state"])
+    yield clean_sandbox
+    sbx.run(clean_sandbox, ["rm", "-f", "/run/sdqos/cpu_manager_state"])
 
 
 @pytest.fixture
