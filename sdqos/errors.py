@@ -224,9 +224,10 @@ class SMTAlignmentError(CPUAllocationError):
 
 
 class CPUsUnavailable(InvalidInput):
-    """A container of a pod about to start cannot have the exclusive CPUs the static policy owes
-    it (kubelet's admission fails the pod with UnexpectedAdmissionError): one line naming the pod,
-    the container, the CPUs it needs and the CPUs free. Nothing running is moved or stopped."""
+    """A container of a pod (a VM with dedicatedCpuPlacement) about to start cannot have the
+    exclusive CPUs the static policy owes it (kubelet's admission fails the pod with
+    UnexpectedAdmissionError): one line naming the pod and container (the VM), the CPUs it needs
+    and the CPUs free. Nothing running is moved or stopped."""
 
 
 class CPUManagerStateError(CPUManagerError):

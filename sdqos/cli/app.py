@@ -910,9 +910,7 @@ def run(
                     if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
                         found = launch.find_pod(p, pod or "")
                         launch.check_admission(p, found.key, await launch.running_pods(sd, p))
-                        state = cpus.admit(p, found.key)  # cpuManagerPolicy static: the pod's exclusive CPUs
-                        if state is not None:
-                            affinity.append(cpus.cpus_of(state, found.uid, container or ""))
+                    affinity.extend(cpus.launch_cpus(p, vm, pod, container))  # static: its exclusive CPUs, else shared
                     return await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
                                               launch=target.launch([os.getpid()], replace=replace))
 

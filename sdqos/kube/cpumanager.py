@@ -33,7 +33,7 @@ from sdqos.errors import (CPUAllocationError, CPUManagerStateError, CPUPolicyOpt
                           SMTAlignmentError, TopologyAffinityError)
 from sdqos.kube.cpuset import CPUSet
 from sdqos.kube.cputopology import CPUTopology
-from sdqos.kube.model import Container, Pod
+from sdqos.kube.model import Container, Pod, VirtualMachine
 from sdqos.kube.qos import GUARANTEED, pod_qos
 from sdqos.kube import topologymanager as tm
 from sdqos.kube.topologymanager import BitMask, TopologyHint
@@ -588,6 +588,34 @@ def admit_pod(policy: StaticPolicy, state: CPUManagerState, pod: Pod, name: str,
             f"pod {name}: {who}: {refusal.reason}: {refusal.message} (topologyManagerPolicy {manager.policy}, "
             f"scope {manager.scope}: {need} exclusive CPUs needed; free CPUs by NUMA node: {provider.free_by_numa()})")
     return provider.result.state
+
+
+# --- VMs with dedicatedCpuPlacement (KubeVirt: virt-launcher's compute container) -------------------
+
+VM_CONTAINER = "compute"  # KubeVirt's virt-launcher container that runs QEMU: the VM's entry in the state
+
+
+def vm_as_pod(vm: VirtualMachine) -> Pod:
+    """A VM with ``spec.cpu.dedicatedCpuPlacement`` as kubelet sees KubeVirt's virt-launcher pod:
+    one container, ``compute``, with the VM's requests and limits, under the VM's uid (its key in
+    the state, beside the pods'). A VM without the field asks for no CPUs (an empty pod)."""
+    containers = (Container(VM_CONTAINER, vm.requests, vm.limits),) if vm.dedicated_cpu_placement else ()
+    return Pod(name=vm.name, namespace="", uid=vm.uid, containers=containers)
+
+
+def admit_vm(policy: StaticPolicy, state: CPUManagerState, vm: VirtualMachine) -> CPUManagerState:
+    """A VM about to start (or found running without its CPUs): its exclusive CPUs taken from the
+    same pool as the pods' (`allocate`, kept if held). When they cannot be had: CPUsUnavailable
+    naming the VM, what it needs and the CPUs free; the state is then unchanged."""
+    pod = vm_as_pod(vm)
+    try:
+        return allocate_pod(policy, state, pod).state
+    except CPUAllocationError as exc:
+        free = policy.available_cpus(state)
+        shown = f'"{free}"' if free else "none"
+        raise CPUsUnavailable(
+            f"VM {vm.name} needs {guaranteed_cpus(pod, pod.containers[0])} exclusive CPUs (spec.cpu.dedicatedCpuPlacement, "
+            f"cpuManagerPolicy static), CPUs free: {len(free)} ({shown}): {exc}") from None
 
 
 def release_gone_pods(state: CPUManagerState, kept_uids: Iterable[str]) -> CPUManagerState:

@@ -86,9 +86,9 @@ KUBELET_FIELDS: dict[str, Disposition] = {
     "memorySwap": _h("memory.swap.max of cgroup v2 containers"),
     "maxPods": _h("admission: a pod beyond it is not admitted (OutOfpods)"),
     "podsPerCore": _h("admission: at most podsPerCore × CPUs pods (0: off)"),
-    "cpuManagerPolicy": _p("none honoured; static honoured for pods on cgroup v1 (exclusive CPUs as the containers' "
-                             "CPU affinity, kubelet's state file in the run dir), refused on cgroup v2 (AllowedCPUs "
-                             "not built)"),
+    "cpuManagerPolicy": _p("none honoured; static honoured for pods and VMs with dedicatedCpuPlacement on cgroup v1 "
+                             "(exclusive CPUs as the containers' and VMs' CPU affinity, kubelet's state file in the "
+                             "run dir), refused on cgroup v2 (AllowedCPUs not built)"),
     "cpuManagerPolicyOptions": _p("with cpuManagerPolicy static: full-pcpus-only, strict-cpu-reservation; other "
                                   "options refused by name"),
     "cpuManagerReconcilePeriod": _na("sdqos re-checks the CPUs at every sync, not on a period of its own", "10s"),

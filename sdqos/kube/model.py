@@ -106,6 +106,10 @@ class VirtualMachine:
     source: Source | None = None
     priority: int = 0  # spec.priority: ranks the VM among pods under node pressure (sdqos/kube/eviction.py)
     eviction: str = "Never"  # spec.eviction: Never | VM_EVICTION_ALLOWED (docs/eviction.md says why Never)
+    # The static CPU manager's key for it (metadata.uid, else derived from the name as a pod's is) and
+    # spec.cpu.dedicatedCpuPlacement (KubeVirt's domain.cpu field): exclusive CPUs from the pods' pool.
+    uid: str = ""
+    dedicated_cpu_placement: bool = False
 
 
 @dataclass(frozen=True, slots=True)

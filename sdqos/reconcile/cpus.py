@@ -1,7 +1,10 @@
 """The static CPU manager at the edges: its policy from node.yaml and the host's CPUs, its state
 file (sdqos.host.cpustate), assignments made when a pod's container starts, released when a sync
 finds the pod's units gone, and on cgroup v1 the CPUs set as the containers' processes' affinity
-(systemd holds no cpuset there). The decisions are sdqos.kube.cpumanager's."""
+(systemd holds no cpuset there). VMs with ``spec.cpu.dedicatedCpuPlacement`` take theirs from the
+same pool, keyed as KubeVirt's virt-launcher pod (the VM's uid, container ``compute``): at
+``sdqos run --vm``, or at a sync that finds one running without them; every declared VM's scope
+runs on its CPUs (exclusive, else the shared pool). The decisions are sdqos.kube.cpumanager's."""
 
 from __future__ import annotations
 
@@ -13,8 +16,10 @@ from sdqos.host.topology import read_numa_info, read_topology
 from sdqos.kube import cpumanager as cm
 from sdqos.kube import topologymanager as tm
 from sdqos.kube import cpuset, naming
-from sdqos.kube.model import CPU, NodeConfig, Pod
+from sdqos.errors import InvalidInput
+from sdqos.kube.model import CPU, NodeConfig, Pod, VirtualMachine
 from sdqos.plan.engine import Plan
+from sdqos.reconcile.scopes import LiveScope
 
 SYS_ROOT = Path("/")
 
@@ -57,6 +62,47 @@ def admit(plan: Plan, key: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> cm.CP
     if new != state:
         cpustate.save(new, run_dir)
     return new
+
+
+def _vm(plan: Plan, name: str) -> VirtualMachine:
+    vm = next((v.vm for v in plan.vms if v.vm.name == name), None)
+    if vm is None:
+        raise InvalidInput(f"no VM {name!r} in the config (vms/*.yaml)")
+    pod = next((pp for pp in plan.pods if pp.uid == vm.uid), None)
+    if pod is not None:  # one key in the state for two workloads: their CPUs would be one entry
+        raise InvalidInput(f"VM {name}: uid {vm.uid} is also pod {pod.key}'s; the CPU manager keys both by uid",
+                           where=str(vm.source) if vm.source else None, field="metadata.uid")
+    return vm
+
+
+def admit_vm(plan: Plan, name: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> frozenset[int] | None:
+    """``sdqos run --vm NAME``, before anything is made: a VM with dedicatedCpuPlacement gets its
+    exclusive CPUs from the pods' pool (kept if held) and the state file is written. Returns the
+    CPUs its process runs on (exclusive, else the shared pool); None when the policy is none.
+    CPUsUnavailable (one line: the VM, the CPUs free) when they cannot be had: nothing is moved."""
+    if not static(plan.node):
+        return None
+    vm = _vm(plan, name)
+    policy = policy_for(plan.node)
+    state = cpustate.load(policy, run_dir)
+    new = cm.admit_vm(policy, state, vm)
+    if new != state:
+        cpustate.save(new, run_dir)
+    return cpus_of(new, vm.uid, cm.VM_CONTAINER)
+
+
+def launch_cpus(plan: Plan, vm: str | None, pod_ref: str | None, container: str | None,
+                run_dir: Path = rundir.DEFAULT_RUN_DIR) -> list[frozenset[int]]:
+    """``sdqos run``, after kubelet's admission: the CPUs its process runs on (set as its affinity
+    before exec, inherited by every thread) — a VM's (`admit_vm`) or a pod's container's (`admit`:
+    its exclusive CPUs, else the shared pool); none when the policy is none."""
+    if vm is not None:
+        held = admit_vm(plan, vm, run_dir)
+        return [held] if held is not None else []
+    pp = plan.pod(pod_ref or "")
+    assert pp is not None  # (run found it)
+    state = admit(plan, pp.key, run_dir)
+    return [cpus_of(state, pp.uid, container or "")] if state is not None else []
 
 
 def cpus_of(state: cm.CPUManagerState, pod_uid: str, container: str) -> frozenset[int]:
@@ -129,13 +175,14 @@ def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: 
     if not static(plan.node):
         return 0
     policy = policy_for(plan.node)
-    state = cpustate.load(policy, run_dir)
-    if full:
-        present = live_uids(unit_names)
-        new = cm.release_gone_pods(state, [u for u in state.entries if _norm(u) in present])
-        if new != state:
-            cpustate.save(new, run_dir)
-            state = new
+    state = old = cpustate.load(policy, run_dir)
+    running = running_vms(plan, bindings, scopes)
+    if full:  # a VM's CPUs stay while its scope runs and it still asks for them
+        present = live_uids(unit_names) | {_norm(vm.uid) for vm, _ in running.values() if vm.dedicated_cpu_placement}
+        state = cm.release_gone_pods(state, [u for u in state.entries if _norm(u) in present])
+    state = _admit_running_vms(policy, state, plan, running, warnings)
+    if state != old:
+        cpustate.save(state, run_dir)
     rows = []
     for name, b in bindings.items():
         key, container, scope = b.owner.pod_key, b.owner.container, scopes.get(name)
@@ -143,4 +190,34 @@ def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: 
         if pp is None or container is None or scope is None:
             continue
         rows.append((key, pp.uid, container, scope.cgroup, list(scope.pids)))
+    for vm, scope in running.values():  # every declared VM: its exclusive CPUs, else the shared pool
+        rows.append((f"VM {vm.name}", vm.uid, cm.VM_CONTAINER, scope.cgroup, list(scope.pids)))
     return apply_affinity(state, rows, warnings)
+
+
+def running_vms(plan: Plan, bindings: Mapping, scopes: Mapping) -> dict[str, tuple[VirtualMachine, LiveScope]]:
+    """The declared VMs whose scope runs (bound by sync: sdqos's, libvirt's, machined's, a pid
+    file's): name → (the VM, its live scope)."""
+    vms = {v.vm.name: v.vm for v in plan.vms}
+    out: dict[str, tuple[VirtualMachine, LiveScope]] = {}
+    for name, b in bindings.items():
+        vm, scope = vms.get(b.owner.vm_name or ""), scopes.get(name)
+        if vm is not None and scope is not None:
+            out[vm.name] = (vm, scope)
+    return out
+
+
+def _admit_running_vms(policy: cm.StaticPolicy, state: cm.CPUManagerState, plan: Plan, running: Mapping,
+                       warnings: list[str]) -> cm.CPUManagerState:
+    """A VM with dedicatedCpuPlacement found running without its CPUs (started by libvirt,
+    machined, before static was set): they are taken now when free; else a warning naming it,
+    and it runs on the shared pool (nothing running is moved to make room)."""
+    for vm, _ in running.values():
+        if not vm.dedicated_cpu_placement or state.get(vm.uid, cm.VM_CONTAINER) is not None:
+            continue
+        try:
+            _vm(plan, vm.name)
+            state = cm.admit_vm(policy, state, vm)
+        except InvalidInput as exc:  # (CPUsUnavailable is one)
+            warnings.append(f"{exc}; it runs on the shared pool until a sync finds them free")
+    return state
