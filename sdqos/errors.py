@@ -224,9 +224,10 @@ class SMTAlignmentError(CPUAllocationError):
 
 
 class CPUsUnavailable(InvalidInput):
-    """A container of a pod about to start cannot have the exclusive CPUs the static policy owes
-    it (kubelet's admission fails the pod with UnexpectedAdmissionError): one line naming the pod,
-    the container, the CPUs it needs and the CPUs free. Nothing running is moved or stopped."""
+    """A container of a pod (a VM with dedicatedCpuPlacement) about to start cannot have the
+    exclusive CPUs the static policy owes it (kubelet's admission fails the pod with
+    UnexpectedAdmissionError): one line naming the pod and container (the VM), the CPUs it needs
+    and the CPUs free. Nothing running is moved or stopped."""
 
 
 class CPUManagerStateError(CPUManagerError):
@@ -237,6 +238,18 @@ class CPUManagerStateError(CPUManagerError):
 class CPUPolicyOptionError(InvalidInput):
     """cpuManagerPolicyOptions / reserved CPUs that the static policy refuses (unknown option,
     bad boolean, an option sdqos does not implement, a reservation it cannot make)."""
+
+
+class TopologyPolicyOptionError(InvalidInput):
+    """topologyManagerPolicy / Scope / PolicyOptions that kubelet's topology manager refuses to
+    start with (unknown option, bad value, more NUMA nodes than max-allowable-numa-nodes), with
+    kubelet's message."""
+
+
+class TopologyAffinityError(CPUsUnavailable):
+    """The topology manager does not admit a pod (restricted / single-numa-node and no preferred
+    NUMA affinity): kubelet's Reason TopologyAffinityError, Message "Resources cannot be allocated
+    with Topology locality"; one line naming the pod and the container(s)."""
 
 
 class EvictionFailed(SdqosError):

@@ -907,13 +907,12 @@ def run(
                         if owned is not None:
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
-                    plan = p
                     if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
                         found = launch.find_pod(p, pod or "")
                         launch.check_admission(p, found.key, await launch.running_pods(sd, p))
-                        plan, allowed = cpus.for_launch(p, found.key, container or "",  # cpuManagerPolicy static
-                                                        lambda: load_planned(config, insecure, cgroup, writes=True)[1])
-                        affinity.extend(allowed)
+                    plan, allowed = cpus.for_launch(p, vm, pod, container,  # static: its exclusive CPUs, else shared
+                                                    lambda: load_planned(config, insecure, cgroup, writes=True)[1])
+                    affinity.extend(allowed)  # (v1; on v2 the plan's AllowedCPUs)
                     return await _narrow_pass(sd, config, insecure, cgroup, cfg, plan, vm, pod, launch=_launch_target(
                         plan, vm, pod, container).launch([os.getpid()], replace=replace))
 
@@ -1108,7 +1107,7 @@ def podman_start(
                 async with Systemd(bus_address) as sd:  # its slice and tiers, through the one writer
                     # kubelet's admission first: a refused pod has nothing of its own removed
                     launch.check_admission(p, pp.key, await launch.running_pods(sd, p))
-                    cpus.admit(p, pp.key)  # cpuManagerPolicy static: the pod's exclusive CPUs (affinity: at the sync)
+                    cpus.admit(p, pp.key)  # cpuManagerPolicy static: the pod's exclusive CPUs (--cpuset-cpus at podman run)
                     done, prepared = podman_pods.prepare(pp, spec, replace=replace)
                     report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p,
                                                 reconcile.Narrow(pod=pp.key, create=True))

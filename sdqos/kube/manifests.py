@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
@@ -63,7 +63,11 @@ CONTAINER_FIELDS = frozenset({
 })
 RESOURCES_FIELDS = frozenset({"requests", "limits", "claims"})
 VM_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec"})
-VM_SPEC_FIELDS = frozenset({"resources", "overhead", "libvirt", "scope", "pidFile", "priority", "eviction"})
+VM_SPEC_FIELDS = frozenset({"resources", "overhead", "libvirt", "scope", "pidFile", "priority", "eviction", "cpu"})
+VM_CPU_FIELDS = frozenset({"dedicatedCpuPlacement"})  # KubeVirt's domain.cpu: the one field sdqos acts on
+# A VM without metadata.uid gets one derived from its name as a pod's is from namespace/name
+# (stable_uid), under this namespace, which no pod can have (a namespace is a lowercase DNS label).
+VM_UID_NAMESPACE = "VirtualMachine"
 VM_API_VERSION = "sdqos.io/v1alpha1"
 # spec.eviction: whether node-pressure eviction may stop the VM (docs/eviction.md: Never by default).
 VM_EVICTION_POLICIES = ("Never", "Allowed")
@@ -569,6 +573,7 @@ def check_duplicate_vms(result: ParseResult) -> None:
          lambda v: v.scope or (None if v.libvirt_domain or v.pid_file else machine_scope(v.name))),
         ("libvirt domain", lambda v: "spec.libvirt.domain", lambda v: v.libvirt_domain),
         ("VM pid file", lambda v: "spec.pidFile", lambda v: v.pid_file),
+        ("VM uid", lambda v: "metadata.uid", lambda v: v.uid or None),  # the CPU manager's key
     ):
         groups: dict[str, list[int]] = {}
         for i, vm in enumerate(result.vms):
@@ -600,6 +605,65 @@ def default_vm_overhead(limits: dict[str, Quantity], requests: dict[str, Quantit
     vcpus = min(MAX_VCPUS, -(-cpu.milli_value() // 1000)) if cpu is not None else 1
     overhead_mem = vm_memory_overhead(guest, vcpus)
     return {CPU: parse_quantity(f"{VM_DEFAULT_OVERHEAD_CPU_MILLI}m"), MEMORY: parse_quantity(str(overhead_mem))}
+
+
+def vm_uid(meta: dict, name: str | None, doc: _Doc | None = None) -> str:
+    """A VM's uid, the static CPU manager's key for it as a pod's is: ``metadata.uid`` (checked as
+    a pod's), else derived from its name (stable_uid under VM_UID_NAMESPACE)."""
+    raw = meta.get("uid")
+    if raw is not None and doc is not None:
+        uid = doc.string(raw, "metadata.uid")
+        if uid is not None and not UID_RE.match(uid):
+            doc.error("metadata.uid", f"{_quote(uid)} must be letters, digits and '-' (at most 128), like a UUID")
+        elif uid:
+            return uid
+    return stable_uid(VM_UID_NAMESPACE, name or "")
+
+
+def vm_cpu_placement(raw: dict, vm: VirtualMachine, result: ParseResult) -> VirtualMachine | None:
+    """A VM parse_vm accepted, with what the static CPU manager needs of it: its uid and
+    ``spec.cpu.dedicatedCpuPlacement`` (None, with the error in ``result``, when either is wrong)."""
+    doc = _Doc(vm.source or Source("?"), result)
+    uid = vm_uid(raw.get("metadata") or {}, vm.name, doc)  # (parse_vm checked both are mappings)
+    dedicated = vm_dedicated_cpus(doc, raw.get("spec") or {}, dict(vm.requests), dict(vm.limits))
+    if doc.failed:
+        result.invalid_keys.add(f"vm:{vm.name}")
+        return None
+    return replace(vm, uid=uid, dedicated_cpu_placement=dedicated)
+
+
+def vm_dedicated_cpus(doc: _Doc, spec: dict, reqs: dict[str, Quantity], lims: dict[str, Quantity]) -> bool:
+    """``spec.cpu.dedicatedCpuPlacement`` (KubeVirt's ``domain.cpu.dedicatedCpuPlacement``) checked
+    as KubeVirt's validateCpuPinning does (vmi-create-admitter.go): requests equal to limits for cpu
+    and memory (a Guaranteed VM, so kubelet's static policy gives its virt-launcher exclusive CPUs)
+    and a whole number of CPUs, at least one. ``reqs`` are already defaulted from ``lims``. One
+    error, the first problem, naming the field."""
+    cpu = doc.mapping(spec.get("cpu"), "spec.cpu")
+    if cpu is None:
+        return False
+    doc.unknown(cpu, VM_CPU_FIELDS, "spec.cpu")
+    value = cpu.get("dedicatedCpuPlacement", False)
+    path = "spec.cpu.dedicatedCpuPlacement"
+    if not isinstance(value, bool):
+        doc.error(path, f"must be a boolean, not {_type_name(value)}")
+        return False
+    if not value or doc.failed:  # (a resource already refused: its own error says what)
+        return value
+    why = None
+    for rname in (CPU, MEMORY):
+        lim, req = lims.get(rname), reqs.get(rname)
+        if lim is None:
+            why = f"spec.resources.limits.{rname} is not set"
+        elif req is not None and req != lim:
+            why = f"spec.resources.requests.{rname} {req} is not spec.resources.limits.{rname} {lim}"
+        if why:
+            doc.error(path, f"needs a Guaranteed VM (requests equal to limits for cpu and memory): {why}")
+            return False
+    q = lims[CPU]
+    if q.value() * 1000 != q.milli_value() or q.value() <= 0:  # kubelet's guaranteedCPUs test
+        doc.error(path, f"needs a whole number of CPUs (at least 1): spec.resources.limits.cpu is {q}")
+        return False
+    return True
 
 
 def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
@@ -700,6 +764,7 @@ def _unit_name_ok(name: str) -> bool:
 def parse_vm_documents(docs: list, file: str, result: ParseResult) -> None:
     for index, raw in enumerate(docs):
         vm = parse_vm(raw, Source(file, index), result)
+        vm = vm and vm_cpu_placement(raw, vm, result)
         if vm:
             result.vms.append(vm)
 

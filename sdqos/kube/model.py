@@ -106,6 +106,10 @@ class VirtualMachine:
     source: Source | None = None
     priority: int = 0  # spec.priority: ranks the VM among pods under node pressure (sdqos/kube/eviction.py)
     eviction: str = "Never"  # spec.eviction: Never | VM_EVICTION_ALLOWED (docs/eviction.md says why Never)
+    # The static CPU manager's key for it (metadata.uid, else derived from the name as a pod's is) and
+    # spec.cpu.dedicatedCpuPlacement (KubeVirt's domain.cpu field): exclusive CPUs from the pods' pool.
+    uid: str = ""
+    dedicated_cpu_placement: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +149,9 @@ class NodeConfig:
     max_pods: int = 110  # maxPods
     cpu_manager_policy: str = "none"  # cpuManagerPolicy: none | static
     cpu_manager_policy_options: Mapping[str, str] = field(default_factory=dict)  # validated (cpumanager.parse_options)
+    topology_manager_policy: str = "none"  # topologyManagerPolicy: none | best-effort | restricted | single-numa-node
+    topology_manager_scope: str = "container"  # topologyManagerScope: container | pod
+    topology_manager_policy_options: Mapping[str, str] = field(default_factory=dict)  # validated (topologymanager)
     pods_per_core: int = 0  # podsPerCore (0: off)
     warnings: tuple[str, ...] = ()
 

@@ -28,7 +28,7 @@ from sdqos.plan.engine import ContainerPlan, PodContext, PodPlan
 from sdqos.plan.properties import ResourceConfig, to_properties
 
 CACHE_NAME = "parsed.json"
-FORMAT = 9  # 9: containers' cpuset (AllowedCPUs, v2 static CPU manager); 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry; 3: line per entry; 2: one JSON document)
+FORMAT = 10  # 10: containers' cpuset (AllowedCPUs, v2 static CPU manager); 9: VMs keep their uid and spec.cpu.dedicatedCpuPlacement; 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry; 3: line per entry; 2: one JSON document)
 NANO = 10**9
 
 
@@ -104,13 +104,14 @@ def vm_to_json(v: VirtualMachine) -> dict:
     return {"name": v.name, "requests": _rl(v.requests), "limits": _rl(v.limits), "overhead": _rl(v.overhead),
             "overheadDefaulted": v.overhead_defaulted, "libvirtDomain": v.libvirt_domain, "scope": v.scope,
             "pidFile": v.pid_file, "source": [v.source.file, v.source.index] if v.source else None,
-            "priority": v.priority, "eviction": v.eviction}
+            "priority": v.priority, "eviction": v.eviction, "uid": v.uid, "dedicated": v.dedicated_cpu_placement}
 
 
 def vm_from_json(d: dict) -> VirtualMachine:
     return VirtualMachine(d["name"], _unrl(d["requests"]), _unrl(d["limits"]), _unrl(d["overhead"]),
                           d["overheadDefaulted"], d["libvirtDomain"], d["scope"], d["pidFile"],
-                          Source(*d["source"]) if d["source"] else None, d["priority"], d["eviction"])
+                          Source(*d["source"]) if d["source"] else None, d["priority"], d["eviction"], d["uid"],
+                          d["dedicated"])
 
 
 def error_to_json(e: InvalidInput) -> list:

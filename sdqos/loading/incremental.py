@@ -170,12 +170,12 @@ def load_plan(
             add_entry(vm_files, vm_failed, f.rel, scan.objects(f))
     vms = ParseResult(vms=vm_files.vms)
     check_duplicate_vms(vms)
-    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain,
+    exclusive = cpu_assignments() if scan.node.cpu_manager_policy == "static" else {}
+    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain, exclusive=exclusive,
                               shared_cpus=shared_cpus(scan.node, cgroup))
     ctx = basis.context
-    exclusive = cpu_assignments() if scan.node.cpu_manager_policy == "static" else {}
-    # (plans with exclusive CPUs are not cached: a fragment holds no assignment)
-    key = context_key(ctx) if cache.path is not None and not explain and not exclusive else ""
+    # (plans with exclusive CPUs are not cached: a fragment holds no assignment; a VM's are not a pod's)
+    key = context_key(ctx) if cache.path is not None and not explain and not set(exclusive) - {v.uid for v in vms.vms} else ""
 
     pod_files = ParseResult()
     plans: list[engine.PodPlan] = []

@@ -159,6 +159,7 @@ class VMPlan:
     resources: ResourceConfig
     properties: dict[str, int]
     why: dict[str, str] = field(default_factory=dict)
+    cpus: str = ""  # spec.cpu.dedicatedCpuPlacement: its exclusive CPUs (a CPU list), as ContainerPlan.cpus
 
 
 @dataclass(slots=True)
@@ -555,16 +556,23 @@ STATIC_ON_V1 = ("cpuManagerPolicy static on cgroup v1: systemd cannot hold a cpu
 
 
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
-               explain: bool = False, machines: Iterable[MachineCharge] = (), shared_cpus: str = "") -> PlanBasis:
+               explain: bool = False, machines: Iterable[MachineCharge] = (),
+               exclusive: Mapping[str, Mapping[str, str]] | None = None, shared_cpus: str = "") -> PlanBasis:
     """Node values and VMs: VMs, and whatever else runs in machine.slice (``machines``), take
-    their share of the node first (one node budget). ``shared_cpus``: the static CPU manager's
-    shared pool (cgroup v2: every container scope without exclusive CPUs gets it as AllowedCPUs)."""
+    their share of the node first (one node budget). ``exclusive``: the static CPU manager's
+    assignments (uid → container → CPU list), a VM's under its uid and container ``compute``;
+    ``shared_cpus``: its shared pool (cgroup v2: every container's and VM's scope without exclusive
+    CPUs gets it as AllowedCPUs)."""
     warnings = list(node.warnings)
     if node.cpu_manager_policy == "static" and cgroup == "v1":
         warnings.append(STATIC_ON_V1)
     capacity, allocatable = node_values(node)
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
-    vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain) for vm in vms]
+    vms = list(vms)
+    pool = shared_cpus if node.cpu_manager_policy == "static" and cgroup == "v2" else ""
+    vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain, (exclusive or {}).get(vm.uid, {}).get("compute", ""),
+                         pool) for vm in vms]
+    warnings += _dedicated_vm_warnings(node, vms)
     machines = tuple(sorted(machines, key=lambda m: m.unit))
     declared_cpu = sum(v.requests[CPU] for v in vm_plans)
     vm_cpu = declared_cpu + sum(m.cpu for m in machines)
@@ -587,8 +595,7 @@ def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str
             warnings.append(f"{m.unit} ({m.what}) in machine.slice has no memory limit: counted by its usage "
                             f"{H.size(m.memory)}; machine.slice gets no memory limit while it runs (give it one, "
                             "or declare it as a VM)")
-    static_v2 = node.cpu_manager_policy == "static" and cgroup == "v2"
-    context = PodContext(node, cgroup, capacity[MEMORY], allocatable[MEMORY], shared_cpus if static_v2 else "")
+    context = PodContext(node, cgroup, capacity[MEMORY], allocatable[MEMORY], pool)
     return PlanBasis(node, cgroup, capacity, allocatable, enforced, budget, vm_plans, vm_cpu, vm_mem, warnings, context,
                      machines, declared_cpu)
 
@@ -634,7 +641,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False,
         if ctx.shared_cpus:  # cgroup v2: the scope's AllowedCPUs (kubelet's container cpuset, CRI CpusetCpus)
             crc = dataclasses.replace(crc, cpuset=mine or ctx.shared_cpus)
             if cwhy is not None and not mine:
-                cwhy["cpus"] = f"the shared pool: CPUs {ctx.shared_cpus} (every CPU no container holds exclusively)"
+                cwhy["cpus"] = f"the shared pool: CPUs {ctx.shared_cpus} (the CPUs no container or VM holds exclusively)"
         if cwhy is not None and mine:
             n = len(cpuset.parse(mine))
             cwhy["cpus"] = f"exclusive: {cls}, {n} integer CPU{'s' if n != 1 else ''}, CPUs {mine}"
@@ -1015,11 +1022,26 @@ def _reserved_units(node: NodeConfig, cgroup: str) -> list[UnitPlan]:
     return out
 
 
-def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity: int, explain: bool) -> VMPlan:
+def _dedicated_vm_warnings(node: NodeConfig, vms: Iterable[VirtualMachine]) -> list[str]:
+    """spec.cpu.dedicatedCpuPlacement with cpuManagerPolicy none: said not to apply, never silent."""
+    names = [vm.name for vm in vms if vm.dedicated_cpu_placement]
+    if not names or node.cpu_manager_policy == "static":
+        return []
+    return [f"VM {', '.join(names)}: spec.cpu.dedicatedCpuPlacement does not apply: cpuManagerPolicy is "
+            f"{node.cpu_manager_policy} in node.yaml (exclusive CPUs need static); it runs on every CPU"]
+
+
+def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity: int, explain: bool,
+             cpus: str = "", pool: str = "") -> VMPlan:
+    """``cpus``: the VM's exclusive CPUs when it holds them (dedicatedCpuPlacement); with
+    DisableCPUQuotaWithExclusiveCPUs its scope then has no CFS quota, as kubelet gives
+    KubeVirt's virt-launcher pod and its compute container none. ``pool``: the shared pool on
+    cgroup v2 with the static policy: the scope's AllowedCPUs are its exclusive CPUs, else those."""
     cls = vm_qos(vm)
     reqs, lims = vm_values(vm)
     period = node.cpu_cfs_quota_period_us
-    quota = qos.milli_cpu_to_quota(lims[CPU], period) if node.cpu_cfs_quota else 0
+    drop_quota = bool(cpus) and node.gate("DisableCPUQuotaWithExclusiveCPUs")
+    quota = qos.milli_cpu_to_quota(lims[CPU], period) if node.cpu_cfs_quota and not drop_quota else 0
     preference, oomd_why = oomd_preference(cls, evictable=vm.eviction == VM_EVICTION_ALLOWED)
     rc = ResourceConfig(
         cpu_shares=qos.milli_cpu_to_shares(reqs[CPU]),
@@ -1027,6 +1049,7 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
         cpu_period=period if quota else None,
         memory=lims[MEMORY],
         oomd_preference=preference if cgroup == "v2" else None,
+        cpuset=(cpus or pool) if pool else None,
     )
     if cls == GUARANTEED:
         adj = qos.GUARANTEED_OOM_SCORE_ADJ
@@ -1053,8 +1076,14 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
         if quota:
             why["cpu_quota"] = (f"({H.cpu(lims[CPU] - oh_cpu)} limit + {H.cpu(oh_cpu)} overhead) × {period}µs / 1000m"
                                 f" = {quota}µs per {period}µs")
+        elif drop_quota:
+            why["cpu_quota"] = NO_QUOTA_EXCLUSIVE.format(what="the VM holds", unit="pod")
         else:
             why["cpu_quota"] = "no cpu limit" if not lims[CPU] else "cpuCFSQuota is off in node.yaml"
+        if vm.dedicated_cpu_placement:
+            why["cpus"] = _why_vm_cpus(vm, node, cpus)
+        elif pool:
+            why["cpus"] = f"the shared pool: CPUs {pool} (the CPUs no container or VM holds exclusively)"
         why["memory"] = (f"limits.memory {H.size(lims[MEMORY] - oh_mem)} (guest RAM) + overhead {H.size(oh_mem)}"
                          f" ({src})")
         if cgroup == "v2":
@@ -1064,7 +1093,15 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
         else:
             why["oom_score_adj"] = (f"{cls} VM: 1000 − 1000 × {H.size(reqs[MEMORY])} (memory request + overhead) / "
                                     f"{H.size(memory_capacity)} (node memory), as kubelet's GetContainerOOMScoreAdjust")
-    return VMPlan(vm, cls, scope, reqs, lims, adj, rc, props, why)
+    return VMPlan(vm, cls, scope, reqs, lims, adj, rc, props, why, cpus)
+
+
+def _why_vm_cpus(vm: VirtualMachine, node: NodeConfig, cpus: str) -> str:
+    n = _resource_int(vm.limits, CPU) // 1000
+    text = f"exclusive: dedicatedCpuPlacement, {n} integer CPU{'s' if n != 1 else ''}, "
+    if node.cpu_manager_policy != "static":
+        return text + f"not applied: cpuManagerPolicy is {node.cpu_manager_policy}"
+    return text + (f"CPUs {cpus}" if cpus else "none held yet (allocated by `sdqos run --vm`, or by sync when found running)")
 
 
 def _why_oom(pod: Pod, c: Container, cls: str, adj: int, capacity: int) -> str:

@@ -246,6 +246,8 @@ def explain_vm(plan: Plan, vp: VMPlan, clamps: Clamps | None = None) -> str:
     lines.append(f"    {'oom_score_adj':<20} {vp.oom_score_adj:>20}")
     if vp.why.get("oom_score_adj"):
         lines.append(f"      = {vp.why['oom_score_adj']}")
+    if vm.dedicated_cpu_placement:  # spec.cpu.dedicatedCpuPlacement: its exclusive CPUs, or why none
+        lines.append(f"    {'CPUs':<20} {vp.cpus or '-':>20}\n      = {vp.why.get('cpus', '')}")
     lines.append("")
     lines.append("  The node budget it takes from the pods")
     lines += _unit_lines(plan, ["machine.slice", plan.root_slice], period, clamps)
@@ -262,5 +264,6 @@ def explain_vm_json(plan: Plan, vp: VMPlan, clamps: Clamps | None = None) -> dic
         "limits": {"cpu": H.cpu(vp.limits[CPU]) if vp.limits[CPU] else None, "memory": vp.limits[MEMORY]},
         "oomScoreAdj": vp.oom_score_adj, "oomScoreAdjWhy": vp.why.get("oom_score_adj"),
         "properties": values(vp.properties, vp.why),
+        **({"cpus": vp.cpus, "cpusWhy": vp.why.get("cpus")} if vp.vm.dedicated_cpu_placement else {}),
         "budget": {u.name: values(u.properties, u.why, clamps, u.name) for u in plan.units if u.kind in ("machine", "node")},
     }

@@ -1,10 +1,13 @@
 """The static CPU manager at the edges: its policy from node.yaml and the host's CPUs, its state
 file (sdqos.host.cpustate), assignments made when a pod's container starts, released when a sync
-finds the pod's units gone. Where the CPUs are held: on cgroup v2 systemd holds them, as each
-container scope's AllowedCPUs (a row of plan/properties.py, from the plan: the state file is an
-input of it, loading/incremental.py), written by the diff and apply like every value; on cgroup v1
-(systemd holds no cpuset there) they are set as the containers' processes' affinity here. The
-decisions are sdqos.kube.cpumanager's."""
+finds the pod's units gone. VMs with ``spec.cpu.dedicatedCpuPlacement`` take theirs from the
+same pool, keyed as KubeVirt's virt-launcher pod (the VM's uid, container ``compute``): at
+``sdqos run --vm``, or at a sync that finds one running without them. Where the CPUs are held: on
+cgroup v2 systemd holds them, as each container's and declared VM's scope's AllowedCPUs (a row of
+plan/properties.py fed by ResourceConfig.cpuset: exclusive CPUs, else the shared pool; the state
+file is an input of the plan, loading/incremental.py), written by the diff and apply like every
+value; on cgroup v1 (systemd holds no cpuset there) they are set as the processes' affinity here.
+The decisions are sdqos.kube.cpumanager's."""
 
 from __future__ import annotations
 
@@ -12,11 +15,14 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from sdqos.host import cpustate, procfs, rundir
-from sdqos.host.topology import read_topology
+from sdqos.host.topology import read_numa_info, read_topology
 from sdqos.kube import cpumanager as cm
+from sdqos.kube import topologymanager as tm
 from sdqos.kube import cpuset, naming
-from sdqos.kube.model import CPU, NodeConfig, Pod
+from sdqos.errors import InvalidInput
+from sdqos.kube.model import CPU, NodeConfig, Pod, VirtualMachine
 from sdqos.plan.engine import Plan
+from sdqos.reconcile.scopes import LiveScope
 
 SYS_ROOT = Path("/")
 
@@ -36,9 +42,18 @@ def policy_for(node: NodeConfig, root: Path = SYS_ROOT) -> cm.StaticPolicy:
     return cm.new_static_policy(read_topology(root), num, reserved, node.cpu_manager_policy_options, "node.yaml")
 
 
+def manager_for(node: NodeConfig, root: Path = SYS_ROOT) -> tm.TopologyManager:
+    """NewManager from node.yaml's topologyManagerPolicy / Scope / PolicyOptions over the host's
+    NUMA nodes (TopologyPolicyOptionError as kubelet refuses to start)."""
+    return tm.new_manager(node.topology_manager_policy, node.topology_manager_scope,
+                          node.topology_manager_policy_options, read_numa_info(root), "node.yaml")
+
+
 def admit(plan: Plan, key: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> cm.CPUManagerState | None:
-    """A pod's container is about to start: its pod's exclusive CPUs allocated (kept if held) and
-    the state file written. None when the policy is none. CPUsUnavailable when they cannot be had."""
+    """A pod's container is about to start: the topology manager's admission and its pod's
+    exclusive CPUs allocated (kept if held, aligned to the merged NUMA hint) and the state file
+    written. None when the policy is none. TopologyAffinityError when the topology manager does
+    not admit the pod, CPUsUnavailable when the CPUs cannot be had; nothing is written then."""
     if not static(plan.node):
         return None
     pp = plan.pod(key)
@@ -46,29 +61,74 @@ def admit(plan: Plan, key: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> cm.CP
     pod = pp.pod
     policy = policy_for(plan.node)
     state = cpustate.load(policy, run_dir)
-    new = cm.admit_pod(policy, state, pod, key)
+    new = cm.admit_pod(policy, state, pod, key, manager_for(plan.node))
     if new != state:
         cpustate.save(new, run_dir)
     return new
 
 
-def for_launch(plan: Plan, key: str, container: str, replan: Callable[[], Plan],
+def _vm(plan: Plan, name: str) -> VirtualMachine:
+    vm = next((v.vm for v in plan.vms if v.vm.name == name), None)
+    if vm is None:
+        raise InvalidInput(f"no VM {name!r} in the config (vms/*.yaml)")
+    pod = next((pp for pp in plan.pods if pp.uid == vm.uid), None)
+    if pod is not None:  # one key in the state for two workloads: their CPUs would be one entry
+        raise InvalidInput(f"VM {name}: uid {vm.uid} is also pod {pod.key}'s; the CPU manager keys both by uid",
+                           where=str(vm.source) if vm.source else None, field="metadata.uid")
+    return vm
+
+
+def admit_vm(plan: Plan, name: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> frozenset[int] | None:
+    """``sdqos run --vm NAME``, before anything is made: a VM with dedicatedCpuPlacement gets its
+    exclusive CPUs from the pods' pool (kept if held) and the state file is written. Returns the
+    CPUs its process runs on (exclusive, else the shared pool); None when the policy is none.
+    CPUsUnavailable (one line: the VM, the CPUs free) when they cannot be had: nothing is moved."""
+    if not static(plan.node):
+        return None
+    vm = _vm(plan, name)
+    policy = policy_for(plan.node)
+    state = cpustate.load(policy, run_dir)
+    new = cm.admit_vm(policy, state, vm)
+    if new != state:
+        cpustate.save(new, run_dir)
+    return cpus_of(new, vm.uid, cm.VM_CONTAINER)
+
+
+def launch_cpus(plan: Plan, vm: str | None, pod_ref: str | None, container: str | None,
+                run_dir: Path = rundir.DEFAULT_RUN_DIR) -> list[frozenset[int]]:
+    """``sdqos run``, after kubelet's admission: the CPUs its process runs on (set as its affinity
+    before exec, inherited by every thread) — a VM's (`admit_vm`) or a pod's container's (`admit`:
+    its exclusive CPUs, else the shared pool); none when the policy is none."""
+    if vm is not None:
+        held = admit_vm(plan, vm, run_dir)
+        return [held] if held is not None else []
+    pp = plan.pod(pod_ref or "")
+    assert pp is not None  # (run found it)
+    state = admit(plan, pp.key, run_dir)
+    return [cpus_of(state, pp.uid, container or "")] if state is not None else []
+
+
+def for_launch(plan: Plan, vm: str | None, pod_ref: str | None, container: str | None, replan: Callable[[], Plan],
                run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[Plan, list[frozenset[int]]]:
-    """`sdqos run` of a pod's container: the pod admitted (:func:`admit`); then (the plan to create
-    its scope from — on cgroup v2 ``replan()``'s when the state file changed what the plan holds, so
-    the scope is created with its AllowedCPUs —, the CPUs its process takes as its affinity before
-    exec: on cgroup v1 only; on v2 the scope holds them, and an affinity of the process's own would
-    stay when its pool grows back)."""
-    state = admit(plan, key, run_dir)
-    pp = plan.pod(key)
-    if state is None or pp is None:
-        return plan, []
-    if plan.cgroup == "v1":
-        return plan, [cpus_of(state, pp.uid, container)]
-    held = {c.name: c.cpus for c in pp.containers if c.cpus}
-    pool = next((c.resources.cpuset for c in pp.containers if not c.cpus), None)
-    stale = held != dict(assignments(state, pp.pod)) or (pool is not None and pool != str(state.default_cpuset))
-    return (replan() if stale else plan), []
+    """``sdqos run``, after kubelet's admission: the workload admitted (:func:`launch_cpus`); then
+    (the plan to create its scope from, the CPUs its process takes as its affinity before exec).
+    cgroup v1: ``plan`` and those CPUs. cgroup v2: no affinity (the scope's AllowedCPUs hold them,
+    and an affinity of the process's own would stay when its pool grows back), and ``replan()``'s
+    plan when the admission changed the state file the plan was made from, so the scope is created
+    with its CPUs."""
+    path = cpustate.state_path(run_dir)
+    before = _read(path)
+    cpus = launch_cpus(plan, vm, pod_ref, container, run_dir)
+    if plan.cgroup == "v1" or not static(plan.node):
+        return plan, cpus
+    return (replan() if _read(path) != before else plan), []
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def cpus_of(state: cm.CPUManagerState, pod_uid: str, container: str) -> frozenset[int]:
@@ -144,14 +204,15 @@ def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: 
     if not static(plan.node):
         return 0
     policy = policy_for(plan.node)
-    state = cpustate.load(policy, run_dir)
-    if full:
-        present = live_uids(unit_names)
-        new = cm.release_gone_pods(state, [u for u in state.entries if _norm(u) in present])
-        if new != state or not cpustate.state_path(run_dir).exists():
-            cpustate.save(new, run_dir)
-            state = new
-    if plan.cgroup != "v1":
+    state = old = cpustate.load(policy, run_dir)
+    running = running_vms(plan, bindings, scopes)
+    if full:  # a VM's CPUs stay while its scope runs and it still asks for them
+        present = live_uids(unit_names) | {_norm(vm.uid) for vm, _ in running.values() if vm.dedicated_cpu_placement}
+        state = cm.release_gone_pods(state, [u for u in state.entries if _norm(u) in present])
+    state = _admit_running_vms(policy, state, plan, running, warnings)
+    if state != old or (full and not cpustate.state_path(run_dir).exists()):
+        cpustate.save(state, run_dir)
+    if plan.cgroup != "v1":  # systemd holds them: the scopes' AllowedCPUs, from the plan
         return 0
     rows = []
     for name, b in bindings.items():
@@ -160,4 +221,34 @@ def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: 
         if pp is None or container is None or scope is None:
             continue
         rows.append((key, pp.uid, container, scope.cgroup, list(scope.pids)))
+    for vm, scope in running.values():  # every declared VM: its exclusive CPUs, else the shared pool
+        rows.append((f"VM {vm.name}", vm.uid, cm.VM_CONTAINER, scope.cgroup, list(scope.pids)))
     return apply_affinity(state, rows, warnings)
+
+
+def running_vms(plan: Plan, bindings: Mapping, scopes: Mapping) -> dict[str, tuple[VirtualMachine, LiveScope]]:
+    """The declared VMs whose scope runs (bound by sync: sdqos's, libvirt's, machined's, a pid
+    file's): name → (the VM, its live scope)."""
+    vms = {v.vm.name: v.vm for v in plan.vms}
+    out: dict[str, tuple[VirtualMachine, LiveScope]] = {}
+    for name, b in bindings.items():
+        vm, scope = vms.get(b.owner.vm_name or ""), scopes.get(name)
+        if vm is not None and scope is not None:
+            out[vm.name] = (vm, scope)
+    return out
+
+
+def _admit_running_vms(policy: cm.StaticPolicy, state: cm.CPUManagerState, plan: Plan, running: Mapping,
+                       warnings: list[str]) -> cm.CPUManagerState:
+    """A VM with dedicatedCpuPlacement found running without its CPUs (started by libvirt,
+    machined, before static was set): they are taken now when free; else a warning naming it,
+    and it runs on the shared pool (nothing running is moved to make room)."""
+    for vm, _ in running.values():
+        if not vm.dedicated_cpu_placement or state.get(vm.uid, cm.VM_CONTAINER) is not None:
+            continue
+        try:
+            _vm(plan, vm.name)
+            state = cm.admit_vm(policy, state, vm)
+        except InvalidInput as exc:  # (CPUsUnavailable is one)
+            warnings.append(f"{exc}; it runs on the shared pool until a sync finds them free")
+    return state
