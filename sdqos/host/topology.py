@@ -1,7 +1,8 @@
 """Reads the host's CPU topology from /sys (the files kubelet's cAdvisor reads): the online CPUs
 (/sys/devices/system/cpu/online), each CPU's topology/{physical_package_id, core_id,
 thread_siblings_list, die_id} and each NUMA node's cpulist (/sys/devices/system/node/nodeN/cpulist).
-The parsing is `sdqos.kube.cputopology.from_sysfs` (pure); this module only reads the text, from
+The parsing is `sdqos.kube.cputopology.from_sysfs` (pure); this module only reads the text (the
+online list through `sdqos.host.facts.read_online`, its one reader), from
 `root` so tests hand it a fake /sys tree in a temp dir."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 from pathlib import Path
 
 from sdqos.errors import CPUSetError, HostError
+from sdqos.host.facts import read_online
 from sdqos.kube.cpuset import parse
 from sdqos.kube.cputopology import CPUTopology, SysCPU, from_sysfs
 
@@ -37,7 +39,12 @@ def read_topology(root: str | Path = "/") -> CPUTopology:
     could not be read or does not hold what the kernel writes there."""
     sysdir = Path(root) / "sys/devices/system"
     online_path = sysdir / "cpu/online"
-    online = _read(online_path)
+    try:
+        online = read_online(sysdir)  # (the one reader of the online list: host/facts.py)
+    except OSError as e:
+        raise HostError(f"cannot read {online_path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise HostError(f"{online_path}: not a CPU list") from None
     try:
         online_cpus = parse(online.strip())
     except CPUSetError as e:
