@@ -70,3 +70,11 @@ def test_a_records_write_is_atomic_private_and_read_back_by_the_trusted_reader(t
     assert (run / rundir.EVICTED.name).stat().st_mode & 0o777 == 0o600
     assert rundir.load(rundir.EVICTED, run) == {"evicted": {}}
     assert sorted(p.name for p in run.iterdir()) == [rundir.EVICTED.name]  # no temp file left
+
+
+def test_the_architecture_pages_table_is_the_stores():
+    import re
+
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    rows = dict(re.findall(r"^\| `([^`]+)` \| (\d+) \|", doc, re.M))
+    assert rows == {r.name: str(r.schema) for r in rundir.RECORDS}
