@@ -3,8 +3,9 @@
 Every file sdqos keeps in the run dir is a row of :data:`RECORDS` (its name, schema version,
 format, and the one module that writes it); no other module spells a run-dir file name
 (``tests/host/test_store.py`` greps the package for each). The store has one identity of a file
-(:func:`identity`, :func:`identify`), one trusted read (:func:`read_private`: a plain file, not
-followed through a symlink, with ``ours`` owned by us and not writable by others), one atomic
+(:func:`identity`, :func:`identify`), one trust check (:func:`trusted`: owned by us, not
+writable by others; the run dir, the lock and every record), one trusted read
+(:func:`read_private`: a plain file, not followed through a symlink), one atomic
 write (:func:`write_atomic`: a temp file, fsync unless the row says it need not be durable,
 rename), the sync lock, and the schemas of the records read by more than one layer (applied.json,
 the last-sync record). :class:`Reads` is what the loader hands back: every input it read, by
@@ -123,6 +124,12 @@ def identify(path: str | Path) -> list | None:
     return out
 
 
+def trusted(st: os.stat_result) -> bool:
+    """The one trust check of the run dir and what is in it: owned by us, not writable by group
+    or others (then no one else can have changed it)."""
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
 def read_private(path: Path, max_bytes: int = MAX_READ, *, ours: bool = False) -> bytes | None:
     """The bytes of a file sdqos keeps in the run dir, or None when it is not a plain file it may
     trust: a symlink is not followed, a FIFO or device is not read (opened non-blocking, so a FIFO
@@ -143,7 +150,7 @@ def read_private_stat(path: Path, max_bytes: int = MAX_READ, *,
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
             return None
-        if ours and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
+        if ours and not trusted(st):
             return None
         chunks, left = [], max_bytes + 1
         while left > 0:
@@ -189,7 +196,7 @@ def ensure_dir(run_dir: Path = DEFAULT_RUN_DIR) -> Path:
         raise HostError(f"{run_dir} is not a directory (symlink?); refusing to use it")
     if not root and st.st_uid == 0:
         raise HostError(f"{run_dir} belongs to root: run sdqos as root")
-    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if not trusted(st):
         raise HostError(f"{run_dir} is writable by others or not owned by us; refusing to use it")
     return run_dir
 
@@ -210,8 +217,7 @@ class SyncLock:
         except OSError as exc:
             why = "it is a symlink; refusing it" if exc.errno == errno.ELOOP else exc.strerror
             raise HostError(f"cannot open the lock file {self.path}: {why}") from None
-        st = os.fstat(fd)
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        if not trusted(os.fstat(fd)):
             os.close(fd)
             raise HostError(f"the lock file {self.path} is not ours or is writable by others; refusing it")
         deadline = time.monotonic() + self.timeout
