@@ -239,6 +239,18 @@ class CPUPolicyOptionError(InvalidInput):
     bad boolean, an option sdqos does not implement, a reservation it cannot make)."""
 
 
+class TopologyPolicyOptionError(InvalidInput):
+    """topologyManagerPolicy / Scope / PolicyOptions that kubelet's topology manager refuses to
+    start with (unknown option, bad value, more NUMA nodes than max-allowable-numa-nodes), with
+    kubelet's message."""
+
+
+class TopologyAffinityError(CPUsUnavailable):
+    """The topology manager does not admit a pod (restricted / single-numa-node and no preferred
+    NUMA affinity): kubelet's Reason TopologyAffinityError, Message "Resources cannot be allocated
+    with Topology locality"; one line naming the pod and the container(s)."""
+
+
 class EvictionFailed(SdqosError):
     """A workload could not be evicted (nothing of it is sdqos's to stop, or its runtime could not
     be asked): the eviction manager moves on to the next in the ranking."""

@@ -202,7 +202,8 @@ def forget_oom_kills(sb: sbx.Sandbox) -> None:
 def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     """The session sandbox with no kubepods*.slice / machine-*.scope units and no failed units,
     machine.slice back to its unit file, and no record of earlier tests' syncs (applied values,
-    what the last sync counted) in its /run/sdqos (where its unit files also live)."""
+    what the last sync counted) nor CPUs the static CPU manager gave their pods in its /run/sdqos
+    (where its unit files also live)."""
     sbx.reset_units(sandbox)
     # whatever an earlier test left running in machine.slice (a foreign scope of its own name) would
     # count in every later test's node budget
@@ -210,6 +211,6 @@ def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     sbx.run(sandbox, ["systemctl", "revert", "machine.slice"])
     sbx.run(sandbox, ["systemctl", "start", "machine.slice"])  # as the instance boots it
     sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json",
-                      "/run/sdqos/noop.json"])
+                      "/run/sdqos/noop.json", "/run/sdqos/cpu_manager_state"])
     forget_oom_kills(sandbox)
     return sandbox

@@ -1103,7 +1103,7 @@ def podman_start(
                 async with Systemd(bus_address) as sd:  # its slice and tiers, through the one writer
                     # kubelet's admission first: a refused pod has nothing of its own removed
                     launch.check_admission(p, pp.key, await launch.running_pods(sd, p))
-                    cpus.admit(p, pp.key)  # cpuManagerPolicy static: the pod's exclusive CPUs (affinity: at the sync)
+                    cpus.admit(p, pp.key)  # cpuManagerPolicy static: the pod's exclusive CPUs (--cpuset-cpus at podman run)
                     done, prepared = podman_pods.prepare(pp, spec, replace=replace)
                     report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p,
                                                 reconcile.Narrow(pod=pp.key, create=True))

@@ -76,6 +76,23 @@ def node_metrics(status: Status, out: _Out) -> None:
                        t["amount"])
 
 
+def cpu_metrics(status: Status, out: _Out) -> None:
+    """cpuManagerPolicy static only (status's ``cpuManager`` and its containers' ``cpus``): the
+    exclusive CPUs held, in all and per container, and the shared pool's size."""
+    cm = status.cpu_manager
+    if cm is None:
+        return
+    out.metric("sdqos_cpu_exclusive_cpus", "gauge", "CPUs the static CPU manager gave containers exclusively.", "",
+               cm["exclusiveCount"])
+    out.metric("sdqos_cpu_shared_pool_cpus", "gauge", "CPUs in the static CPU manager's shared pool.", "",
+               cm["sharedPoolCount"])
+    for r in status.rows:
+        if r.kind == "container" and r.cpus is not None and r.cpus["exclusive"]:
+            out.metric("sdqos_container_exclusive_cpus", "gauge", "Exclusive CPUs a container holds (static CPU manager).",
+                       _labels(unit=r.unit, pod=f"{r.namespace}/{r.pod}", container=r.container),
+                       r.cpus["count"])
+
+
 def unit_metrics(status: Status, out: _Out) -> None:
     for r in status.rows:
         pod = f"{r.namespace}/{r.pod}" if r.kind in ("pod", "container") and r.pod else None
@@ -140,6 +157,7 @@ def render(status: Status | None, rec: dict, evictions: dict[str, dict[str, int]
     if status is not None:
         unit_metrics(status, out)
         node_metrics(status, out)
+        cpu_metrics(status, out)
     sync_metrics(rec, out)
     eviction_metrics(evictions or {}, out)
     return "\n".join(out.lines) + "\n"

@@ -21,7 +21,7 @@ from sdqos.humanize import ellipsize
 from sdqos.kube.naming import MARK, QOS_OF_TIER, VM, Owner, owning_slice, parent_slice, parse_container_scope, parse_tier_slice
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan
 from sdqos.plan.properties import INFINITY, memory_limit
-from sdqos.reconcile.desired import CLAMPED, Adjustment, desired
+from sdqos.reconcile.desired import CLAMPED, Adjustment, Desired, desired
 from sdqos.reconcile.diff import LiveUnit, recorded_keys, recorded_owner, unit_changes
 from sdqos.reconcile.live import Observation, check_kernel, observe
 
@@ -64,6 +64,9 @@ class Row:
     container: str | None = None
     vm: str | None = None
     oom_killed: dict | None = None  # {"count", "unnamed", "last": {time, pid, comm, limit, limitUnit, ...}}: kubelet's OOMKilled
+    # cpuManagerPolicy static only (a container's or VM's): {"cpus": "2-3", "count": 2, "exclusive": bool,
+    # "affinityOff": {thread id: its affinity}} (cgroup v1: a container's threads not on "cpus")
+    cpus: dict | None = None
 
     @property
     def name(self) -> str:
@@ -85,16 +88,24 @@ class Status:
     # the node's eviction signals against their thresholds, and kubelet's node conditions (one
     # look, as `sdqos pressure --once`); None when the kernel's numbers could not be read
     node: dict | None = None
+    # cpuManagerPolicy static only: {"policy", "sharedPool", "exclusive", "sharedPoolCount",
+    # "exclusiveCount"} from the CPU manager's state file (mark_cpus)
+    cpu_manager: dict | None = None
 
     def as_json(self) -> dict:
-        return {"cgroup": self.cgroup, "intervalSeconds": self.interval_s, "summary": self.summary,
-                "node": self.node, "units": [_row_json(r) for r in self.rows], "warnings": self.warnings}
+        out = {"cgroup": self.cgroup, "intervalSeconds": self.interval_s, "summary": self.summary,
+               "node": self.node, "units": [_row_json(r) for r in self.rows], "warnings": self.warnings}
+        if self.cpu_manager is not None:
+            out["cpuManager"] = self.cpu_manager
+        return out
 
 
 def _row_json(r: Row) -> dict:
     d = asdict(r)
     d["oomScoreAdj"] = d.pop("oom_score_adj")
     d["oomKilled"] = d.pop("oom_killed")
+    if d["cpus"] is None:  # cpuManagerPolicy none: nothing added
+        del d["cpus"]
     return d
 
 
@@ -174,7 +185,8 @@ def only(status: "Status", namespace: str | None, pod: str | None) -> "Status":
                 keep.add(u.unit)
                 u = by_unit.get(u.parent)
     rows = [r for r in status.rows if r.unit in keep]
-    return Status(status.cgroup, rows, status.warnings, status.interval_s, summarize(rows, status.summary))
+    return Status(status.cgroup, rows, status.warnings, status.interval_s, summarize(rows, status.summary),
+                  cpu_manager=status.cpu_manager)
 
 
 def summarize(rows: list[Row], node: dict[str, int]) -> dict[str, int]:
@@ -246,30 +258,73 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
     want = desired(plan, obs, kept=recorded_kept(last), recorded=recorded_adjustments(last))
     check_kernel(want, obs.live, obs.scopes)  # every unit read over D-Bus: its kernel files against what was set
     plan = want.plan
-    clamped: dict[str, str] = {}
-    for a in want.adjustments:
-        clamped[a.unit] = f"{clamped[a.unit]}; {a.reason}" if a.unit in clamped else a.reason
+    rates = await _cpu_rates(sd, obs, interval)
+    rows = _planned_rows(want, obs, rates, kept_why)
+    rows += _kept_rows(want, obs, rates, kept_why, applied)
+    rows += _foreign_rows(obs, rates)
+    _flag_not_admitted(plan, obs, rows)
+    if want.over_committed:
+        for r in rows:
+            if r.kind == "node":
+                r.flags.append("over-committed")
+    bound_vms = {u.owner.name for u in want.bound if u.kind == "vm" and u.owner}
+    for vp in plan.vms:
+        if vp.vm.name not in bound_vms:
+            rows.append(Row(vp.scope or f"(vm {vp.vm.name})", "vm", "machine.slice", f"vm {vp.vm.name} ({vp.qos})",
+                            vp.qos, False, _entitled(vp.properties), flags=["not-running"], vm=vp.vm.name))
+    # A container that runs in a scope its runtime made (podman's libpod-<id>.scope) is shown there,
+    # not also as the empty scope sdqos would have made for it.
+    in_runtime = {(r.namespace, r.pod, r.container) for r in rows if r.kind == "container" and r.running}
+    rows = [r for r in rows if not (r.kind == "container" and not r.running and parse_container_scope(r.unit) is not None
+                                    and (r.namespace, r.pod, r.container) in in_runtime)]
+    _mark_evicted(plan, rows)
+    _mark_oom_kills(want.as_plan(), rows, {n: sc.cgroup for n, sc in obs.scopes.items()}, warnings)
+    cpu_manager = mark_cpus(plan, rows, obs, warnings)  # cpuManagerPolicy static only
+    rows = _tree_order(rows)
+    summary = {
+        "units": len(rows),
+        "running": sum(r.running for r in rows),
+        "drift": sum("drift" in r.flags for r in rows),
+        "flagged": sum(bool(r.flags) for r in rows),
+        "pods": len(plan.pods),
+        "vms": len(plan.vms),
+    }
+    return Status(plan.cgroup, rows, warnings, interval, summary, node_pressure(plan), cpu_manager)
+
+
+async def _cpu_rates(sd: SystemdAPI, obs: Observation, interval: float) -> dict[str, float | None]:
+    """Each unit's CPU use in cores over ``interval`` seconds: systemd's counter where it has one,
+    else the kernel's own (see facts.cpu_usage_ns). Nothing when ``interval`` is 0."""
     t0 = time.monotonic()
-    # systemd's counter where it has one, else the kernel's own (see facts.cpu_usage_ns).
     from_kernel = {n for n, lu in obs.live.items() if lu.cpu_usage_ns is None and lu.exists}
     for n in from_kernel:
         obs.live[n].cpu_usage_ns = facts.cpu_usage_ns(obs.live[n].control_group)
     before = {n: lu.cpu_usage_ns for n, lu in obs.live.items() if lu.cpu_usage_ns is not None}
     rates: dict[str, float | None] = {}
-    if interval > 0 and before:
-        await asyncio.sleep(interval)
-        via_dbus = [n for n in before if n not in from_kernel]
-        again = await sd.read_units(via_dbus, {SLICE: ["CPUUsageNSec"], SCOPE: ["CPUUsageNSec"]}) if via_dbus else {}
-        dt = time.monotonic() - t0
-        for n, v0 in before.items():
-            v: int | None
-            if n in from_kernel:
-                v = facts.cpu_usage_ns(obs.live[n].control_group)
-            else:
-                after = again.get(n)
-                v = after.props.get("CPUUsageNSec") if after else None
-            if v is not None and int(v) < INFINITY:
-                rates[n] = max(0.0, (int(v) - v0) / 1e9 / dt)
+    if interval <= 0 or not before:
+        return rates
+    await asyncio.sleep(interval)
+    via_dbus = [n for n in before if n not in from_kernel]
+    again = await sd.read_units(via_dbus, {SLICE: ["CPUUsageNSec"], SCOPE: ["CPUUsageNSec"]}) if via_dbus else {}
+    dt = time.monotonic() - t0
+    for n, v0 in before.items():
+        v: int | None
+        if n in from_kernel:
+            v = facts.cpu_usage_ns(obs.live[n].control_group)
+        else:
+            after = again.get(n)
+            v = after.props.get("CPUUsageNSec") if after else None
+        if v is not None and int(v) < INFINITY:
+            rates[n] = max(0.0, (int(v) - v0) / 1e9 / dt)
+    return rates
+
+
+def _planned_rows(want: Desired, obs: Observation, rates: dict[str, float | None], kept_why: dict[str, str]) -> list[Row]:
+    """A row for every unit of the desired state, flagged from its fields and the live tree."""
+    plan = want.plan
+    clamped: dict[str, str] = {}
+    for a in want.adjustments:
+        clamped[a.unit] = f"{clamped[a.unit]}; {a.reason}" if a.unit in clamped else a.reason
     rows = []
     for u in want.units:
         lu = obs.live.get(u.name)
@@ -278,19 +333,7 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
         row = Row(u.name, u.kind, parent, _label(u), _qos_of(u, plan), running, _entitled(u.properties),
                   **_names(u, plan))
         if lu is not None and running:
-            row.usage = {"memoryBytes": lu.memory_current, "cpuCores": rates.get(u.name), "tasks": lu.tasks_current}
-            row.drift = {p: [o, n] for p, (o, n) in unit_changes(u, lu).items()}
-            if not row.drift and lu.kernel_drift:  # systemd holds the value, the cgroup does not
-                row.drift = {f: [h, w] for f, (h, w) in lu.kernel_drift.items()}
-            if row.drift:
-                row.flags.append("drift")
-            mem_limit = row.entitled.get("memoryLimit")
-            if mem_limit and lu.memory_current is not None and lu.memory_current >= NEAR_LIMIT * mem_limit:
-                row.flags.append("near-memory-limit")
-            quota = row.entitled.get("cpuQuotaPerSecUSec")
-            rate = rates.get(u.name)
-            if quota and rate is not None and rate * 1e6 >= NEAR_LIMIT * quota:
-                row.flags.append("near-cpu-limit")
+            _flag_live(row, u, lu, rates.get(u.name))
             if u.name in clamped:
                 row.flags.append(CLAMPED)
                 row.reasons[CLAMPED] = clamped[u.name]
@@ -306,9 +349,34 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
             if b is not None and row.oom_score_adj and row.oom_score_adj != [b.oom_score_adj]:
                 row.flags.append("oom-score-off")
         rows.append(row)
+    return rows
+
+
+def _flag_live(row: Row, u: UnitPlan, lu: LiveUnit, rate: float | None) -> None:
+    """A running unit's usage, its drift (systemd's properties, else the kernel's files) and how
+    near its limits it runs."""
+    row.usage = {"memoryBytes": lu.memory_current, "cpuCores": rate, "tasks": lu.tasks_current}
+    row.drift = {p: [o, n] for p, (o, n) in unit_changes(u, lu).items()}
+    if not row.drift and lu.kernel_drift:  # systemd holds the value, the cgroup does not
+        row.drift = {f: [h, w] for f, (h, w) in lu.kernel_drift.items()}
+    if row.drift:
+        row.flags.append("drift")
+    mem_limit = row.entitled.get("memoryLimit")
+    if mem_limit and lu.memory_current is not None and lu.memory_current >= NEAR_LIMIT * mem_limit:
+        row.flags.append("near-memory-limit")
+    quota = row.entitled.get("cpuQuotaPerSecUSec")
+    if quota and rate is not None and rate * 1e6 >= NEAR_LIMIT * quota:
+        row.flags.append("near-cpu-limit")
+
+
+def _kept_rows(want: Desired, obs: Observation, rates: dict[str, float | None], kept_why: dict[str, str],
+               applied: dict) -> list[Row]:
+    """Kept units outside the plan (their pod left it, or moved), named by the record sync kept."""
+    plan = want.plan
     planned = set(want.by_name)
     keys = recorded_keys(applied) if kept_why else {}
-    for name, why in sorted(kept_why.items()):  # kept units outside the plan (their pod left it, or moved)
+    rows = []
+    for name, why in sorted(kept_why.items()):
         lu = obs.live.get(name)
         if name in planned or name in obs.unmatched or lu is None or not lu.exists:
             continue
@@ -328,48 +396,70 @@ async def collect(sd: SystemdAPI, plan: Plan, applied: dict, *, interval: float 
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(name), "tasks": lu.tasks_current},
                         flags=["kept"], reasons={"kept": why}, namespace=ns or None, pod=pod or None,
                         container=container or None))
+    return rows
+
+
+def _foreign_rows(obs: Observation, rates: dict[str, float | None]) -> list[Row]:
+    """Scopes in the tree that are not sdqos's, and what else runs in machine.slice (not sdqos's,
+    but counted in the budget)."""
+    rows = []
     for name in obs.unmatched:
         lu = obs.live.get(name) or LiveUnit(name)
         sc = obs.scopes[name]
         rows.append(Row(name, "foreign", sc.slice, lu.description or "not created by sdqos", None, True,
                         usage={"memoryBytes": lu.memory_current, "cpuCores": None, "tasks": lu.tasks_current},
                         flags=["foreign"]))
-    for c in obs.machines:  # everything else in machine.slice: not sdqos's, but counted in the budget
-        sc = obs.scopes.get(c.unit)
-        if sc is None:
+    for c in obs.machines:
+        msc = obs.scopes.get(c.unit)
+        if msc is None:
             continue
         lu = obs.live.get(c.unit) or LiveUnit(c.unit)
         counted = f"counted {H.size(c.memory)}" + ("" if c.bounded else " by its usage")
-        rows.append(Row(c.unit, "foreign", sc.slice, f"{c.what}, not declared ({counted})", None, True,
+        rows.append(Row(c.unit, "foreign", msc.slice, f"{c.what}, not declared ({counted})", None, True,
                         usage={"memoryBytes": lu.memory_current, "cpuCores": rates.get(c.unit),
                                "tasks": lu.tasks_current}, flags=["undeclared"]))
-    _flag_not_admitted(plan, obs, rows)
-    if want.over_committed:
-        for r in rows:
-            if r.kind == "node":
-                r.flags.append("over-committed")
-    bound_vms = {u.owner.name for u in want.bound if u.kind == "vm" and u.owner}
-    for vp in plan.vms:
-        if vp.vm.name not in bound_vms:
-            rows.append(Row(vp.scope or f"(vm {vp.vm.name})", "vm", "machine.slice", f"vm {vp.vm.name} ({vp.qos})",
-                            vp.qos, False, _entitled(vp.properties), flags=["not-running"], vm=vp.vm.name))
-    # A container that runs in a scope its runtime made (podman's libpod-<id>.scope) is shown there,
-    # not also as the empty scope sdqos would have made for it.
-    in_runtime = {(r.namespace, r.pod, r.container) for r in rows if r.kind == "container" and r.running}
-    rows = [r for r in rows if not (r.kind == "container" and not r.running and parse_container_scope(r.unit) is not None
-                                    and (r.namespace, r.pod, r.container) in in_runtime)]
-    _mark_evicted(plan, rows)
-    _mark_oom_kills(want.as_plan(), rows, {n: sc.cgroup for n, sc in obs.scopes.items()}, warnings)
-    rows = _tree_order(rows)
-    summary = {
-        "units": len(rows),
-        "running": sum(r.running for r in rows),
-        "drift": sum("drift" in r.flags for r in rows),
-        "flagged": sum(bool(r.flags) for r in rows),
-        "pods": len(plan.pods),
-        "vms": len(plan.vms),
-    }
-    return Status(plan.cgroup, rows, warnings, interval, summary, node_pressure(plan))
+    return rows
+
+
+def mark_cpus(plan: Plan, rows: list[Row], obs: Observation, warnings: list[str]) -> dict | None:
+    """cpuManagerPolicy static: each container's and VM's CPUs (a container's exclusive ones, else
+    the shared pool; a VM holds none of its own) from the CPU manager's state file, and on cgroup
+    v1, where they are a container's processes' affinity, its threads whose affinity differs
+    (``drift``; a sync sets them again). On v2 the CPUs are the scope's AllowedCPUs, diffed as any
+    property. Returns the node's view (status's ``cpuManager``); None, with nothing read or even
+    imported, under policy none."""
+    if plan.node.cpu_manager_policy != "static":
+        return None
+    from sdqos.errors import SdqosError
+    from sdqos.host import cpustate
+    from sdqos.kube import cpuset
+    from sdqos.reconcile import cpus
+
+    try:
+        state = cpustate.load(cpus.policy_for(plan.node))
+    except (SdqosError, OSError) as exc:
+        warnings.append(f"cannot show the CPU manager's CPUs: {exc}")
+        return None
+    uids = {pp.key: pp.uid for pp in plan.pods}
+    for r in rows:
+        uid = uids.get(f"{r.namespace}/{r.pod}") if r.kind == "container" and r.container else None
+        if uid is None and r.kind != "vm":
+            continue
+        mine = state.get(uid, r.container or "") if uid is not None else None
+        want = cpuset.CPUSet(mine if mine is not None else state.default_cpuset)
+        r.cpus = {"cpus": str(want), "count": len(want), "exclusive": mine is not None, "affinityOff": {}}
+        scope = obs.scopes.get(r.unit)
+        if plan.cgroup != "v1" or r.kind != "container" or scope is None or not r.running:
+            continue
+        for pid in scope.pids:
+            for tid, allowed in procfs.thread_cpus(pid).items():
+                if cpuset.parse(allowed) != want:
+                    r.cpus["affinityOff"][str(tid)] = allowed
+        if r.cpus["affinityOff"] and "drift" not in r.flags:
+            r.flags.append("drift")
+    return {"policy": state.policy_name, "sharedPool": str(state.default_cpuset),
+            "exclusive": str(state.assigned()), "exclusiveCount": len(state.assigned()),
+            "sharedPoolCount": len(state.default_cpuset)}
 
 
 def node_pressure(plan: Plan, root=None, proc=None) -> dict | None:
@@ -452,6 +542,7 @@ def _mark_oom_kills(plan: Plan, rows: list[Row], running: dict[str, str], warnin
 # Only when even that does not fit (below ~70 columns) does each unit take a few lines.
 
 HEADERS = ["UNIT", "NAME", "CLASS", "CPU", "MEMORY", "USAGE", "OOM", "FLAGS"]
+CPUS_HEADER = "CPUS"  # after CPU, only under cpuManagerPolicy static
 MIN_UNIT_WIDTH = 28  # before pods and containers are shown by name instead of unit name
 MIN_FOLDED_WIDTH = 14  # the narrowest the UNIT/NAME column gets before the block layout
 _SHORT_CLASS = {"Guaranteed": "Guar", "Burstable": "Burst", "BestEffort": "BestEff"}
@@ -509,12 +600,45 @@ def _usage_text(r: Row, compact: bool = False) -> str:
 
 
 def drift_line(r: Row) -> str:
-    """A drifted unit's values, live → planned (as `sdqos diff` shows them)."""
+    """A drifted unit's values, live → planned (as `sdqos diff` shows them), and its threads
+    whose CPU affinity is off (cpuManagerPolicy static on cgroup v1)."""
     from sdqos.cli.render import drift_text
 
-    props = {k: v for k, v in r.drift.items() if k[:1].isupper()}
-    files = {k: v for k, v in r.drift.items() if not k[:1].isupper()}
-    return f"drift (live → planned): {drift_text(props, files)}"
+    parts = []
+    if r.drift:
+        props = {k: v for k, v in r.drift.items() if k[:1].isupper()}
+        files = {k: v for k, v in r.drift.items() if not k[:1].isupper()}
+        parts.append(drift_text(props, files))
+    if _affinity_off(r):
+        parts.append(cpu_drift_text(r.cpus or {}))
+    return f"drift (live → planned): {'; '.join(parts)}"
+
+
+def _affinity_off(r: Row) -> dict[str, str]:
+    return (r.cpus or {}).get("affinityOff") or {}
+
+
+def _drifted(r: Row) -> bool:
+    return bool(r.drift or _affinity_off(r))
+
+
+def cpu_drift_text(cpus: dict) -> str:
+    """``CPU affinity 0-1 → 1 (2 threads)``: the threads off their CPUs, by the affinity they have."""
+    by_live: dict[str, int] = {}
+    for allowed in cpus["affinityOff"].values():
+        by_live[allowed] = by_live.get(allowed, 0) + 1
+    return ", ".join(f"CPU affinity {live} → {cpus['cpus']} ({n} thread{'s' if n != 1 else ''})"
+                     for live, n in sorted(by_live.items()))
+
+
+def cpus_text(r: Row, compact: bool = False) -> str:
+    """A container's or VM's CPUs: ``exclusive 2-3`` or ``shared pool 0-1`` (compact: ``2-3``,
+    ``pool 0-1``); ``-`` for other units."""
+    if r.cpus is None:
+        return "-"
+    if r.cpus["exclusive"]:
+        return r.cpus["cpus"] if compact else f"exclusive {r.cpus['cpus']}"
+    return f"{'pool' if compact else 'shared pool'} {r.cpus['cpus']}"
 
 
 def _depths(rows: list[Row]) -> dict[str, int]:
@@ -535,12 +659,21 @@ def _cells(status: Status, depth: dict[str, int], *, folded: bool, compact: bool
             "" if folded else (r.name or "-"),
             (_SHORT_CLASS.get(r.qos, r.qos) if compact else r.qos) if r.qos else r.kind,
             _cpu_text(r.entitled, compact) if r.kind != "foreign" else "-",
+            *([cpus_text(r, compact)] if status.cpu_manager is not None else []),
             _memory_text(r, compact),
             _usage_text(r, compact),
             ",".join(map(str, r.oom_score_adj)) or "-",
             " ".join(r.flags) or "ok",
         ])
     return out
+
+
+def _headers(status: Status) -> list[str]:
+    """The columns: CPUS after CPU only when the CPU manager's view is there (policy static)."""
+    headers = list(HEADERS)
+    if status.cpu_manager is not None:
+        headers.insert(headers.index("CPU") + 1, CPUS_HEADER)
+    return headers
 
 
 def _fit_first(cells: list[list[str]], status: Status, depth: dict[str, int], room: int, step: str) -> None:
@@ -554,7 +687,7 @@ def table(status: Status, width: int | None = None) -> tuple[list[str], list[lis
     tree depth; with ``width``, narrowed step by step (see above) until it fits, if it can. Empty
     columns (NAME when folded into UNIT, OOM when dropped) are left out by the renderer."""
     depth = _depths(status.rows)
-    headers = list(HEADERS)
+    headers = _headers(status)
     cells = _cells(status, depth, folded=False, compact=False)
     if width is None or not cells:
         return headers, cells
@@ -577,9 +710,10 @@ def table(status: Status, width: int | None = None) -> tuple[list[str], list[lis
     for folded_cells in (_cells(status, depth, folded=True, compact=False), None):
         cells = folded_cells or _cells(status, depth, folded=True, compact=True)
         if folded_cells is None:
-            headers[6] = ""
+            oom = headers.index("OOM")
+            headers[oom] = ""
             for row in cells:
-                row[6] = ""  # the OOM column goes first (status -o json and explain have it)
+                row[oom] = ""  # the OOM column goes first (status -o json and explain have it)
         if total(cells) <= width:
             return headers, cells
         room = width - (total(cells) - widths(cells)[0])
@@ -616,7 +750,8 @@ def _blocks(status: Status, width: int, color: bool) -> list[str]:
         if r.name:
             lines.append(pad + "  " + ellipsize(r.unit, room))
         oom = ",".join(map(str, r.oom_score_adj))
-        values = [f"cpu {_cpu_text(r.entitled)}", f"memory {_memory_text(r, False)}",
+        values = [f"cpu {_cpu_text(r.entitled)}", *([f"cpus {cpus_text(r)}"] if r.cpus else []),
+                  f"memory {_memory_text(r, False)}",
                   f"using {_usage_text(r)}"] + ([f"oom {oom}"] if oom else [])
         line = ""
         for v in values:  # wrap between values, never inside one
@@ -626,7 +761,7 @@ def _blocks(status: Status, width: int, color: bool) -> list[str]:
             else:
                 line = f"{line} · {v}" if line else v
         lines.append(pad + "  " + line)
-        if r.drift:
+        if _drifted(r):
             lines.append(pad + "  " + drift_line(r))
     return lines
 
@@ -648,7 +783,7 @@ def render_plain(status: Status, width: int | None = None, color: bool = False) 
         out = lines[:1]
         for ln, r in zip(lines[1:], status.rows):
             out.append(ln)
-            if r.drift:
+            if _drifted(r):
                 indent = len(ln) - len(ln.lstrip(" ")) + 2
                 out.append(" " * indent + "↳ " + drift_line(r))  # whole: wraps if it must
         lines = out

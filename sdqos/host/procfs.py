@@ -187,3 +187,24 @@ def set_affinity(pid: int, cpus: frozenset[int], cgroup: str, proc: Path = PROC)
         except OSError:  # EPERM (another user's thread without CAP_SYS_NICE), EINVAL (no such CPU online)
             refused += 1
     return changed, refused
+
+
+def thread_cpus(pid: int, proc: Path = PROC) -> dict[int, str]:
+    """Each thread of process ``pid`` → its CPU affinity as the kernel shows it
+    (``Cpus_allowed_list`` of ``/proc/PID/task/TID/status``, a CPU list such as ``0-1,4``). A
+    process or thread that is gone, or a status without the field, is left out."""
+    try:
+        tids = [int(t) for t in os.listdir(proc / str(pid) / "task") if t.isdigit()]
+    except OSError:
+        return {}
+    out: dict[int, str] = {}
+    for tid in sorted(tids):
+        try:
+            text = (proc / str(pid) / "task" / str(tid) / "status").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                out[tid] = line.partition(":")[2].strip()
+                break
+    return out

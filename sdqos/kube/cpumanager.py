@@ -13,7 +13,10 @@ What it decides, as kubelet does:
   containers (sidecars) keeping theirs;
 - the policy options `full-pcpus-only` and `strict-cpu-reservation` (any other option is refused
   by name: sdqos implements no other);
-- `validate_state`: kubelet's checks of the state file against the node at start.
+- `validate_state`: kubelet's checks of the state file against the node at start;
+- the CPU manager as the topology manager's hint provider (`get_topology_hints`,
+  `get_pod_topology_hints`: generateCPUTopologyHints) and the allocation aligned to the merged
+  hint's NUMA nodes (`allocate_cpus`); `admit_pod` runs sdqos/kube/topologymanager.py's scopes.
 
 Everything is a function over plain values: `CPUManagerState` is never mutated, each call returns
 the new one. Upstream files are cited per function (kubernetes/kubernetes, 1.36-era sources).
@@ -26,11 +29,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from sdqos.errors import CPUAllocationError, CPUManagerStateError, CPUPolicyOptionError, CPUsUnavailable, SMTAlignmentError
+from sdqos.errors import (CPUAllocationError, CPUManagerStateError, CPUPolicyOptionError, CPUsUnavailable,
+                          SMTAlignmentError, TopologyAffinityError)
 from sdqos.kube.cpuset import CPUSet
 from sdqos.kube.cputopology import CPUTopology
 from sdqos.kube.model import Container, Pod
 from sdqos.kube.qos import GUARANTEED, pod_qos
+from sdqos.kube import topologymanager as tm
+from sdqos.kube.topologymanager import BitMask, TopologyHint
 
 POLICY_STATIC = "static"
 POLICY_NONE = "none"
@@ -415,9 +421,10 @@ class Allocation:
 
 
 def allocate(policy: StaticPolicy, state: CPUManagerState, pod: Pod, container: Container,
-             cpus_to_reuse: Mapping[str, CPUSet] | None = None) -> Allocation:
-    """Allocate (no topology-manager hint: kubelet's 'none' topology policy). Raises
-    SMTAlignmentError / CPUAllocationError as kubelet; the state is then unchanged."""
+             cpus_to_reuse: Mapping[str, CPUSet] | None = None, numa_affinity: BitMask | None = None) -> Allocation:
+    """Allocate, with the topology manager's hint for the container (`numa_affinity`; None: no
+    affinity, as kubelet's 'none' topology policy). Raises SMTAlignmentError / CPUAllocationError
+    as kubelet; the state is then unchanged."""
     reuse = dict(cpus_to_reuse or {})
     num = guaranteed_cpus(pod, container)
     if num == 0:
@@ -432,8 +439,7 @@ def allocate(policy: StaticPolicy, state: CPUManagerState, pod: Pod, container: 
     existing = state.get(pod.uid, container.name)
     if existing is not None:
         return Allocation(state, existing, update_cpus_to_reuse(reuse, pod, container, existing))
-    allocatable = policy.available_cpus(state) | reuse.get(pod.uid, CPUSet())
-    cpus = take_by_topology(policy.topology, allocatable, num)
+    cpus = allocate_cpus(policy, state, num, numa_affinity, reuse.get(pod.uid, CPUSet()))
     new_state = replace(state, default_cpuset=state.default_cpuset - cpus).with_assignment(
         pod.uid, container.name, cpus)
     return Allocation(new_state, cpus, update_cpus_to_reuse(reuse, pod, container, cpus))
@@ -449,22 +455,139 @@ def allocate_pod(policy: StaticPolicy, state: CPUManagerState, pod: Pod) -> Allo
     return result
 
 
-def admit_pod(policy: StaticPolicy, state: CPUManagerState, pod: Pod, name: str) -> CPUManagerState:
-    """A pod about to start: every container's exclusive CPUs allocated as `allocate_pod` does
-    (kubelet allocates at admission, for the whole pod; containers that hold CPUs keep them). When
-    one cannot have them: CPUsUnavailable naming the pod (`name`, as people know it), the
-    container, what it needs and the CPUs free; the state is then unchanged."""
-    result = Allocation(state, None, {})
+def allocate_cpus(policy: StaticPolicy, state: CPUManagerState, num_cpus: int, numa_affinity: BitMask | None,
+                  reusable: CPUSet = CPUSet()) -> CPUSet:
+    """allocateCPUs (policy_static.go): the CPUs of the affinity's NUMA nodes first (getAlignedCPUs,
+    takeByTopology over them, at most `num_cpus`), then the rest from whatever is left."""
+    allocatable = policy.available_cpus(state) | reusable
+    result = CPUSet()
+    if numa_affinity is not None:
+        aligned = CPUSet()
+        for node in numa_affinity.bits():
+            aligned = aligned | (allocatable & policy.topology.details.cpus_in_numa_nodes(node))
+        result = take_by_topology(policy.topology, aligned, min(num_cpus, len(aligned)))
+    return result | take_by_topology(policy.topology, allocatable - result, num_cpus - len(result))
+
+
+# --- the hint provider (policy_static.go GetTopologyHints, GetPodTopologyHints) -------------------
+
+
+def generate_cpu_topology_hints(topo: CPUTopology, available: Iterable[int], reusable: Iterable[int],
+                                request: int) -> list[TopologyHint]:
+    """generateCPUTopologyHints: every combination of NUMA nodes (IterateBitMasks) that holds all
+    `reusable` CPUs and, with the `available` ones in it, `request` CPUs; preferred when it has as
+    few NUMA nodes as the fewest whose CPUs (free or not) could hold the request."""
+    details = topo.details
+    min_affinity = len(details.numa_nodes())
+    hints: list[TopologyHint] = []
+    for mask in tm.iterate_bitmasks(sorted(details.numa_nodes())):
+        if len(details.cpus_in_numa_nodes(*mask.bits())) >= request and mask.count() < min_affinity:
+            min_affinity = mask.count()
+        if not all(mask.is_set(details[c].numa_node) for c in reusable):
+            continue
+        matching = len(CPUSet(reusable)) + sum(1 for c in available if mask.is_set(details[c].numa_node))
+        if matching < request:
+            continue
+        hints.append(TopologyHint(mask, False))
+    return [TopologyHint(h.affinity, h.affinity is not None and h.affinity.count() == min_affinity) for h in hints]
+
+
+CPU = "cpu"
+
+
+def get_topology_hints(policy: StaticPolicy, state: CPUManagerState, pod: Pod, container: Container,
+                       cpus_to_reuse: Mapping[str, CPUSet] | None = None) -> dict[str, list[TopologyHint]] | None:
+    """GetTopologyHints: None (no preference) for a container without exclusive CPUs; for one that
+    holds CPUs already, the hints of those (none possible when their count is not the request);
+    else the hints of the free CPUs and the pod's reusable ones."""
+    requested = guaranteed_cpus(pod, container)
+    if requested == 0:
+        return None
+    allocated = state.get(pod.uid, container.name)
+    if allocated is not None:
+        if len(allocated) != requested:
+            return {CPU: []}
+        return {CPU: generate_cpu_topology_hints(policy.topology, allocated, (), requested)}
+    reusable = (cpus_to_reuse or {}).get(pod.uid, CPUSet())
+    return {CPU: generate_cpu_topology_hints(policy.topology, policy.available_cpus(state), reusable, requested)}
+
+
+def get_pod_topology_hints(policy: StaticPolicy, state: CPUManagerState, pod: Pod,
+                           cpus_to_reuse: Mapping[str, CPUSet] | None = None) -> dict[str, list[TopologyHint]] | None:
+    """GetPodTopologyHints: the same for the pod's peak of exclusive CPUs (pod_guaranteed_cpus),
+    CPUs its containers already hold counted as reusable."""
+    requested = pod_guaranteed_cpus(pod)
+    if requested == 0:
+        return None
+    assigned = CPUSet()
     for c in pod.init_containers + pod.containers:
+        allocated = state.get(pod.uid, c.name)
+        if allocated is not None:
+            if len(allocated) != guaranteed_cpus(pod, c):
+                return {CPU: []}
+            assigned = assigned | allocated
+    if len(assigned) == requested:
+        return {CPU: generate_cpu_topology_hints(policy.topology, assigned, (), requested)}
+    reusable = (cpus_to_reuse or {}).get(pod.uid, CPUSet()) | assigned
+    return {CPU: generate_cpu_topology_hints(policy.topology, policy.available_cpus(state), reusable, requested)}
+
+
+class _CPUProvider:
+    """The CPU manager as the topology manager's HintProvider for one pod being admitted: the
+    allocation so far (state and CPUs to reuse), advanced container by container."""
+
+    def __init__(self, policy: StaticPolicy, state: CPUManagerState, pod: Pod, name: str):
+        self.policy, self.pod, self.name = policy, pod, name
+        self.result = Allocation(state, None, {})
+        self.containers = {c.name: c for c in pod.init_containers + pod.containers}
+
+    def container_hints(self, container: str) -> tm.ProviderHints:
+        return get_topology_hints(self.policy, self.result.state, self.pod, self.containers[container],
+                                  self.result.cpus_to_reuse)
+
+    def pod_hints(self) -> tm.ProviderHints:
+        return get_pod_topology_hints(self.policy, self.result.state, self.pod, self.result.cpus_to_reuse)
+
+    def free(self) -> CPUSet:
+        return self.policy.available_cpus(self.result.state) | self.result.cpus_to_reuse.get(self.pod.uid, CPUSet())
+
+    def free_by_numa(self) -> str:
+        free, details = self.free(), self.policy.topology.details
+        return ", ".join(f'node{n}: "{free & details.cpus_in_numa_nodes(n)}"' for n in sorted(details.numa_nodes()))
+
+    def allocate(self, container: str, hint: TopologyHint) -> None:
+        c = self.containers[container]
         try:
-            result = allocate(policy, result.state, pod, c, result.cpus_to_reuse)
+            self.result = allocate(self.policy, self.result.state, self.pod, c, self.result.cpus_to_reuse, hint.affinity)
         except CPUAllocationError as exc:
-            free = policy.available_cpus(result.state) | result.cpus_to_reuse.get(pod.uid, CPUSet())
+            free = self.free()
             shown = f'"{free}"' if free else "none"
             raise CPUsUnavailable(
-                f"pod {name}: container {c.name} needs {guaranteed_cpus(pod, c)} exclusive CPUs "
+                f"pod {self.name}: container {c.name} needs {guaranteed_cpus(self.pod, c)} exclusive CPUs "
                 f"(cpuManagerPolicy static), CPUs free: {len(free)} ({shown}): {exc}") from None
-    return result.state
+
+
+def admit_pod(policy: StaticPolicy, state: CPUManagerState, pod: Pod, name: str,
+              manager: tm.TopologyManager | None = None) -> CPUManagerState:
+    """A pod about to start: the topology manager's admission (`manager`; None: policy none) with
+    the CPU manager as hint provider, every container's exclusive CPUs allocated as kubelet does at
+    admission (init containers, then app containers; containers that hold CPUs keep them), each
+    aligned to its merged hint. Refused with TopologyAffinityError (kubelet's reason and message,
+    the pod, the container(s), what they need and the free CPUs per NUMA node) when the policy does
+    not admit the hint; CPUsUnavailable naming the pod (`name`, as people know it), the container,
+    what it needs and the CPUs free when CPUs cannot be had. The state is then unchanged."""
+    manager = manager or tm.TopologyManager()
+    provider = _CPUProvider(policy, state, pod, name)
+    refusal = tm.admit(manager, list(provider.containers), provider)
+    if refusal is not None:
+        if manager.scope == tm.SCOPE_POD:
+            who, need = "containers " + ", ".join(refusal.containers), pod_guaranteed_cpus(pod)
+        else:
+            who, need = "container " + refusal.containers[0], guaranteed_cpus(pod, provider.containers[refusal.containers[0]])
+        raise TopologyAffinityError(
+            f"pod {name}: {who}: {refusal.reason}: {refusal.message} (topologyManagerPolicy {manager.policy}, "
+            f"scope {manager.scope}: {need} exclusive CPUs needed; free CPUs by NUMA node: {provider.free_by_numa()})")
+    return provider.result.state
 
 
 def release_gone_pods(state: CPUManagerState, kept_uids: Iterable[str]) -> CPUManagerState:

@@ -93,13 +93,17 @@ KUBELET_FIELDS: dict[str, Disposition] = {
                                   "options refused by name"),
     "cpuManagerReconcilePeriod": _na("sdqos re-checks the CPUs at every sync, not on a period of its own", "10s"),
     "memoryManagerPolicy": _p("None honoured; Static (needs reservedMemory) met trivially on a host with one NUMA "
-                              "node (said in warnings), refused on more (not built)"),
+                              "node (said in warnings), refused on more: it places each Guaranteed pod's memory on "
+                              "NUMA nodes (reservedMemory per node, systemd's AllowedMemoryNodes=), not built"),
     "reservedMemory": _p("validated as kubelet does for memoryManagerPolicy Static; refused on a host with more "
                          "than one NUMA node"),
-    "topologyManagerPolicy": _p("none honoured; best-effort, restricted, single-numa-node met trivially on a host "
-                                "with one NUMA node (said in warnings), refused on more (not built)"),
-    "topologyManagerScope": _p("container or pod: as topologyManagerPolicy"),
-    "topologyManagerPolicyOptions": _p("as topologyManagerPolicy"),
+    "topologyManagerPolicy": _p("none, best-effort, restricted, single-numa-node honoured with the static CPU manager "
+                                "as the only hint provider: exclusive CPUs aligned to the merged hint's NUMA nodes, a "
+                                "pod refused with TopologyAffinityError at `sdqos run` / `podman start` "
+                                "(docs/numa.md); no devices or memory are aligned (said in warnings)"),
+    "topologyManagerScope": _h("container and pod, as topologyManagerPolicy"),
+    "topologyManagerPolicyOptions": _h("prefer-closest-numa-nodes and max-allowable-numa-nodes; other "
+                                       "options refused with kubelet's message"),
     "seccompDefault": _p("true honoured (containers get podman's default seccomp profile); false is not followed: "
                          "sdqos never starts a container Unconfined (said in warnings)"),
     "allowedUnsafeSysctls": _r("not built: a pod asking for an unsafe sysctl is refused", []),

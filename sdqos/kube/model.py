@@ -145,6 +145,9 @@ class NodeConfig:
     max_pods: int = 110  # maxPods
     cpu_manager_policy: str = "none"  # cpuManagerPolicy: none | static
     cpu_manager_policy_options: Mapping[str, str] = field(default_factory=dict)  # validated (cpumanager.parse_options)
+    topology_manager_policy: str = "none"  # topologyManagerPolicy: none | best-effort | restricted | single-numa-node
+    topology_manager_scope: str = "container"  # topologyManagerScope: container | pod
+    topology_manager_policy_options: Mapping[str, str] = field(default_factory=dict)  # validated (topologymanager)
     pods_per_core: int = 0  # podsPerCore (0: off)
     warnings: tuple[str, ...] = ()
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from sdqos.errors import CPUPolicyOptionError, CPUSetError, InvalidInput, QuantityError
-from sdqos.kube import cpumanager, cpuset
+from sdqos.errors import CPUPolicyOptionError, CPUSetError, InvalidInput, QuantityError, TopologyPolicyOptionError
+from sdqos.kube import cpumanager, cpuset, topologymanager
 from sdqos.kube import dispositions as disp
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS, KUBELET_FEATURE_GATE_DEFAULTS_1_36
 from sdqos.kube.manifests import closest
@@ -374,13 +374,26 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         swap_capacity=swap_q.value() if swap_q is not None else 0,
         reserved_system_cpus=str(cpuset.CPUSet(reserved_cpus)),
         max_pods=max_pods,
-        cpu_manager_policy="static" if raw.get("cpuManagerPolicy") == "static" else "none",
-        cpu_manager_policy_options={str(k): str(v) for k, v in (raw.get("cpuManagerPolicyOptions") or {}).items()}
-        if isinstance(raw.get("cpuManagerPolicyOptions"), Mapping) else {},
         pods_per_core=pods_per_core,
+        **_manager_fields(raw),
         warnings=tuple(warnings),
     )
     return cfg, errors
+
+
+def _manager_fields(raw: Mapping) -> dict:
+    """cpuManagerPolicy (+ options), topologyManagerPolicy, Scope and PolicyOptions as validated by
+    `_managers`."""
+    policy = raw.get("topologyManagerPolicy") or "none"
+    options = raw.get("topologyManagerPolicyOptions")
+    cpu_options = raw.get("cpuManagerPolicyOptions")
+    return {"cpu_manager_policy": "static" if raw.get("cpuManagerPolicy") == "static" else "none",
+            "cpu_manager_policy_options": {str(k): str(v) for k, v in cpu_options.items()}
+            if isinstance(cpu_options, Mapping) else {},
+            "topology_manager_policy": policy if policy in TOPOLOGY_POLICIES else "none",
+            "topology_manager_scope": raw.get("topologyManagerScope") or "container",
+            "topology_manager_policy_options": {str(k): str(v).lower() if isinstance(v, bool) else str(v)
+                                                for k, v in options.items()} if isinstance(options, Mapping) else {}}
 
 
 SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap")
@@ -474,8 +487,10 @@ def _managers(raw: Mapping, kube: Mapping[str, Quantity], system: Mapping[str, Q
     total = _reserved_memory(reserved_memory, numa_nodes, errors)
     if mem_policy == "Static":
         if numa_nodes > 1:
-            errors.append(_err("memoryManagerPolicy", f"Static: not built for a host with {numa_nodes} NUMA nodes (sdqos "
-                                                      "places no pod's memory on a NUMA node); use None"))
+            errors.append(_err("memoryManagerPolicy", f"Static: not built for a host with {numa_nodes} NUMA nodes: it "
+                                                      "places each Guaranteed pod's memory on NUMA nodes (reservedMemory "
+                                                      "per NUMA node, and systemd's AllowedMemoryNodes= on the pod's "
+                                                      "units), which sdqos does not do; use None"))
         elif total is not None:
             node_res = _memory_reservation(raw, kube, system, capacity)
             if total != node_res:  # memory_manager.go validateReservedMemory
@@ -490,6 +505,17 @@ def _managers(raw: Mapping, kube: Mapping[str, Quantity], system: Mapping[str, Q
     elif total:
         warnings.append("node.yaml: reservedMemory is not applied: kubelet uses it only with memoryManagerPolicy Static")
 
+    warnings += _topology_manager(raw, cpu_policy, numa_nodes, errors)
+    if raw.get("seccompDefault") is False:
+        warnings.append("node.yaml: seccompDefault: false is not followed: containers get podman's default seccomp "
+                        "profile (RuntimeDefault), never Unconfined")
+    return warnings
+
+
+def _topology_manager(raw: Mapping, cpu_policy: str, numa_nodes: int, errors: list) -> list[str]:
+    """topologyManagerPolicy, Scope and PolicyOptions validated as kubelet's NewManager does (the
+    options, max-allowable-numa-nodes against this host's NUMA nodes). Returns the warnings."""
+    warnings: list[str] = []
     topo = raw.get("topologyManagerPolicy") or "none"
     scope = raw.get("topologyManagerScope") or "container"
     topo_options = raw.get("topologyManagerPolicyOptions")
@@ -502,17 +528,23 @@ def _managers(raw: Mapping, kube: Mapping[str, Quantity], system: Mapping[str, Q
     if topo_options is not None and not isinstance(topo_options, dict):
         errors.append(_err("topologyManagerPolicyOptions", "must be a mapping of option name to value"))
     if topo in TOPOLOGY_POLICIES and topo != "none":
+        if isinstance(topo_options, dict):
+            try:  # topology_manager.go NewManager: the options, then the NUMA nodes against max-allowable-numa-nodes
+                topologymanager.new_manager(topo, scope if scope in TOPOLOGY_SCOPES else "container", topo_options,
+                                            topologymanager.NUMAInfo(tuple(range(numa_nodes))), "node.yaml",
+                                            distances=False)  # read with the topology (reconcile/cpus.py)
+            except TopologyPolicyOptionError as exc:
+                errors.append(exc)
         if numa_nodes > 1:
-            errors.append(_err("topologyManagerPolicy", f"{topo}: not built for a host with {numa_nodes} NUMA nodes (sdqos "
-                                                        "aligns no pod's resources to a NUMA node); use none"))
+            warnings.append(f"topologyManagerPolicy {topo}: only exclusive CPUs are aligned to NUMA nodes (the static "
+                            "CPU manager is sdqos's only hint provider: no devices, memoryManagerPolicy None)"
+                            + ("" if cpu_policy == "static" else "; with cpuManagerPolicy none no pod has a hint, so "
+                               "every pod is admitted unaligned"))
         else:
             warnings.append(f"topologyManagerPolicy {topo}: this host has one NUMA node, so every pod's resources are "
                             "aligned on it and the policy is met without doing anything")
     elif topo_options:
         warnings.append("node.yaml: topologyManagerPolicyOptions is not applied: topologyManagerPolicy is none")
-    if raw.get("seccompDefault") is False:
-        warnings.append("node.yaml: seccompDefault: false is not followed: containers get podman's default seccomp "
-                        "profile (RuntimeDefault), never Unconfined")
     return warnings
 
 

@@ -9,6 +9,7 @@ a unit that failed to be created is skipped."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 from sdqos.errors import CallTimeout, NoSuchUnit, SystemdError, UnitExists
@@ -22,14 +23,24 @@ from sdqos.reconcile.report import Report
 Progress = Callable[[int, int], None]
 
 
+@dataclass(slots=True)
+class _Outcome:
+    """What one apply has done so far: units in place, creations and updates that failed, and each
+    updated unit's changes (old → new)."""
+
+    report: Report
+    done: set[str] = field(default_factory=set)
+    failed_creates: set[str] = field(default_factory=set)
+    failed_updates: set[str] = field(default_factory=set)
+    updated: dict[str, dict] = field(default_factory=dict)
+
+
 async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress | None = None,
                 created: Callable[[str], None] | None = None) -> set[str]:
     """Carry out the diff. Returns the names of units whose planned values are now in place.
     ``created(unit)``: called as each unit made without processes is, while the next are made
     (the kernel read-back, :class:`sdqos.reconcile.live.ReadBack`)."""
-    done: set[str] = set()
-    failed_creates: set[str] = set()
-    failed_updates: set[str] = set()
+    out = _Outcome(report)
     total = len(diff.actions)
     count = 0
 
@@ -39,7 +50,6 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
         if progress:
             progress(count, total)
 
-    updated: dict[str, dict] = {}
     phases: dict[int, list[Action]] = {}
     for a in diff.actions:
         phases.setdefault(a.phase, []).append(a)
@@ -58,54 +68,62 @@ async def apply(sd: SystemdAPI, diff: Diff, report: Report, progress: Progress |
             except SystemdError as e:
                 report.errors.append(f"reset-failed {a.unit}: {e}")
             tick()
-        creates = [a for a in actions if a.kind == "create"]
-        for wave in _waves(creates):  # a slice's result is known before anything is made in it
-            todo: list[tuple[Action, UnitPlan]] = []
-            skipped: list[Action] = []
-            for a in wave:
-                if a.plan is not None and a.plan.slice not in failed_creates:
-                    todo.append((a, a.plan))
-                else:
-                    skipped.append(a)
-            for a in skipped:
-                failed_creates.add(a.unit)
-                report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
-            results = await _create(sd, todo, created)
-            for (a, u), err in zip(todo, results):
-                if err is None:
-                    report.created.append(a.unit)
-                    done.add(a.unit)
-                elif isinstance(err, UnitExists) and not a.pids:
-                    # A unit file or an implicit slice has the name (or a create raced us): set
-                    # the properties on it instead.
-                    try:
-                        await sd.set_unit_properties(a.unit, u.properties)
-                        await _start_if_inactive(sd, a.unit)
-                        updated.setdefault(a.unit, {})
-                        done.add(a.unit)
-                    except SystemdError as e:
-                        failed_creates.add(a.unit)
-                        report.errors.append(f"create {a.unit}: exists, and setting it failed: {e}")
-                else:
-                    failed_creates.add(a.unit)
-                    report.errors.append(f"create {a.unit}: {err}")
+        # in waves: a slice's result is known before anything is made in it
+        for wave in _waves([a for a in actions if a.kind == "create"]):
+            await _create_wave(sd, wave, out, created)
             tick(len(wave))
         updates = [a for a in actions if a.kind == "update"]
         if updates:
-            results = await sd.set_units_properties([(a.unit, a.props) for a in updates])
-            for a, err in zip(updates, results):
-                if err is None:
-                    updated.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
-                    done.add(a.unit)
-                else:
-                    failed_updates.add(a.unit)
-                    report.errors.append(f"update {a.unit}: {err}")
+            await _update_all(sd, updates, out)
             tick(len(updates))
 
-    report.failed_creates.extend(u for u in failed_creates if u not in report.failed_creates)
+    report.failed_creates.extend(u for u in out.failed_creates if u not in report.failed_creates)
     # A unit updated in two phases (grow + shrink) is one entry; a failed half un-marks it.
-    report.updated.extend({"unit": u, "changes": ch} for u, ch in updated.items() if u not in failed_updates)
-    return done - failed_updates - failed_creates
+    report.updated.extend({"unit": u, "changes": ch} for u, ch in out.updated.items() if u not in out.failed_updates)
+    return out.done - out.failed_updates - out.failed_creates
+
+
+async def _create_wave(sd: SystemdAPI, wave: list[Action], out: _Outcome,
+                       created: Callable[[str], None] | None) -> None:
+    """One wave of creations: a unit whose slice failed is skipped; a name a unit file or an
+    implicit slice holds (or a create that raced us) gets the properties set instead."""
+    report = out.report
+    todo: list[tuple[Action, UnitPlan]] = []
+    for a in wave:
+        if a.plan is not None and a.plan.slice not in out.failed_creates:
+            todo.append((a, a.plan))
+        else:
+            out.failed_creates.add(a.unit)
+            report.errors.append(f"create {a.unit}: skipped, its parent {a.plan.slice if a.plan else '?'} failed")
+    results = await _create(sd, todo, created)
+    for (a, u), err in zip(todo, results):
+        if err is None:
+            report.created.append(a.unit)
+            out.done.add(a.unit)
+        elif isinstance(err, UnitExists) and not a.pids:
+            try:
+                await sd.set_unit_properties(a.unit, u.properties)
+                await _start_if_inactive(sd, a.unit)
+                out.updated.setdefault(a.unit, {})
+                out.done.add(a.unit)
+            except SystemdError as e:
+                out.failed_creates.add(a.unit)
+                report.errors.append(f"create {a.unit}: exists, and setting it failed: {e}")
+        else:
+            out.failed_creates.add(a.unit)
+            report.errors.append(f"create {a.unit}: {err}")
+
+
+async def _update_all(sd: SystemdAPI, updates: list[Action], out: _Outcome) -> None:
+    """One phase's updates, in one pipelined call."""
+    results = await sd.set_units_properties([(a.unit, a.props) for a in updates])
+    for a, err in zip(updates, results):
+        if err is None:
+            out.updated.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
+            out.done.add(a.unit)
+        else:
+            out.failed_updates.add(a.unit)
+            out.report.errors.append(f"update {a.unit}: {err}")
 
 
 async def _create(sd: SystemdAPI, todo: list[tuple[Action, UnitPlan]],

@@ -25,7 +25,7 @@ from sdqos.kube.naming import (
 )
 from sdqos.plan.properties import PIDS, of_kind
 from sdqos.plan.engine import Plan, UnitPlan
-from sdqos.reconcile.diff import LiveUnit
+from sdqos.reconcile.compare import LiveUnit
 from sdqos.reconcile.runtimes import Seen, row_of
 from sdqos.reconcile.scopes import (
     LiveScope,
@@ -81,15 +81,37 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
     any other (``seen``: what the runtimes said runs; the plan is not edited: the units are returned, :mod:`sdqos.reconcile.desired` adds
     them). Returns the bindings, the unmatched scopes (a runtime's own scopes, podman's conmon, are
     neither) and those units."""
+    seen = seen or Seen()
     bindings: dict[str, Binding] = {}
     unmatched: list[str] = []
     bound: list[UnitPlan] = []
+    _bind_containers(plan, scopes, warnings, seen, bindings, unmatched, bound)
+    machine = machine_scopes(scopes)
+    claimed, left_alone = _bind_vms(plan, machine, warnings, seen, bindings, bound)
+    for name in sorted(set(machine) - claimed - left_alone):
+        if seen.helper(name):
+            continue
+        what = (names or {}).get(name)
+        rt = row_of(name)
+        if rt is not None and rt.misplaced:
+            warnings.append(f"{name} in machine.slice is {what}, not a VM: left running, untouched, counted in the "
+                            f"node budget ({rt.misplaced})")
+        else:
+            what = f" ({what})" if what else ""
+            warnings.append(f"{name}{what} in machine.slice is not a VM in the config: left running, untouched, "
+                            "counted in the node budget")
+    return bindings, unmatched, bound
+
+
+def _bind_containers(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], seen: Seen,
+                     bindings: dict[str, Binding], unmatched: list[str], bound: list[UnitPlan]) -> None:
+    """The scopes in pod slices: each one a container's (its own name, an ``sdqos.io/scopes``
+    glob, what the runtime says runs in it) or unmatched; a glob that decides several scopes, or
+    none, is warned about."""
     by_slice = pods_by_slice(plan)
     planned = {u.name: u for u in plan.units}
     by_glob: dict[tuple[str, str, str], list[str]] = {}  # (pod, container, glob) → scopes it decided
     seen_glob: dict[tuple[str, str, str], list[str]] = {}  # … → scopes it matched at all
-    seen = seen or Seen()
-
     for name, scope in sorted(scopes.items()):
         pp = by_slice.get(owning_slice(scope.slice))
         if pp is None or seen.helper(name):
@@ -122,8 +144,16 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
         if key not in by_glob:
             warnings.append(f"pod {key[0]}: sdqos.io/scopes {key[1]}={key[2]} is shadowed by a more specific entry "
                             f"for every scope it matches ({', '.join(scope_names)})")
-    machine = machine_scopes(scopes)
-    claimed, left_alone = set(), set()
+
+
+def _bind_vms(plan: Plan, machine: dict[str, LiveScope], warnings: list[str], seen: Seen,
+              bindings: dict[str, Binding], bound: list[UnitPlan]) -> tuple[set[str], set[str]]:
+    """Each declared VM's scope in machine.slice (its spec.scope, libvirt domain or pid file), or
+    a warning why there is none or it is not claimed. Returns the scopes claimed and those left
+    alone (someone else's ``machine-NAME.scope``)."""
+    planned = {u.name for u in plan.units}
+    claimed: set[str] = set()
+    left_alone: set[str] = set()
     vm_of_scope = {vp.scope: vp.vm.name for vp in plan.vms if vp.scope}  # named in advance: planned
     for vp in plan.vms:
         dom = seen.by_name("libvirt", vp.vm.libvirt_domain) if vp.vm.libvirt_domain else None
@@ -162,19 +192,7 @@ def bind_scopes(plan: Plan, scopes: dict[str, LiveScope], warnings: list[str], s
             bound.append(UnitPlan(found, machine[found].slice, "vm", description("vm", owner, vp.qos),
                                   dict(vp.properties), vp.resources, owner=owner, create=False, why=vp.why))
         bindings[found] = Binding(Owner.vm(vp.vm.name), vp.oom_score_adj)
-    for name in sorted(set(machine) - claimed - left_alone):
-        if seen.helper(name):
-            continue
-        what = (names or {}).get(name)
-        rt = row_of(name)
-        if rt is not None and rt.misplaced:
-            warnings.append(f"{name} in machine.slice is {what}, not a VM: left running, untouched, counted in the "
-                            f"node budget ({rt.misplaced})")
-        else:
-            what = f" ({what})" if what else ""
-            warnings.append(f"{name}{what} in machine.slice is not a VM in the config: left running, untouched, "
-                            "counted in the node budget")
-    return bindings, unmatched, bound
+    return claimed, left_alone
 
 
 def guest_size_warnings(vp, ram: int, what: str) -> list[str]:

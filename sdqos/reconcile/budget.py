@@ -20,7 +20,7 @@ from sdqos.kube import qos
 from sdqos.kube.manifests import vm_memory_overhead
 from sdqos.plan.engine import MachineCharge, Plan
 from sdqos.plan.properties import INFINITY, WEIGHT, memory_limit, of_kind
-from sdqos.reconcile.diff import LiveUnit
+from sdqos.reconcile.compare import LiveUnit
 from sdqos.reconcile.scopes import LiveScope
 
 USAGE_STEP = 8 << 20  # usage is counted in 8 MiB steps …

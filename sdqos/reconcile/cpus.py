@@ -9,8 +9,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sdqos.host import cpustate, procfs, rundir
-from sdqos.host.topology import read_topology
+from sdqos.host.topology import read_numa_info, read_topology
 from sdqos.kube import cpumanager as cm
+from sdqos.kube import topologymanager as tm
 from sdqos.kube import cpuset, naming
 from sdqos.kube.model import CPU, NodeConfig, Pod
 from sdqos.plan.engine import Plan
@@ -33,9 +34,18 @@ def policy_for(node: NodeConfig, root: Path = SYS_ROOT) -> cm.StaticPolicy:
     return cm.new_static_policy(read_topology(root), num, reserved, node.cpu_manager_policy_options, "node.yaml")
 
 
+def manager_for(node: NodeConfig, root: Path = SYS_ROOT) -> tm.TopologyManager:
+    """NewManager from node.yaml's topologyManagerPolicy / Scope / PolicyOptions over the host's
+    NUMA nodes (TopologyPolicyOptionError as kubelet refuses to start)."""
+    return tm.new_manager(node.topology_manager_policy, node.topology_manager_scope,
+                          node.topology_manager_policy_options, read_numa_info(root), "node.yaml")
+
+
 def admit(plan: Plan, key: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> cm.CPUManagerState | None:
-    """A pod's container is about to start: its pod's exclusive CPUs allocated (kept if held) and
-    the state file written. None when the policy is none. CPUsUnavailable when they cannot be had."""
+    """A pod's container is about to start: the topology manager's admission and its pod's
+    exclusive CPUs allocated (kept if held, aligned to the merged NUMA hint) and the state file
+    written. None when the policy is none. TopologyAffinityError when the topology manager does
+    not admit the pod, CPUsUnavailable when the CPUs cannot be had; nothing is written then."""
     if not static(plan.node):
         return None
     pp = plan.pod(key)
@@ -43,7 +53,7 @@ def admit(plan: Plan, key: str, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> cm.CP
     pod = pp.pod
     policy = policy_for(plan.node)
     state = cpustate.load(policy, run_dir)
-    new = cm.admit_pod(policy, state, pod, key)
+    new = cm.admit_pod(policy, state, pod, key, manager_for(plan.node))
     if new != state:
         cpustate.save(new, run_dir)
     return new

@@ -14,23 +14,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from sdqos import humanize as H
 from sdqos.plan.engine import KeptPod, Plan, UnitPlan, recount
-from sdqos.plan.properties import INFINITY, MEMORY_PROPERTIES
-
-if TYPE_CHECKING:  # (the diff reads a Desired: no import of it here)
-    from sdqos.reconcile.diff import LiveUnit
+from sdqos.reconcile.compare import CLAMPED_KINDS, CLAMPED_PROPERTIES, LiveUnit, clamped
 
 CLAMPED = "clamped-to-usage"
-CLAMPED_KINDS = ("node", "tier", "vm", "machine")
-CLAMPED_PROPERTIES = MEMORY_PROPERTIES
 # what wanted the limit that usage is above, by unit kind (the warning says it)
 _WANTED_BY = {"tier": "qosReserved", "vm": "the VM's limits.memory + overhead", "machine": "the VMs' sum",
               "node": "what machine.slice leaves of the node"}
 _NOTE = {"vm": "; it goes down when the guest frees memory", "node": "; its pods are never squeezed below what they use"}
-VM_STEP = 4 << 20  # a VM's usage moves a little all the time: 4 MiB steps keep the limit still
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +108,7 @@ class Observed(Protocol):
     """What :func:`desired` needs of an observation (:class:`sdqos.reconcile.live.Observation`)."""
 
     @property
-    def live(self) -> Mapping[str, "LiveUnit"]: ...
+    def live(self) -> Mapping[str, LiveUnit]: ...
 
     @property
     def bound(self) -> Sequence[UnitPlan]: ...
@@ -168,28 +162,29 @@ def _make(plan: Plan, bound: tuple[UnitPlan, ...], adjustments: tuple[Adjustment
     return Desired(plan, out, bound, adjustments, plan.kept, plan.over_committed, {u.name: u for u in out})
 
 
-def clamps(units: Iterable[UnitPlan], live: Mapping[str, "LiveUnit"]) -> tuple[Adjustment, ...]:
+def clamps(units: Iterable[UnitPlan], live: Mapping[str, LiveUnit]) -> tuple[Adjustment, ...]:
     """kubelet's retrySetMemoryReserve: a tier memory limit below what the tier already uses would
     fail (or OOM); it is set to the usage instead. The same for kubepods.slice (what machine.slice
     leaves it may be less than its pods use: pods are never squeezed below it), a VM's scope and
     machine.slice: a guest's RAM is not reclaimable, so a lower limit is refused by the kernel on
-    cgroup v1 and OOM-kills the guest on v2. ``live``: the units as read (their memory in use)."""
+    cgroup v1 and OOM-kills the guest on v2. ``live``: the units as read (their memory in use).
+    The rule itself (which units, which step) is :func:`sdqos.reconcile.compare.clamped`."""
     out = []
     for u in units:
-        if u.kind not in CLAMPED_KINDS:
-            continue
-        lu = live.get(u.name)
+        lu = live.get(u.name) if u.kind in CLAMPED_KINDS else None
         used = lu.memory_current if lu is not None else None
+        if used is None:
+            continue
         for prop in CLAMPED_PROPERTIES:
             want = u.properties.get(prop)
-            if want is None or want == INFINITY or used is None or used <= want:
+            to = clamped(u.kind, prop, want, used) if want is not None else None
+            if want is None or to is None:
                 continue
             exact = u.kind == "tier"
-            step = 1 if exact else VM_STEP  # (and room for the pages faulted in between reading and writing)
             shown = (lambda n: str(n)) if exact else H.size
             why = (f"{prop} clamped to current usage {shown(used)} ({_WANTED_BY[u.kind]} wanted {shown(want)})"
                    + _NOTE.get(u.kind, ""))
-            out.append(Adjustment(u.name, prop, want, -(-used // step) * step, used, why))
+            out.append(Adjustment(u.name, prop, want, to, used, why))
     return tuple(out)
 
 

@@ -26,10 +26,9 @@ Rules (issue "sdqos sync"):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
-
-from collections.abc import Mapping
 
 from sdqos.errors import ScopeBusy
 from sdqos.kube.model import BESTEFFORT, GUARANTEED
@@ -39,7 +38,6 @@ from sdqos.kube.naming import (
     POD,
     Owner,
     PodSlice,
-    marked,
     node_slice,
     parent_slice,
     UNIT_NAME_MAX,
@@ -49,10 +47,12 @@ from sdqos.kube.naming import (
     slice_components,
 )
 from sdqos.plan.engine import KeptPod, Plan, PodPlan, UnitPlan
-from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, planned_value
+from sdqos.plan.properties import INFINITY, LIMITS, RESERVATIONS, RESETS, memory_limit  # (the property table)
+from sdqos.reconcile import compare
+from sdqos.reconcile.budget import cpu_millis
+from sdqos.reconcile.compare import LiveUnit
 from sdqos.reconcile.desired import Desired, of_plan
 from sdqos.reconcile.scopes import LiveScope
-from sdqos.plan.properties import LIMITS, RESERVATIONS, RESETS, memory_limit  # (the property table)
 
 LIMIT_PROPERTIES = LIMITS  # raised top-down, lowered bottom-up (each row of plan/properties.py says)
 DEPENDS_ON_ALL_INPUTS = frozenset({"node", "tier", "machine"})
@@ -69,36 +69,6 @@ PHASE_REMOVE, PHASE_GROW, PHASE_CREATE, PHASE_SHRINK = range(4)
 # systemd's defaults for what sdqos sets on a scope it tunes: CPUShares/CPUWeight "unset", no quota,
 # no limits, no protection (each row of plan/properties.py says).
 RESET_VALUES = RESETS
-
-
-@dataclass(slots=True)
-class LiveUnit:
-    """A unit as systemd has it now (what the D-Bus read returns, reduced)."""
-
-    name: str
-    load_state: str = "loaded"
-    active_state: str = "active"
-    transient: bool = False  # read only where it decides ownership (live.read_marks)
-    description: str = ""
-    props: dict[str, int] = field(default_factory=dict)
-    memory_current: int | None = None
-    cpu_usage_ns: int | None = None
-    tasks_current: int | None = None
-    control_group: str | None = None
-    kernel_drift: dict[str, list] = field(default_factory=dict)  # cgroupfs file: [kernel, expected]
-    kernel_read: bool = False  # its kernel files were compared with its planned values as it was read
-
-    @property
-    def exists(self) -> bool:
-        return self.load_state == "loaded" and self.active_state in ("active", "activating", "reloading")
-
-    @property
-    def failed(self) -> bool:
-        return self.active_state == "failed"
-
-    @property
-    def ours(self) -> bool:
-        return marked(self.description)
 
 
 # The apply order, declared here only: removals; growing limits, parents first; creations, parents
@@ -280,74 +250,156 @@ class _Tree:
         return sorted(out)
 
 
+@dataclass(frozen=True, slots=True)
+class DiffPolicy:
+    """What a sync's options ask of its diff, in one record (the live state and the record of what
+    was applied are the diff's other inputs):
+
+    ``complete``: every input was valid (else the units whose values depend on all inputs are left
+    as they are); ``removals_safe``: every config file could be read (else nothing is removed);
+    ``invalid_keys``: the pods whose manifest is invalid (``uid:UID``, ``pod:NS/NAME``), whose
+    units stay; ``allow_empty``: a config with no pods may remove every pod slice;
+    ``adopt_existing``: planned units another manager made are taken over; ``recreate``: the pods
+    (keys) whose QoS class or uid change may stop their running slice; ``max_removals``: how many
+    of the pods that run processes one sync may stop (None: :data:`DEFAULT_MAX_REMOVALS`)."""
+
+    complete: bool = True
+    removals_safe: bool = True
+    invalid_keys: AbstractSet[str] = frozenset()
+    allow_empty: bool = False
+    adopt_existing: bool = False
+    recreate: AbstractSet[str] = frozenset()
+    max_removals: RemovalLimit | None = None
+
+    def __post_init__(self) -> None:  # (a caller's set, frozen: the record cannot change under the diff)
+        object.__setattr__(self, "invalid_keys", frozenset(self.invalid_keys))
+        object.__setattr__(self, "recreate", frozenset(self.recreate))
+
+    @property
+    def removal_limit(self) -> RemovalLimit:
+        return self.max_removals or RemovalLimit.parse(DEFAULT_MAX_REMOVALS)
+
+
+DEFAULT_POLICY = DiffPolicy()
+
+
+@dataclass(slots=True)
+class _Pass:
+    """One diff being computed: its inputs, and what the steps of :func:`compute_diff` decided so
+    far (each step reads and adds to it, in the order compute_diff calls them)."""
+
+    want: Desired
+    live: Mapping[str, LiveUnit]
+    applied: Mapping[str, Mapping[str, Any]]
+    policy: DiffPolicy
+    scopes: Mapping[str, LiveScope] | None
+    runtime_owned: Mapping[str, object]
+    unsure: frozenset[str]
+    tree: _Tree
+    # pod uid → key from applied.json: asked only about units outside the plan (none in a sync
+    # that removes nothing), so it is built on first use, not parsed from 1000 unit names each time
+    keys: _LazyKeys
+    d: Diff = field(default_factory=Diff)
+    off_limits: set[str] = field(default_factory=set)  # planned units another manager owns
+    claim: set[str] = field(default_factory=set)  # foreign units taken over with adopt_existing
+    keep: set[str] = field(default_factory=set)  # stale units kept, …
+    why: dict[str, str] = field(default_factory=dict)  # … and why (the top of each kept subtree)
+    frozen_pods: set[str] = field(default_factory=set)  # pods (keys) refused to move: they keep their old slice
+    moving: set[str] = field(default_factory=set)  # old slices stopped because their pod moved to a new one
+    doomed: set[str] = field(default_factory=set)  # slices being stopped
+
+    @property
+    def plan(self) -> Plan:
+        return self.want.plan
+
+    @property
+    def planned(self) -> Mapping[str, UnitPlan]:
+        return self.want.by_name
+
+    def is_pod(self, name: str) -> bool:
+        return pod_slice_in(self.plan, name) is not None
+
+    def off(self, name: str) -> bool:
+        return self.tree.under(name, self.off_limits)
+
+    def pod_key(self, uid: str | None) -> str | None:
+        return self.keys.get(uid) if uid is not None else None
+
+
 def compute_diff(
     desired: Desired | Plan,
     live: dict[str, LiveUnit],
     applied: dict[str, dict[str, int]] | None = None,
+    policy: DiffPolicy = DEFAULT_POLICY,
     *,
-    complete: bool = True,
-    removals_safe: bool = True,
-    invalid_keys: set[str] | frozenset[str] = frozenset(),
-    allow_empty: bool = False,
     scopes: Mapping[str, LiveScope] | None = None,
-    adopt_existing: bool = False,
-    recreate: set[str] | frozenset[str] = frozenset(),
-    max_removals: RemovalLimit | None = None,
     runtime_owned: Mapping[str, object] | None = None,
     unsure: frozenset[str] = frozenset(),
 ) -> Diff:
-    """``runtime_owned``: scopes of containers sdqos started through a runtime (``sdqos podman
-    start``): a pod slice holding only those and sdqos's own units may go; its runtime containers
-    are removed through the runtime first (the caller does that for every slice this stops).
-    ``desired``: what the units should hold (:func:`sdqos.reconcile.desired.desired`); a bare plan
-    is its own desired state (nothing bound, nothing adjusted)."""
+    """What a sync must do to bring ``live`` to ``desired`` (:func:`sdqos.reconcile.desired.desired`;
+    a bare plan is its own desired state: nothing bound, nothing adjusted), as ``policy`` (the
+    sync's options) allows. ``applied``: what sync last applied (drift is a value that differs from
+    it); ``scopes``: the live scopes with processes; ``runtime_owned``: scopes of containers sdqos
+    started through a runtime (``sdqos podman start``): a pod slice holding only those and sdqos's
+    own units may go; its runtime containers are removed through the runtime first (the caller does
+    that for every slice this stops). ``unsure``: scopes whose binding is not known this time."""
     want = desired if isinstance(desired, Desired) else of_plan(desired)
-    plan = want.plan
     applied = applied or {}
-    runtime_owned = runtime_owned or {}
-    d = Diff()
-    planned = want.by_name
-    tree = _Tree(live, scopes or {})
-    d.warnings.extend(want.warnings)
-
-    # --- planned units another manager owns: their subtree is off limits -------------------------
-    off_limits: set[str] = set()
-    claim: set[str] = set()  # foreign units taken over with adopt_existing
+    x = _Pass(want, live, applied, policy, scopes, runtime_owned or {}, unsure, _Tree(live, scopes or {}),
+              _LazyKeys(applied))
+    x.d.warnings.extend(want.warnings)
+    _foreign_planned(x)
+    stale = _stale(x)
+    _keep_holding_others(x, stale)
+    _refuse_moves(x, stale)
+    stale = _hold_back(x, _drop_kept(x, stale))
+    if x.d.abort:
+        return x.d
+    _stop(x, stale)
     for u in want.units:
-        lu = live.get(u.name)
+        _planned_unit(x, u)
+    _release(x)
+    _keep_runtime_scopes(x.d, x.tree, x.runtime_owned, x.planned)
+    order = {name: i for i, name in enumerate(x.planned)}
+    x.d.actions.sort(key=lambda a: apply_key(a, order))
+    return x.d
+
+
+def _foreign_planned(x: _Pass) -> None:
+    """Planned units another manager owns: their subtree is off limits (or, with adopt_existing,
+    they are taken over)."""
+    d = x.d
+    for u in x.want.units:
+        lu = x.live.get(u.name)
         if u.kind not in OWNED_BY_NAME or lu is None or not (lu.exists or lu.failed):
             continue
-        if tree.under(u.name, off_limits) or tree.under(u.slice, off_limits):
+        if x.off(u.name) or x.off(u.slice):
             continue
         mark = foreign_mark(lu)
         if mark is None:
             continue
-        if adopt_existing:
-            claim.add(u.name)
+        if x.policy.adopt_existing:
+            x.claim.add(u.name)
             d.warnings.append(f"{u.name}: taken over from another manager ({mark!r}), as --adopt-existing asks")
             continue
-        off_limits.add(u.name)
+        x.off_limits.add(u.name)
         d.foreign.append(u.name)
         hint = " is kubelet running?" if "libcontainer" in mark or u.kind in ("node", "tier") else ""
         d.errors.append(
             f"{u.name} belongs to another manager ({mark!r});{hint} nothing in it was changed. Give sdqos "
             f"its own tree with cgroupRoot in node.yaml, or pass --adopt-existing to take it over")
 
-    def off(name: str) -> bool:
-        return tree.under(name, off_limits)
 
-    # --- units that should not be there (or are not ours) -------------------------------------
-    def is_pod(name: str) -> bool:
-        return pod_slice_in(plan, name) is not None
-
-    # pod uid → key from applied.json: asked only about units outside the plan (none in a sync
-    # that removes nothing), so it is built on first use, not parsed from 1000 unit names each time
-    keys = _LazyKeys(applied)
+def _stale(x: _Pass) -> list[LiveUnit]:
+    """Units that should not be there: sdqos's pod slices and container scopes the plan does not
+    hold (those of invalid pods and of containers left out of a configured pod's spec kept);
+    others' units in the tree are reported as foreign."""
+    d, plan = x.d, x.plan
     stale: list[LiveUnit] = []
-    for name, lu in live.items():
-        if name in planned or not (lu.exists or lu.failed) or off(name):
+    for name, lu in x.live.items():
+        if name in x.planned or not (lu.exists or lu.failed) or x.off(name):
             continue
-        is_pod_slice = is_pod(name)
+        is_pod_slice = x.is_pod(name)
         is_container = parse_container_scope(name) is not None
         if not (is_pod_slice or is_container):
             if name != plan.root_slice and in_tree(name, plan.root_slice):
@@ -357,168 +409,194 @@ def compute_diff(
             d.foreign.append(name)
             continue
         uid = _uid_of(name, plan)
-        key = keys.get(uid) if uid is not None else None
-        protected = f"uid:{uid}" in invalid_keys or (key is not None and f"pod:{key}" in invalid_keys)
-        if protected:
+        key = x.pod_key(uid)
+        if f"uid:{uid}" in x.policy.invalid_keys or (key is not None and f"pod:{key}" in x.policy.invalid_keys):
             d.keep([name], "its pod's manifest is invalid")
             continue
         if is_container and uid is not None and any(p.uid == uid for p in plan.pods) \
-                and tree.parent.get(name, plan.root_slice) in planned:
+                and x.tree.parent.get(name, plan.root_slice) in x.planned:
             # A scope of a configured pod whose container left the spec: reported, not stopped.
             d.keep([name], "container no longer in its pod's spec")
             d.warnings.append(f"{name}: container no longer in its pod's spec; left running")
             continue
         stale.append(lu)
+    return stale
 
-    # A pod slice that holds units sdqos did not create is never stopped (that would stop them).
-    keep: set[str] = set()
-    why: dict[str, str] = {}
+
+def _keep_holding_others(x: _Pass, stale: list[LiveUnit]) -> None:
+    """A pod slice that holds units sdqos did not create is never stopped (that would stop them)."""
     for lu in stale:
-        if not is_pod(lu.name):
+        if not x.is_pod(lu.name):
             continue
-        others = [n for n in tree.below(lu.name) if not (n in live and live[n].ours) and n not in runtime_owned]
+        others = [n for n in x.tree.below(lu.name)
+                  if not (n in x.live and x.live[n].ours) and n not in x.runtime_owned]
         if others:
-            keep.add(lu.name)
-            why[lu.name] = "holds units sdqos did not create"
-            d.warnings.append(f"kept: pod slice {lu.name} holds units sdqos did not create "
-                              f"({', '.join(others[:5])}{' …' if len(others) > 5 else ''}); not stopped")
+            x.keep.add(lu.name)
+            x.why[lu.name] = "holds units sdqos did not create"
+            x.d.warnings.append(f"kept: pod slice {lu.name} holds units sdqos did not create "
+                                f"({', '.join(others[:5])}{' …' if len(others) > 5 else ''}); not stopped")
 
-    # A pod whose QoS class or uid changed: its old slice, while it runs processes, stays.
-    frozen_pods: set[str] = set()
-    moving: set[str] = set()  # old slices stopped because their pod moved to a new one
+
+def _refuse_moves(x: _Pass, stale: list[LiveUnit]) -> None:
+    """A pod whose QoS class or uid changed: its old slice, while it runs processes, stays (unless
+    the pod is to be recreated); with no processes it simply moves."""
+    plan = x.plan
     for lu in stale:
-        if not is_pod(lu.name) or lu.name in keep:
+        if not x.is_pod(lu.name) or lu.name in x.keep:
             continue
         uid = _uid_of(lu.name, plan)
-        key = keys.get(uid) if uid is not None else None
+        key = x.pod_key(uid)
         pp = next((p for p in plan.pods if p.uid == uid), None) or \
             next((p for p in plan.pods if key is not None and p.key == key), None)
         if pp is None:
             continue
-        running = lu.name in tree.occupied
-        if not running or pp.key in recreate:
-            moving.add(lu.name)
+        running = lu.name in x.tree.occupied
+        if not running or pp.key in x.policy.recreate:
+            x.moving.add(lu.name)
             continue
-        keep.add(lu.name)
-        frozen_pods.add(pp.key)
-        d.frozen[lu.name] = pp.key
-        why[lu.name] = f"QoS class or uid change of {pp.key} refused while it runs"
-        d.invalid.append(_refused_move(pp, lu.name, plan))
+        x.keep.add(lu.name)
+        x.frozen_pods.add(pp.key)
+        x.d.frozen[lu.name] = pp.key
+        x.why[lu.name] = f"QoS class or uid change of {pp.key} refused while it runs"
+        x.d.invalid.append(_refused_move(pp, lu.name, plan))
 
-    # Processes in a slice's scopes go with it: what a kept slice holds is kept too.
-    for lu in stale:
-        if tree.under(lu.name, keep):
-            keep.add(lu.name)
-    for lu in stale:
-        if lu.name in keep:
-            top = next((a for a in tree.ancestors(lu.name) if a in why), None)
-            d.keep([lu.name], why.get(lu.name) or (f"in kept {top}: {why[top]}" if top else "kept"))
-    stale = [lu for lu in stale if lu.name not in keep]
 
-    stale_pods = [lu for lu in stale if is_pod(lu.name)]
-    if stale and not removals_safe:
+def _drop_kept(x: _Pass, stale: list[LiveUnit]) -> list[LiveUnit]:
+    """Processes in a slice's scopes go with it: what a kept slice holds is kept too. The rest."""
+    for lu in stale:
+        if x.tree.under(lu.name, x.keep):
+            x.keep.add(lu.name)
+    for lu in stale:
+        if lu.name in x.keep:
+            top = next((a for a in x.tree.ancestors(lu.name) if a in x.why), None)
+            x.d.keep([lu.name], x.why.get(lu.name) or (f"in kept {top}: {x.why[top]}" if top else "kept"))
+    return [lu for lu in stale if lu.name not in x.keep]
+
+
+def _hold_back(x: _Pass, stale: list[LiveUnit]) -> list[LiveUnit]:
+    """The stale units that may really go: none when some config file could not be read, none
+    (and the diff aborted) when the config has no pods and ``allow_empty`` is not given, none when
+    more running pods would stop than ``max_removals`` allows."""
+    d, policy = x.d, x.policy
+    stale_pods = [lu for lu in stale if x.is_pod(lu.name)]
+    if stale and not policy.removals_safe:
         d.warnings.append(
             f"{len(stale_pods)} pod(s) not in the config kept running: some config files could not be read"
         )
         d.keep((lu.name for lu in stale), "some config files could not be read")
-        stale = []
-    elif stale_pods and not plan.pods and not allow_empty:
+        return []
+    if stale_pods and not x.plan.pods and not policy.allow_empty:
         d.errors.append(
             f"the config has no pods but {len(stale_pods)} pod slice(s) exist; refusing to remove them all"
             " (pass --allow-empty to really do that)"
         )
         # Nothing is removed: each slice stays as it is, counted in its tier (status shows it kept).
         d.keep((lu.name for lu in stale), "the config has no pods; not removed without --allow-empty")
-        _keep_runtime_scopes(d, tree, runtime_owned, planned)
+        _keep_runtime_scopes(d, x.tree, x.runtime_owned, x.planned)
         d.abort = True
-        return d
-    else:
-        limit = max_removals or RemovalLimit.parse(DEFAULT_MAX_REMOVALS)
-        running_pods = {n for n, lu in live.items() if n in tree.occupied and lu.ours and is_pod(n)}
-        leaving = [lu.name for lu in stale_pods if lu.name in running_pods and lu.name not in moving]
-        allowed = limit.allowed(len(running_pods))
-        if len(leaving) > allowed:
-            d.errors.append(
-                f"refusing to stop {len(leaving)} of the {len(running_pods)} pods that run processes "
-                f"(at most {allowed} at once, --max-removals {limit}); if they really are to go, pass "
-                f"--max-removals {len(leaving)} or --max-removals 100%")
-            d.keep((lu.name for lu in stale), f"held back by --max-removals {limit}")
-            stale = []
-    doomed = {lu.name for lu in stale if lu.name.endswith(".slice")}
+        return []
+    limit = policy.removal_limit
+    running_pods = {n for n, lu in x.live.items() if n in x.tree.occupied and lu.ours and x.is_pod(n)}
+    leaving = [lu.name for lu in stale_pods if lu.name in running_pods and lu.name not in x.moving]
+    allowed = limit.allowed(len(running_pods))
+    if len(leaving) > allowed:
+        d.errors.append(
+            f"refusing to stop {len(leaving)} of the {len(running_pods)} pods that run processes "
+            f"(at most {allowed} at once, --max-removals {limit}); if they really are to go, pass "
+            f"--max-removals {len(leaving)} or --max-removals 100%")
+        d.keep((lu.name for lu in stale), f"held back by --max-removals {limit}")
+        return []
+    return stale
+
+
+def _stop(x: _Pass, stale: list[LiveUnit]) -> None:
+    """Stop what goes, children before their parents."""
+    x.doomed = {lu.name for lu in stale if lu.name.endswith(".slice")}
     for lu in sorted(stale, key=lambda u: (-_depth(u.name), u.name)):
-        d.actions.append(Action("stop", lu.name, PHASE_REMOVE, reason=f"not in the config ({lu.description})"))
+        x.d.actions.append(Action("stop", lu.name, PHASE_REMOVE, reason=f"not in the config ({lu.description})"))
 
-    # --- units of the plan ----------------------------------------------------------------------
-    for u in want.units:
-        if u.owner is not None and u.owner.kind == POD and u.owner.name in frozen_pods:
-            continue  # its pod keeps its old slice (see above)
-        if off(u.name) or off(u.slice):
-            continue
-        lu = live.get(u.name)
-        if lu is not None and tree.under(u.name, doomed):
-            continue  # lives in a slice being stopped: it goes with it (and is made again by run)
-        if lu is None or not (lu.exists or lu.failed):
-            if not u.create:
-                continue  # scopes need a process: `sdqos run`/`adopt` makes them
+
+def _planned_unit(x: _Pass, u: UnitPlan) -> None:
+    """The actions for one unit of the desired state: create it, reset a failed one, or update the
+    values not in place (:func:`unit_changes`); its kernel drift restored."""
+    d = x.d
+    if u.owner is not None and u.owner.kind == POD and u.owner.name in x.frozen_pods:
+        return  # its pod keeps its old slice (see _refuse_moves)
+    if x.off(u.name) or x.off(u.slice):
+        return
+    lu = x.live.get(u.name)
+    if lu is not None and x.tree.under(u.name, x.doomed):
+        return  # lives in a slice being stopped: it goes with it (and is made again by run)
+    if lu is None or not (lu.exists or lu.failed):
+        if u.create:  # (scopes need a process: `sdqos run`/`adopt` makes them)
             d.actions.append(Action("create", u.name, PHASE_CREATE, props=dict(u.properties), plan=u))
-            continue
-        if lu.failed:
-            d.actions.append(Action("reset", u.name, PHASE_CREATE, plan=u, reason="unit had failed"))
-            if u.create:
-                d.actions.append(Action("create", u.name, PHASE_CREATE, props=dict(u.properties), plan=u))
-            continue
-        if u.kind in DEPENDS_ON_ALL_INPUTS and not complete:
-            if unit_changes(u, lu):
-                d.keep([u.name], "its values depend on input that is invalid")
-                d.warnings.append(f"{u.name} left as it is: its values depend on input that is invalid")
-            elif lu.kernel_drift:  # systemd keeps its values; the kernel gets them back (nothing new is set)
-                d.drift.append({"unit": u.name, "changes": {}, "kernel": lu.kernel_drift})
-                d.actions.append(Action("update", u.name, PHASE_GROW, props=dict(u.properties), drift=True, plan=u,
-                                        reason="kernel values differ from systemd's"))
-            else:
-                d.unchanged.append(u.name)
-            continue
-        changes = unit_changes(u, lu)
-        # A pod that moved to another namespace or name keeps its uid, so its unit: its
-        # Description (who the unit is for, what status and `systemctl` show) follows it.
-        retitled = u.name not in claim and lu.ours and bool(u.description) and lu.description != u.description
-        if u.name in claim or retitled:
-            d.actions.append(Action("update", u.name, PHASE_GROW, props={"Description": u.description}, plan=u,
-                                    reason="taken over (--adopt-existing)" if u.name in claim
-                                    else f"was {lu.description!r}"))
-        if not changes and lu.kernel_drift:
-            # systemd holds the right values but the kernel does not (a cgroupfs write behind
-            # systemd's back): setting them again makes systemd write them again.
-            d.drift.append({"unit": u.name, "changes": {}, "kernel": lu.kernel_drift})
-            d.actions.append(Action("update", u.name, PHASE_GROW, props=dict(u.properties), drift=True, plan=u,
-                                    reason="kernel values differ from systemd's"))
-            continue
-        if not changes:
-            if u.name not in claim and not retitled:
-                d.unchanged.append(u.name)
-            continue
-        last = applied.get(u.name, {})
-        drifted = {p: ch for p, ch in changes.items() if p in last and last[p] != ch[0]}
-        if drifted:
-            d.drift.append({"unit": u.name, "changes": {p: [o, n] for p, (o, n) in drifted.items()}})
-        grow = {p: ch for p, ch in changes.items() if _is_grow(p, *ch)}
-        shrink = {p: ch for p, ch in changes.items() if p not in grow}
-        for phase, part in ((PHASE_GROW, grow), (PHASE_SHRINK, shrink)):
-            if part:
-                d.actions.append(
-                    Action("update", u.name, phase, props={p: n for p, (_, n) in part.items()}, changes=part,
-                           drift=any(p in drifted for p in part), plan=u)
-                )
+        return
+    if lu.failed:
+        d.actions.append(Action("reset", u.name, PHASE_CREATE, plan=u, reason="unit had failed"))
+        if u.create:
+            d.actions.append(Action("create", u.name, PHASE_CREATE, props=dict(u.properties), plan=u))
+        return
+    changes = unit_changes(u, lu)
+    if u.kind in DEPENDS_ON_ALL_INPUTS and not x.policy.complete:
+        if changes:
+            d.keep([u.name], "its values depend on input that is invalid")
+            d.warnings.append(f"{u.name} left as it is: its values depend on input that is invalid")
+        elif lu.kernel_drift:  # systemd keeps its values; the kernel gets them back (nothing new is set)
+            _restore_kernel(d, u, lu)
+        else:
+            d.unchanged.append(u.name)
+        return
+    # A pod that moved to another namespace or name keeps its uid, so its unit: its
+    # Description (who the unit is for, what status and `systemctl` show) follows it.
+    retitled = u.name not in x.claim and lu.ours and bool(u.description) and lu.description != u.description
+    if u.name in x.claim or retitled:
+        d.actions.append(Action("update", u.name, PHASE_GROW, props={"Description": u.description}, plan=u,
+                                reason="taken over (--adopt-existing)" if u.name in x.claim
+                                else f"was {lu.description!r}"))
+    if not changes and lu.kernel_drift:
+        # systemd holds the right values but the kernel does not (a cgroupfs write behind
+        # systemd's back): setting them again makes systemd write them again.
+        _restore_kernel(d, u, lu)
+    elif not changes:
+        if u.name not in x.claim and not retitled:
+            d.unchanged.append(u.name)
+    else:
+        _update(d, u, changes, x.applied.get(u.name, {}))
 
-    # A scope another runtime made, tuned by sdqos while it matched a container (applied.json says
-    # what was set) but matched by nothing now: what sdqos set goes back to systemd's defaults.
-    for name, last in sorted(applied.items()):
-        lu = live.get(name)
+
+def _restore_kernel(d: Diff, u: UnitPlan, lu: LiveUnit) -> None:
+    d.drift.append({"unit": u.name, "changes": {}, "kernel": lu.kernel_drift})
+    d.actions.append(Action("update", u.name, PHASE_GROW, props=dict(u.properties), drift=True, plan=u,
+                            reason="kernel values differ from systemd's"))
+
+
+def _update(d: Diff, u: UnitPlan, changes: dict[str, tuple[int, int]], last: Mapping[str, Any]) -> None:
+    """The updates of a unit's values not in place: growing ones top-down, shrinking limits
+    bottom-up; a value that differs from what sync last applied (``last``) is drift."""
+    drifted = {p: ch for p, ch in changes.items() if p in last and last[p] != ch[0]}
+    if drifted:
+        d.drift.append({"unit": u.name, "changes": {p: [o, n] for p, (o, n) in drifted.items()}})
+    grow = {p: ch for p, ch in changes.items() if _is_grow(p, *ch)}
+    shrink = {p: ch for p, ch in changes.items() if p not in grow}
+    for phase, part in ((PHASE_GROW, grow), (PHASE_SHRINK, shrink)):
+        if part:
+            d.actions.append(
+                Action("update", u.name, phase, props={p: n for p, (_, n) in part.items()}, changes=part,
+                       drift=any(p in drifted for p in part), plan=u)
+            )
+
+
+def _release(x: _Pass) -> None:
+    """A scope another runtime made, tuned by sdqos while it matched a container (applied.json says
+    what was set) but matched by nothing now: what sdqos set goes back to systemd's defaults."""
+    d = x.d
+    for name, last in sorted(x.applied.items()):
+        lu = x.live.get(name)
         machine = name == MACHINE_SLICE
-        if (name in planned or name in unsure or name in runtime_owned or not (name.endswith(".scope") or machine)
-                or lu is None or lu.ours or not lu.exists):
+        if (name in x.planned or name in x.unsure or name in x.runtime_owned
+                or not (name.endswith(".scope") or machine) or lu is None or lu.ours or not lu.exists):
             continue  # (containers sdqos started through a runtime go with their pod, through the runtime)
-        if scopes is not None and name not in scopes and not machine:
+        if x.scopes is not None and name not in x.scopes and not machine:
             continue
         reset = {p: RESET_VALUES[p] for p in last if p in RESET_VALUES}
         changes = {p: (lu.props.get(p, INFINITY), v) for p, v in reset.items() if lu.props.get(p, INFINITY) != v}
@@ -531,11 +609,6 @@ def compute_diff(
                               f"defaults ({', '.join(sorted(changes))})" if machine else
                               f"{name} no longer matches a container: the values sdqos set on it were reset "
                               f"({', '.join(sorted(changes))})")
-
-    _keep_runtime_scopes(d, tree, runtime_owned, planned)
-    order = {name: i for i, name in enumerate(planned)}
-    d.actions.sort(key=lambda a: apply_key(a, order))
-    return d
 
 
 def _keep_runtime_scopes(d: Diff, tree: _Tree, runtime_owned: Mapping[str, object],
@@ -636,17 +709,9 @@ def _refused_move(pp: PodPlan, old_slice: str, plan: Plan) -> str:
 
 
 def unit_changes(u: UnitPlan, lu: LiveUnit) -> dict[str, tuple[int, int]]:
-    out = {}
-    props = dict(u.properties)
-    if PERIOD_PROPERTY in lu.props and PERIOD_PROPERTY not in props and u.kind != "reserved":
-        props[PERIOD_PROPERTY] = planned_value(u.properties, PERIOD_PROPERTY)
-    for name, want in props.items():
-        have = lu.props.get(name)
-        if have is None or have != want:
-            out[name] = (INFINITY if have is None else have, want)
-    return out
-
-
+    """Each of ``u``'s values systemd does not hold (``lu``) → (held, wanted): the one comparison
+    (:func:`sdqos.reconcile.compare.changes`, which the warm no-op proof makes too)."""
+    return compare.changes(u.kind, u.properties, lu.props)
 
 
 def kept_pods(plan: Plan, diff: Diff, live: Mapping[str, LiveUnit],
@@ -666,17 +731,11 @@ def kept_pods(plan: Plan, diff: Diff, live: Mapping[str, LiveUnit],
         cpu, memory = last.get(REQUEST_CPU), last.get(REQUEST_MEMORY)
         props = {**lu.props, **{k: v for k, v in last.items() if k not in lu.props}}
         if cpu is None:
-            cpu = 0 if cls == BESTEFFORT else _cpu_back(props, plan.cgroup)
+            cpu = 0 if cls == BESTEFFORT else cpu_millis(props, plan.cgroup)
         if memory is None:
             memory = _memory_back(props, cls)
         out.append(KeptPod(name, cls, int(cpu), int(memory), diff.kept_why.get(name, "kept"), diff.frozen.get(name)))
     return tuple(out)
-
-
-def _cpu_back(props: Mapping[str, int], cgroup: str) -> int:
-    from sdqos.reconcile.budget import cpu_millis
-
-    return cpu_millis(props, cgroup)
 
 
 def _memory_back(props: Mapping[str, int], cls: str) -> int:

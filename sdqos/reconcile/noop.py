@@ -172,24 +172,19 @@ def _raw(units: list, shapes: list, root: str = str(cgroupfs.ROOT)) -> str | Non
 
 def _props_in_place(kind: str, planned: Mapping[str, int], st, owned: list[str], period: str,
                     memory: list[str]) -> bool:
-    """As the diff compares a unit read over D-Bus (diff.unit_changes), and its memory usage
-    under its planned limits (diff.clamp_to_usage). ``owned``: plan.properties.owned(); ``period``:
-    its PERIOD_PROPERTY; ``memory``: its MEMORY_PROPERTIES (all from the stamp, written from the
-    property table: the proof does not import the plan's modules)."""
-    PERIOD_PROPERTY = period
-    have = {k: int(v) for k, v in st.props.items() if k in owned}
-    want = dict(planned)
-    if PERIOD_PROPERTY in have and PERIOD_PROPERTY not in want and kind != "reserved":
-        want[PERIOD_PROPERTY] = INFINITY
-    if any(have.get(k) != v for k, v in want.items()):
+    """Whether a unit read over D-Bus (``st``) holds ``planned`` with no memory limit to clamp to
+    its usage: the full path's answer, from the one comparison it makes too
+    (:func:`sdqos.reconcile.compare.settled`). ``owned``: plan.properties.owned(); ``period``,
+    ``memory``: the table's PERIOD_PROPERTY and MEMORY_PROPERTIES, as the stamp recorded them: a
+    stamp written under another property table proves nothing."""
+    from sdqos.reconcile import compare
+
+    if period != compare.PERIOD_PROPERTY or list(memory) != list(compare.CLAMPED_PROPERTIES):
         return False
+    have = {k: int(v) for k, v in st.props.items() if k in owned}
     current = st.props.get("MemoryCurrent")
-    if current is not None and int(current) < INFINITY:
-        for prop in memory:
-            limit = want.get(prop)
-            if limit is not None and limit != INFINITY and int(current) > limit:
-                return False
-    return True
+    usage = int(current) if current is not None and int(current) < INFINITY else None  # (accounting off: None)
+    return compare.settled(kind, planned, have, usage)
 
 
 def _ifaces(owned: list[str]) -> dict[str, list[str]]:

@@ -3,7 +3,8 @@ kubelet drives its runtime. The pod's slice (and tiers) first, with their values
 pass through the one writer, sync's diff and apply); then each init
 container, in order, to completion; sidecars (``restartPolicy: Always`` init containers) started
 and kept running before the init containers after them; then the app containers. Each container
-gets kubelet's values and OOM score as podman flags (sdqos.plan.podman) and lands in its own
+gets kubelet's values and OOM score as podman flags (sdqos.plan.podman), under the static CPU
+manager its CPUs (``--cpuset-cpus``), and lands in its own
 ``libpod-<id>.scope`` inside the pod slice, where ``sync`` recognises it by podman's labels.
 
 Only sdqos's own containers are ever stopped or removed: those with ``sdqos.io/managed=true`` and
@@ -14,14 +15,16 @@ that alone never makes a container sdqos's to remove).
 from __future__ import annotations
 
 from sdqos.errors import HostError, InvalidInput, PodRunning, SdqosError
-from sdqos.host import cgroupfs, podman
+from sdqos.host import cgroupfs, cpustate, podman
 from sdqos.host import volumes as host_volumes
+from sdqos.kube import cpuset
 from sdqos.kube.naming import cgroup_path, podman_scope
 from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
 from sdqos.plan import podman as flags
+from sdqos.plan import engine
 from sdqos.plan.engine import Plan, PodPlan
-from sdqos.reconcile import launch
+from sdqos.reconcile import cpus, launch
 
 
 # podman's states in which a container's processes may run (podman ps's State)
@@ -92,10 +95,11 @@ def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
     (Ctrl-C, SIGTERM) or a container fails, what it started is stopped and removed, and the pod's
     emptyDirs with it: a pod starts whole or not at all."""
     root = host_volumes.volume_root()
-    by_name = {c.name: c for c in pp.containers}
     started: list[str] = []
     done: list[str] = []
     try:
+        pp, placement = cpu_placement(plan, pp)
+        by_name = {c.name: c for c in pp.containers}
         for s in spec.containers:
             if not s.image:
                 done.append(f"skipped {s.name}: no image (run it with `sdqos run {pp.key} {s.name} -- CMD`)")
@@ -105,6 +109,8 @@ def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
             args = flags.run_args(pp, c, s, spec.restart_policy, plan.cgroup, volume_root=root)
             if s.kind == "init":
                 args.insert(1, "--detach")
+            if s.name in placement:
+                args.insert(1, placement[s.name])
             _run(pp, name, args, started)
             if s.kind == "init":
                 code = run_to_completion(name)
@@ -123,6 +129,23 @@ def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
         host_volumes.remove(pp.uid, root)
         raise
     return done
+
+
+def cpu_placement(plan: Plan, pp: PodPlan) -> tuple[PodPlan, dict[str, str]]:
+    """cpuManagerPolicy static: each container's CPUs as podman's ``--cpuset-cpus=LIST`` (one
+    token, so never an option of its own), so that it starts on them: its exclusive CPUs as the
+    state file holds them (``cpus.admit`` made them after ``plan`` was made), else the shared pool;
+    computed from the state, never from manifest text. The pod is planned again with those
+    assignments when ``plan`` had others, so that a container holding CPUs starts without the CFS
+    quota (DisableCPUQuotaWithExclusiveCPUs) rather than having it removed by an update after.
+    Under policy none: ``pp`` and no flags."""
+    if not cpus.static(plan.node):
+        return pp, {}
+    state = cpustate.load(cpus.policy_for(plan.node))
+    held = dict(cpus.assignments(state, pp.pod))
+    if plan.basis is not None and held != {c.name: c.cpus for c in pp.containers if c.cpus}:
+        pp = engine.plan_pod(pp.pod, plan.basis.context, exclusive=held)
+    return pp, {c.name: f"--cpuset-cpus={cpuset.CPUSet(cpus.cpus_of(state, pp.uid, c.name))}" for c in pp.containers}
 
 
 def _run(pp: PodPlan, name: str, args: list[str], started: list[str]) -> None:

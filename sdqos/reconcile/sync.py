@@ -28,6 +28,7 @@ from sdqos.reconcile.desired import Desired, desired
 from sdqos.reconcile.diff import (
     Diff,
     Launch,
+    DiffPolicy,
     RemovalLimit,
     compute_diff,
     kept_pods,
@@ -94,13 +95,12 @@ async def sync(
     live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
     warn_if_kubelet(live, plan, report.warnings)
 
+    policy = DiffPolicy(complete=complete, removals_safe=removals_safe, invalid_keys=invalid_keys, allow_empty=allow_empty,
+                        adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals)
+
     def diff_against(want: Desired) -> Diff:
-        return compute_diff(
-            want, live, applied, complete=complete, removals_safe=removals_safe,
-            invalid_keys=invalid_keys, allow_empty=allow_empty, scopes=scopes,
-            adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals,
-            runtime_owned=obs.runtime_managed, unsure=obs.unsure,
-        )
+        return compute_diff(want, live, applied, policy, scopes=scopes, runtime_owned=obs.runtime_managed,
+                            unsure=obs.unsure)
 
     want = desired(plan, obs)
     diff = diff_against(want)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sdqos.errors import HostError
-from sdqos.host.topology import read_topology
+from sdqos.host.topology import read_numa_info, read_topology
 from sdqos.kube.cputopology import CPUInfo
 
 
@@ -81,3 +81,22 @@ def test_this_hosts_topology_matches_proc_and_sysconf():
     assert os.sched_getaffinity(0) <= t.details.cpus()
     assert t.num_cpus == os.sysconf("SC_NPROCESSORS_ONLN")
     assert t.num_cores >= 1 and t.num_sockets >= 1 and t.num_numa_nodes >= 1
+
+
+def test_numa_nodes_and_their_distances(tmp_path):
+    """numa_info.go: the nodeN directories and each one's distance row; none shown: node 0 alone."""
+    root = fake_sys(tmp_path, "0-3", {c: (c // 2, c % 2, str(c)) for c in range(4)}, {0: "0-1", 1: "2-3"})
+    for node, row in ((0, "10 20"), (1, "20 10")):
+        (root / f"sys/devices/system/node/node{node}/distance").write_text(row + "\n")
+    info = read_numa_info(root)
+    assert info.nodes == (0, 1) and info.distances == {0: (10, 20), 1: (20, 10)}
+    assert read_numa_info(tmp_path / "nothing").nodes == (0,)
+    (root / "sys/devices/system/node/node1/distance").write_text("20 x\n")
+    with pytest.raises(HostError, match="node1/distance"):
+        read_numa_info(root)
+
+
+@pytest.mark.skipif(not Path("/sys/devices/system/node/node0").is_dir(), reason="no NUMA nodes shown")
+def test_this_hosts_numa_nodes():
+    info = read_numa_info("/")
+    assert 0 in info.nodes and all(len(info.distances[n]) > max(info.nodes) for n in info.distances)

@@ -44,8 +44,10 @@ DistributeCPUsAcrossCores (TestTakeByTopologyWithSpreadPhysicalCPUsPreferredOpti
 TestTakeByTopologyNUMADistributed and the *ForResize tables: options sdqos refuses and in-place
 resize of exclusive CPUs, which sdqos does not do. policy_static_test.go alignBySocketOption cases
 (align-by-socket, refused), TestStaticPolicyAddWithUncoreAlignment (prefer-align-cpus-by-uncorecache,
-refused) and every case with a topology-manager hint or NUMA mask (the four masked
-TestTopologyAwareAllocateCPUs cases): sdqos runs kubelet's `none` topology manager, no hint.
+refused). The four masked TestTopologyAwareAllocateCPUs cases are ALLOCATE_CPUS_MASKED_CASES and
+topology_hints_test.go's returnTestCases TOPOLOGY_HINT_CASES (for GetTopologyHints and
+GetPodTopologyHints alike, as upstream runs them); its WithPolicyOptions cases use align-by-socket
+(refused) and are not transcribed.
 
 Renames: upstream container names ("fakeContainer3", "fakeContainerBug113537_1", "initContainer-0")
 are not DNS labels; `dns()` lowercases them and turns '_' into '-', in the pods and in the
@@ -523,4 +525,49 @@ POLICY_ADD_CASES += [
 ALLOCATE_CPUS_CASES = [
     {"source": f"{_PS} TestTopologyAwareAllocateCPUs", "name": "Request 2 CPUs, No BitMask",
      "topo": "topoDualSocketHT", "default": "0-11", "num": 2, "expect": "0,6"},
+]
+# TestTopologyAwareAllocateCPUs' masked cases: allocateCPUs with the hint's NUMA affinity ("mask":
+# the NUMA node ids set; upstream names them "Socket", topoDualSocketHT's sockets are its NUMA nodes).
+ALLOCATE_CPUS_MASKED_CASES = [
+    {"source": f"{_PS} TestTopologyAwareAllocateCPUs", "name": n, "topo": "topoDualSocketHT", "default": "0-11",
+     "num": num, "mask": mask, "expect": exp}
+    for n, num, mask, exp in [
+        ("Request 2 CPUs, BitMask on Socket 0", 2, (0,), "0,6"),
+        ("Request 2 CPUs, BitMask on Socket 1", 2, (1,), "1,7"),
+        ("Request 8 CPUs, BitMask on Socket 0", 8, (0,), "0,6,2,8,4,10,1,7"),
+        ("Request 8 CPUs, BitMask on Socket 1", 8, (1,), "1,7,3,9,5,11,0,6"),
+    ]
+]
+
+# --- topology_hints_test.go (GetTopologyHints, GetPodTopologyHints, returnTestCases) ---------------
+# kubernetes/kubernetes pkg/kubelet/cm/cpumanager/topology_hints_test.go (stored version 025a5a1507f4).
+# returnMachineInfo: NUMA node 0 = socket 0, cores (0,6) (1,7) (2,8); node 1 = socket 1, cores (3,9)
+# (4,10) (5,11) (topology.Discover: a core's id is its lowest thread). Hints: (NUMA ids, preferred),
+# compared sorted by LessThan (preferred first, then narrower); expect None = no hints at all.
+# Upstream names two cases "Regenerate Single-Node NUMA Hints if already allocated 1/2"; the second
+# is called 2/2 here (test ids must differ).
+_TH = "kubernetes/kubernetes pkg/kubelet/cm/cpumanager/topology_hints_test.go"
+TOPOLOGIES["returnMachineInfo"] = _lit(12, 2, 6, {
+    cpu: (min(cpu % 6, cpu), cpu % 6 // 3, cpu % 6 // 3) for cpu in range(12)})
+_FIRST, _SECOND, _CROSS = (0,), (1,), (0, 1)
+TOPOLOGY_HINT_CASES = [
+    {"source": f"{_TH} returnTestCases", "name": n, "topo": "returnMachineInfo", "cpus": cpus,
+     "default": d, "assignments": asg, "expect": exp}
+    for n, cpus, d, asg, exp in [
+        ("Request 2 CPUs, 4 available on NUMA 0, 6 available on NUMA 1", 2, "2-11", {},
+         [(_FIRST, True), (_SECOND, True), (_CROSS, False)]),
+        ("Request 5 CPUs, 4 available on NUMA 0, 6 available on NUMA 1", 5, "2-11", {},
+         [(_SECOND, True), (_CROSS, False)]),
+        ("Request 7 CPUs, 4 available on NUMA 0, 6 available on NUMA 1", 7, "2-11", {}, [(_CROSS, True)]),
+        ("Request 11 CPUs, 4 available on NUMA 0, 6 available on NUMA 1", 11, "2-11", {}, None),
+        ("Request 2 CPUs, 1 available on NUMA 0, 1 available on NUMA 1", 2, "0,3", {}, [(_CROSS, False)]),
+        ("Request more CPUs than available", 5, "0-3", {}, None),
+        ("Regenerate Single-Node NUMA Hints if already allocated 1/2", 2, "", {"fakecontainer": "0,6"},
+         [(_FIRST, True), (_CROSS, False)]),
+        ("Regenerate Single-Node NUMA Hints if already allocated 2/2", 2, "", {"fakecontainer": "3,9"},
+         [(_SECOND, True), (_CROSS, False)]),
+        ("Regenerate Cross-NUMA Hints if already allocated", 11, "", {"fakecontainer": "0-10"}, [(_CROSS, True)]),
+        ("Requested less than already allocated", 2, "", {"fakecontainer": "0,6,3,9"}, []),
+        ("Requested more than already allocated", 11, "", {"fakecontainer": "0,6,3,9"}, []),
+    ]
 ]

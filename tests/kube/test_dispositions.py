@@ -149,7 +149,7 @@ def test_static_cpu_policy_options_are_validated():
         "to be greater than zero (or reservedSystemCPUs)"]
 
 
-def test_managers_on_one_numa_node_are_accepted_and_said_on_more_refused():
+def test_managers_on_one_numa_node_are_accepted_and_said_on_more_memory_static_refused():
     raw = {"topologyManagerPolicy": "single-numa-node", "memoryManagerPolicy": "Static",
            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "100Mi"}}]}
     cfg, errors = parse(raw)
@@ -157,8 +157,33 @@ def test_managers_on_one_numa_node_are_accepted_and_said_on_more_refused():
     assert any(w.startswith("topologyManagerPolicy single-numa-node: this host has one NUMA node") for w in cfg.warnings)
     assert any(w.startswith("memoryManagerPolicy Static: this host has one NUMA node") for w in cfg.warnings)
     _, errors = parse(raw, numa=2)
-    assert {e.field for e in errors} == {"topologyManagerPolicy", "memoryManagerPolicy"}
-    assert all("not built for a host with 2 NUMA nodes" in e.message for e in errors)
+    assert [e.field for e in errors] == ["memoryManagerPolicy"]
+    assert "not built for a host with 2 NUMA nodes" in errors[0].message
+    assert "reservedMemory per NUMA node" in errors[0].message and "AllowedMemoryNodes=" in errors[0].message
+
+
+def test_topology_manager_on_two_numa_nodes_is_honoured_with_its_options_validated():
+    raw = {"topologyManagerPolicy": "restricted", "topologyManagerScope": "pod", "cpuManagerPolicy": "static",
+           "reservedSystemCPUs": "0", "topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"}}
+    cfg, errors = parse(raw, numa=2)
+    assert errors == []
+    assert (cfg.topology_manager_policy, cfg.topology_manager_scope) == ("restricted", "pod")
+    assert cfg.topology_manager_policy_options == {"prefer-closest-numa-nodes": "true"}
+    assert any(w.startswith("topologyManagerPolicy restricted: only exclusive CPUs are aligned") for w in cfg.warnings)
+    for options, line in [
+            ({"foo": "1"}, 'topologyManagerPolicyOptions: unknown Topology Manager Policy option: "foo"'),
+            ({"max-allowable-numa-nodes": "4"}, 'topologyManagerPolicyOptions.max-allowable-numa-nodes: the minimum '
+             'value of "max-allowable-numa-nodes" should not be less than 8'),
+            ({"prefer-closest-numa-nodes": "yes"}, 'topologyManagerPolicyOptions.prefer-closest-numa-nodes: bad value '
+             'for option "prefer-closest-numa-nodes": strconv.ParseBool: parsing "yes": invalid syntax')]:
+        _, errors = parse({**raw, "topologyManagerPolicyOptions": options}, numa=2)
+        assert [str(e) for e in errors] == ["node.yaml: " + line]
+    _, errors = parse(raw, numa=9)
+    assert [str(e) for e in errors] == ["node.yaml: topologyManagerPolicy: unsupported on machines with more than 8 "
+                                        "NUMA Nodes"]
+    assert parse({**raw, "topologyManagerPolicyOptions": {"max-allowable-numa-nodes": "9"}}, numa=9)[1] == []
+    cfg, errors = parse({"topologyManagerPolicy": "single-numa-node"}, numa=2)
+    assert errors == [] and any("with cpuManagerPolicy none no pod has a hint" in w for w in cfg.warnings)
 
 
 def test_cgroupfs_driver_is_refused():

@@ -301,7 +301,7 @@ def test_a_kept_pod_counts_in_its_tier_exactly_as_if_its_file_were_unchanged():
 def test_every_kind_of_kept_pod_keeps_its_tier(how):
     """A pod whose file is invalid or unreadable, or held back by --max-removals: the diff keeps its
     slice, says why, and counted again the tiers are exactly those of the plan with its file."""
-    from sdqos.reconcile.diff import RemovalLimit, compute_diff
+    from sdqos.reconcile.diff import DiffPolicy, RemovalLimit, compute_diff
 
     n = node(cpu="8", memory="16Gi", gates={"QOSReserved": True}, qos_reserved={"memory": 100})
     a, b = burstable("a", 1200, "300Mi"), burstable("b", 700, "200Mi")
@@ -313,9 +313,9 @@ def test_every_kind_of_kept_pod_keeps_its_tier(how):
         applied[pp.slice].update(pod_requests_record(pp))
     scopes = {f"x-{pp.slice}": LiveScope(f"x-{pp.slice}", pp.slice, "/", [1]) for pp in full.pods}  # both run
     without = build_plan(n, [a], [], "v1")
-    kw = {"invalid": dict(invalid_keys={f"uid:{b.uid}"}), "unreadable": dict(removals_safe=False, complete=False),
-          "max-removals": dict(max_removals=RemovalLimit(count=0))}[how]
-    d = compute_diff(without, live, applied, scopes=scopes, **kw)
+    policy = DiffPolicy(**{"invalid": dict(invalid_keys={f"uid:{b.uid}"}), "unreadable": dict(removals_safe=False, complete=False),
+          "max-removals": dict(max_removals=RemovalLimit(count=0))}[how])
+    d = compute_diff(without, live, applied, policy, scopes=scopes)
     slice_b = full.pod("t/b").slice
     assert slice_b in d.kept and d.kept_why[slice_b]
     kept = kept_pods(without, d, live, applied)
@@ -323,5 +323,5 @@ def test_every_kind_of_kept_pod_keeps_its_tier(how):
     tiers = lambda p: {u.name: u.properties for u in p.units if u.kind in ("node", "tier")}
     again = recount(without, kept)
     assert tiers(again) == tiers(full)
-    d2 = compute_diff(again, live, applied, scopes=scopes, **kw)
+    d2 = compute_diff(again, live, applied, policy, scopes=scopes)
     assert not [a for a in d2.actions if a.unit in tiers(full)]  # no tier or node value moves

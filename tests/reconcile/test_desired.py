@@ -185,7 +185,7 @@ def test_desired_and_diff_never_edit_the_plan_and_every_difference_is_an_adjustm
 
 
 def test_desired_is_pure():
-    """desired.py imports only the pure layers (and, for types only, the diff's LiveUnit)."""
+    """desired.py imports only the pure layers and the one comparison (compare.py: LiveUnit, the clamp)."""
     import subprocess
     import sys
 
@@ -193,4 +193,4 @@ def test_desired_is_pure():
             "print(' '.join(sorted(m for m in sys.modules if m.startswith(('sdqos.host', 'sdqos.reconcile', "
             "'dbus', 'asyncio', 'subprocess', 'socket')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["sdqos.reconcile", "sdqos.reconcile.desired"], out
+    assert out == ["sdqos.reconcile", "sdqos.reconcile.compare", "sdqos.reconcile.desired"], out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sdqos.kube.model import MEMORY
 from sdqos.plan.engine import build_plan
 from sdqos.reconcile.desired import desired
-from sdqos.reconcile.diff import PHASE_GROW, PHASE_SHRINK, LiveUnit, compute_diff
+from sdqos.reconcile.diff import PHASE_GROW, PHASE_SHRINK, DiffPolicy, LiveUnit, compute_diff
 
 from ..helpers import node, pod_from
 
@@ -91,7 +91,7 @@ def test_invalid_pod_keeps_its_units():
     gone = mk("broken", requests={"cpu": "100m"})
     before = plan_of(gone)
     after = plan_of()
-    d = compute_diff(after, live_from(before), invalid_keys={f"uid:{gone.uid}"}, allow_empty=True)
+    d = compute_diff(after, live_from(before), policy=DiffPolicy(invalid_keys={f"uid:{gone.uid}"}, allow_empty=True))
     assert not any(a.kind == "stop" for a in d.actions)
     assert before.pods[0].slice in d.kept
 
@@ -99,7 +99,7 @@ def test_invalid_pod_keeps_its_units():
 def test_unreadable_file_blocks_every_removal():
     before = plan_of(mk("a", requests={"cpu": "1"}), mk("b", requests={"cpu": "1"}))
     after = plan_of(mk("a", requests={"cpu": "1"}))
-    d = compute_diff(after, live_from(before), removals_safe=False, complete=False)
+    d = compute_diff(after, live_from(before), policy=DiffPolicy(removals_safe=False, complete=False))
     assert not any(a.kind == "stop" for a in d.actions)
     assert "1 pod(s) not in the config kept running: some config files could not be read" in d.warnings
 
@@ -110,14 +110,14 @@ def test_empty_config_refuses_to_remove_everything():
     assert d.abort and d.actions == []
     assert "refusing to remove them all" in d.errors[0]
     assert d.kept == [before.pods[0].slice] and "--allow-empty" in d.kept_why[before.pods[0].slice]  # counted, shown kept
-    d2 = compute_diff(plan_of(), live_from(before), allow_empty=True)
+    d2 = compute_diff(plan_of(), live_from(before), policy=DiffPolicy(allow_empty=True))
     assert [a.kind for a in d2.actions if a.kind == "stop"] == ["stop"]
 
 
 def test_invalid_input_freezes_tiers():
     before = plan_of(mk("a", requests={"cpu": "1"}))
     after = plan_of(mk("a", requests={"cpu": "1"}), mk("new", requests={"cpu": "2"}))
-    d = compute_diff(after, live_from(before), complete=False)
+    d = compute_diff(after, live_from(before), policy=DiffPolicy(complete=False))
     assert "kubepods-burstable.slice" in d.kept
     created = [a.unit for a in d.actions if a.kind == "create"]
     assert created == [next(p.slice for p in after.pods if p.pod.name == "new")]
@@ -133,7 +133,7 @@ def test_kernel_drift_on_the_node_and_tiers_is_restored_through_systemd_even_wit
     live["kubepods.slice"].kernel_drift = {"cpu/cpu.shares": [3, 7168]}
     live["kubepods-besteffort.slice"].kernel_drift = {"cpu/cpu.shares": [5000, 2]}
     for complete in (True, False):
-        d = compute_diff(plan, live, complete=complete)
+        d = compute_diff(plan, live, policy=DiffPolicy(complete=complete))
         assert [x["unit"] for x in d.drift] == ["kubepods.slice", "kubepods-besteffort.slice"], complete
         acts = {a.unit: a for a in d.actions}
         assert set(acts) == {"kubepods.slice", "kubepods-besteffort.slice"} and all(a.drift for a in acts.values())
@@ -229,5 +229,6 @@ def test_an_invalid_pod_is_protected_by_its_recorded_key():
     before, after = plan_of(gone), plan_of()
     pp = before.pods[0]
     applied = {pp.slice: pod_requests_record(pp)}
-    d = compute_diff(after, live_from(before), applied, invalid_keys={"pod:default/broken"}, allow_empty=True)
+    d = compute_diff(after, live_from(before), applied,
+                     DiffPolicy(invalid_keys={"pod:default/broken"}, allow_empty=True))
     assert pp.slice in d.kept and not any(a.kind == "stop" for a in d.actions)

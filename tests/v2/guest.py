@@ -221,6 +221,31 @@ def sdqos_wheel(dest: Path) -> Path:
     return next(dest.glob("sdqos-*.whl"))
 
 
+# Two sockets of two cores, one NUMA node each (1 GiB of RAM apiece): node0 = CPUs 0-1, node1 = CPUs
+# 2-3. The kernel boots on cgroup v1 (systemd's hybrid layout, as our build machines): the static CPU
+# manager sets exclusive CPUs as the processes' affinity there, which /proc/PID/status shows.
+NUMA_MACHINE = ["-smp", "4,sockets=2,cores=2,threads=1", "-m", "2048",
+                "-object", "memory-backend-ram,id=m0,size=1G", "-numa", "node,nodeid=0,cpus=0-1,memdev=m0",
+                "-object", "memory-backend-ram,id=m1,size=1G", "-numa", "node,nodeid=1,cpus=2-3,memdev=m1"]
+NUMA_CGROUP = "systemd.unified_cgroup_hierarchy=0"
+
+
+def _numa_argv(argv: list[str]) -> list[str]:
+    """The one-vCPU argv with ``NUMA_MACHINE`` in place of its -smp and -m, and cgroup v1."""
+    out: list[str] = []
+    it = iter(argv)
+    for a in it:
+        if a in ("-smp", "-m"):
+            next(it)
+            continue
+        if a == "-append":
+            cmdline = next(it).replace("systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all", NUMA_CGROUP)
+            out += [a, cmdline]
+            continue
+        out.append(a)
+    return out[:1] + NUMA_MACHINE + out[1:]
+
+
 @dataclass
 class Result:
     rc: int
@@ -234,6 +259,7 @@ class Guest:
 
     def __init__(self, suite: str, rundir: Path, proc: subprocess.Popen, layer: str | None = None):
         self.suite, self.rundir, self.proc, self.layer = suite, rundir, proc, layer
+        self.numa = False
         self.sock_path = rundir / "agent.sock"
         self.share: Path | None = None
         atexit.register(self.close)
@@ -250,14 +276,15 @@ class Guest:
     def revive(self) -> None:
         """Boot a fresh guest of the same suite in place of one that died (what died is kept in the
         error the test that saw it got; the next test gets a pristine machine)."""
-        fresh = Guest.boot(self.suite, self.share, layer=self.layer)
+        fresh = Guest.boot(self.suite, self.share, layer=self.layer, numa=self.numa)
         self.close()
         atexit.unregister(fresh.close)
         self.rundir, self.proc, self.sock_path = fresh.rundir, fresh.proc, fresh.sock_path
 
     @classmethod
-    def boot(cls, suite: str, share: Path | None = None, layer: str | None = None) -> "Guest":
-        """A guest of ``suite``'s image (with ``layer``'s packages when given, see ``LAYERS``)."""
+    def boot(cls, suite: str, share: Path | None = None, layer: str | None = None, numa: bool = False) -> "Guest":
+        """A guest of ``suite``'s image (with ``layer``'s packages when given, see ``LAYERS``).
+        ``numa``: the machine of ``NUMA_MACHINE`` instead of one vCPU (tests/v2/test_v2_numa.py)."""
         img = image(suite, layer)
         rundir = Path(tempfile.mkdtemp(prefix=f"sdqos-v2-{suite}-"))
         # One vCPU: with two, Debian unstable's kernel (7.2) panicked twice in one CI run at
@@ -272,11 +299,13 @@ class Guest:
                 "-serial", f"file:{rundir / 'console.log'}",
                 "-device", "virtio-serial-pci", "-chardev", f"socket,id=ag,path={rundir / 'agent.sock'},server=on,wait=off",
                 "-device", "virtserialport,chardev=ag,name=sdqos-agent"]
+        if numa:
+            argv = _numa_argv(argv)
         if share is not None:
             argv += ["-virtfs", f"local,path={share},mount_tag=share,security_model=none,readonly=on"]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         g = cls(suite, rundir, proc, layer)
-        g.share = share
+        g.share, g.numa = share, numa
         try:
             g._wait_up()
             if share is not None:

@@ -15,5 +15,9 @@ def one_suite(preferred: str):
     """For a test whose point is sdqos's own logic on cgroup v2, not a difference between systemd or
     kernel versions (those run on every suite): it runs on ``preferred`` only (or the first suite
     selected when that one is not), so the same slow proof is not made three times."""
-    suite = preferred if preferred in SUITES or not SUITES else SUITES[0]
-    return pytest.mark.parametrize("v2session", [suite], indirect=True)
+    return pytest.mark.parametrize("v2session", [one_suite_name(preferred)], indirect=True)
+
+
+def one_suite_name(preferred: str) -> str:
+    """The suite `one_suite` chooses, for a test that boots a guest of its own."""
+    return preferred if preferred in SUITES or not SUITES else SUITES[0]
