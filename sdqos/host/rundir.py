@@ -446,7 +446,7 @@ class Reads:
         if not self.stable:
             return "(changed while it was read)"
         for path, was in self.files.items():
-            if _plain(identify(path)) != was:
+            if identify(path) != was:  # (lists of ints and strings: as JSON gives them back)
                 return path
         for path, (was, names) in self.dirs.items():
             try:
