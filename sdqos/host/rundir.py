@@ -67,8 +67,9 @@ PARSE_CACHE = Record("parsed.json", 8, "lines of JSON (loading/cache.py)", "load
 OBSERVED = Record("observed.json", 1, "JSON {runtime: [key, answer]}", "reconcile/memo.py")
 OOM_KILLS = Record("oom-kills.json", 1, "JSON", "reconcile/oomwatch.py (host/oomevents.py)")
 EVICTED = Record("evicted.json", 1, "JSON {evicted, counts}", "reconcile/evict.py")
-NOOP = Record("noop.json", 6, "JSON (reconcile/noop.py)", "reconcile/noop.py", input=False)
-# 6: the inputs the loader read; 5: …; 4: the node's and tiers' kernel files
+NOOP = Record("noop.json", 5, "JSON (reconcile/noop.py)", "reconcile/noop.py", input=False)
+# 5: the inputs the loader read (Reads); 4: the node's and tiers' kernel files; 3: the memory-limit
+# property names come from the stamp
 RECORDS = (LOCK, APPLIED, LAST_SYNC, CPU_STATE, PARSE_CACHE, OBSERVED, OOM_KILLS, EVICTED, NOOP)
 # Files earlier versions of sdqos kept here and no version reads any more: a per-boot cache of the
 # code dataclasses generates, and the parse cache's delta. A sync removes them.
