@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 
-from sdqos.cli.metrics import budget_record  # noqa: F401 - status's name for it
+from sdqos.host.rundir import budget_record  # noqa: F401 - status's name for it (the record's schema: the store's)
 from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, SystemdAPI
 from sdqos import humanize as H
