@@ -556,7 +556,7 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
             except HostError as exc:
                 report.errors.append(str(exc))
             if digest is not None:
-                _noop_stamp(report, p, digest, bus_address)
+                _noop_stamp(report, p, (digest, cfg.inputs), bus_address)
         if output == Output.json and documents is not None:
             documents.append(report.as_json())
         elif output == Output.json:
@@ -590,7 +590,7 @@ def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Outp
     if not fast:
         noop.discard(DEFAULT_RUN_DIR)
         return None
-    digest = noop.inputs(config, mode, options)
+    digest = noop.conditions(config, mode, options)
 
     async def check(data: dict):
         async with Systemd(bus_address) as sd:
@@ -621,7 +621,7 @@ def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Outp
     raise typer.Exit(EXIT_OK)
 
 
-def _noop_stamp(report, plan, digest: str, bus_address: Optional[str]) -> None:
+def _noop_stamp(report, plan, digest: tuple, bus_address: Optional[str]) -> None:
     """After a full sync that found nothing to do: stamp it, for the next sync's proof."""
     from sdqos.host import rundir
     from sdqos.host.systemd import Systemd
@@ -633,7 +633,7 @@ def _noop_stamp(report, plan, digest: str, bus_address: Optional[str]) -> None:
 
     async def write() -> None:
         async with Systemd(bus_address) as sd:
-            await noop.stamp(sd, plan, report, run_dir, digest)
+            await noop.stamp(sd, plan, report, run_dir, *digest)
     try:
         with rundir.SyncLock(run_dir, 0.0):  # taken again: another command that holds it now has changed something
             if noop.stampable(report, plan, rundir.load_applied(run_dir), run_dir):
@@ -795,26 +795,22 @@ def pressure(
             if interval <= 0:
                 raise InvalidInput(f"--interval must be positive, not {interval}")
             from sdqos.host import rundir
-            from sdqos.loading.cache import file_identity
             from sdqos.reconcile import noop
 
             mode = resolve_cgroup(cgroup)
-            last: list = [None, None]  # (inputs, plan) of the last load
+            last: list = [None, None, None]  # (conditions, plan, what its load read) of the last load
 
             def load():
-                # a wake of the loop plans again only when an input of the plan changed: the config
-                # dir's files, host facts, environment (noop.inputs), and the last sync's record
-                try:
-                    synced = file_identity(os.stat(rundir.DEFAULT_RUN_DIR / rundir.LAST_SYNC_NAME))
-                except OSError:
-                    synced = []
-                key = (noop.inputs(config, mode, {"insecure": insecure}), synced)
-                if key == last[0]:
+                # a wake of the loop plans again only when an input of the plan changed: whatever
+                # the last load read (its Reads: the config dir's files, host facts, the last
+                # sync's record) or the environment (noop.conditions)
+                key = noop.conditions(config, mode, {"insecure": insecure})
+                if key == last[0] and noop.inputs_unchanged(last[2]):
                     return last[1]
                 cfg, p = load_planned(config, insecure, mode, as_synced=True)
                 for e in cfg.errors:  # the valid rest is watched, as sync syncs it
                     say(f"invalid, skipped: {e}")
-                last[:] = [key, p]
+                last[:] = [key, p, cfg.inputs]
                 return p
 
             def say(line: str) -> None:

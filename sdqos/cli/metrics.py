@@ -4,20 +4,18 @@ collector never reads half a file."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
-import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdqos.host import rundir
+# The last-sync record's schema lives with the store (host/rundir.py); its names here are the CLI's
+from sdqos.host.rundir import LEFTOVERS, budget_record, load_sync_record, record_sync, remove_leftovers  # noqa: F401
 
 if TYPE_CHECKING:  # a sync records its metrics without importing the status machinery
     from sdqos.cli.status import Status
 
-LAST_SYNC = rundir.LAST_SYNC_NAME
+LAST_SYNC = rundir.LAST_SYNC.name
 
 
 def _esc(value: str) -> str:
@@ -135,65 +133,6 @@ def unit_metrics(status: Status, out: _Out) -> None:
         out.metric("sdqos_unit_clamped", "gauge", "1 if the last sync raised a memory limit to the unit's usage "
                    "(the plan wanted less).", lab, int("clamped-to-usage" in r.flags))
         out.metric("sdqos_unit_flagged", "gauge", "1 if status flags the unit (see sdqos status).", lab, int(bool(r.flags)))
-
-
-def budget_record(report) -> dict:
-    """What a sync applied beyond the plan, for status and metrics (kept in the last-sync record):
-    the pod slices it kept and counted, why it kept each unit, its adjustments (the limits it
-    clamped to usage), as data: its desired state's fields (reconcile.desired.Desired).
-    Here, not in status: a sync records it without importing the status machinery."""
-    want = report.desired
-    return {"kept": [dataclasses.asdict(k) for k in getattr(want, "kept", ())],
-            "keptWhy": dict(report.kept_why),
-            "adjustments": [a.as_json() for a in getattr(want, "adjustments", ())]}
-
-
-def record_sync(report, run_dir: Path = rundir.DEFAULT_RUN_DIR, warnings: list[str] | None = None) -> dict:
-    """Remember the last sync (for `sdqos metrics`), keeping the last success time across runs, and
-    its standing warnings (what `sync --quiet` compares with, to say each once)."""
-    previous = load_sync_record(run_dir)
-    now = time.time()
-    ok = not report.errors and not report.aborted
-    rec = {
-        "timestamp": now,
-        "durationSeconds": report.duration_s,
-        "created": len(report.created),
-        "updated": len(report.updated),
-        "removed": len(report.removed),
-        "drift": len(report.drift),
-        "errors": len(report.errors),
-        "invalid": len(report.invalid),
-        "dbusCalls": report.dbus_calls,
-        "success": ok,
-        "lastSuccess": now if ok else previous.get("lastSuccess"),
-        "warnings": list(warnings if warnings is not None else report.warnings),
-        "machines": [dataclasses.asdict(m) for m in getattr(report.plan, "machines", ())],
-        **budget_record(report),
-    }
-    rundir.ensure_dir(run_dir)
-    rundir.write_atomic(run_dir / LAST_SYNC, json.dumps(rec), 0o600, durable=False)  # (as applied.json: of transient units)
-    remove_leftovers(run_dir)
-    return rec
-
-
-# Files earlier versions of sdqos kept in the run dir and no version reads any more: a per-boot
-# cache of the code dataclasses generates, and the parse cache's delta. A sync removes them.
-LEFTOVERS = ("dataclass-code.*.marshal", "parsed.delta.json")
-
-
-def remove_leftovers(run_dir: Path) -> None:
-    """Unlink what :data:`LEFTOVERS` names in the run dir (never following a link, never opening
-    a file); whatever cannot be removed stays (a stale file harms nothing)."""
-    for pattern in LEFTOVERS:
-        for path in run_dir.glob(pattern):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-
-
-def load_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
-    return rundir.load_json(run_dir / LAST_SYNC, 16 * 1024 * 1024)
 
 
 def sync_metrics(rec: dict, out: _Out) -> None:

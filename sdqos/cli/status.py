@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 
-from sdqos.cli.metrics import budget_record  # noqa: F401 - status's name for it
+from sdqos.host.rundir import budget_record  # noqa: F401 - status's name for it (the record's schema: the store's)
 from sdqos.host import facts, procfs
 from sdqos.host.systemd import SCOPE, SLICE, SystemdAPI
 from sdqos import humanize as H
@@ -422,9 +422,9 @@ def _foreign_rows(obs: Observation, rates: dict[str, float | None]) -> list[Row]
 
 
 def mark_cpus(plan: Plan, rows: list[Row], obs: Observation, warnings: list[str]) -> dict | None:
-    """cpuManagerPolicy static: each container's and VM's CPUs (a container's exclusive ones, else
-    the shared pool; a VM holds none of its own) from the CPU manager's state file, and on cgroup
-    v1, where they are a container's processes' affinity, its threads whose affinity differs
+    """cpuManagerPolicy static: each container's and VM's CPUs (its exclusive ones, a VM's by
+    dedicatedCpuPlacement, else the shared pool) from the CPU manager's state file, and on cgroup
+    v1, where they are the processes' affinity, a container's or VM's threads whose affinity differs
     (``drift``; a sync sets them again). On v2 the CPUs are the scope's AllowedCPUs, diffed as any
     property. Returns the node's view (status's ``cpuManager``); None, with nothing read or even
     imported, under policy none."""
@@ -433,6 +433,7 @@ def mark_cpus(plan: Plan, rows: list[Row], obs: Observation, warnings: list[str]
     from sdqos.errors import SdqosError
     from sdqos.host import cpustate
     from sdqos.kube import cpuset
+    from sdqos.kube.cpumanager import VM_CONTAINER
     from sdqos.reconcile import cpus
 
     try:
@@ -441,15 +442,19 @@ def mark_cpus(plan: Plan, rows: list[Row], obs: Observation, warnings: list[str]
         warnings.append(f"cannot show the CPU manager's CPUs: {exc}")
         return None
     uids = {pp.key: pp.uid for pp in plan.pods}
+    vm_uids = {vp.vm.name: vp.vm.uid for vp in plan.vms}
     for r in rows:
-        uid = uids.get(f"{r.namespace}/{r.pod}") if r.kind == "container" and r.container else None
-        if uid is None and r.kind != "vm":
+        if r.kind == "vm":  # a VM's entry: KubeVirt's virt-launcher container
+            uid, container = vm_uids.get(r.vm or ""), VM_CONTAINER
+        elif r.kind == "container" and r.container:
+            uid, container = uids.get(f"{r.namespace}/{r.pod}"), r.container
+        else:
             continue
-        mine = state.get(uid, r.container or "") if uid is not None else None
+        mine = state.get(uid, container) if uid is not None else None
         want = cpuset.CPUSet(mine if mine is not None else state.default_cpuset)
         r.cpus = {"cpus": str(want), "count": len(want), "exclusive": mine is not None, "affinityOff": {}}
         scope = obs.scopes.get(r.unit)
-        if plan.cgroup != "v1" or r.kind != "container" or scope is None or not r.running:
+        if plan.cgroup != "v1" or scope is None or not r.running:
             continue
         for pid in scope.pids:
             for tid, allowed in procfs.thread_cpus(pid).items():

@@ -13,49 +13,74 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 SYS_DEVICES = Path("/sys/devices/system")
 
 
-def detect_capacity(proc: Path = Path("/proc")) -> dict[str, Quantity]:
-    """CPUs this process may run on, MemTotal, and kernel.pid_max — what kubelet reports as capacity —
-    and SwapTotal (``swap``: cadvisor's SwapCapacity, LimitedSwap's pool). A resource that cannot be
-    read is left out (node.yaml's ``capacity`` must then name it)."""
-    from sdqos.kube.model import CPU, MEMORY, PID, SWAP
-    from sdqos.kube.quantity import parse_quantity
-
-    out: dict[str, Quantity] = {}
+def capacity_counts(proc: str | Path = "/proc") -> dict[str, int]:
+    """What :func:`detect_capacity` is made of, as plain integers (the no-op proof asks this
+    again, without importing quantities): CPUs this process may run on, MemTotal and SwapTotal in
+    bytes, kernel.pid_max, keyed by the model's resource names (kube.model CPU, MEMORY, SWAP, PID; a test holds them equal). A resource that cannot be
+    read is left out."""
+    proc = Path(proc)
+    out: dict[str, int] = {}
     try:
-        out[CPU] = parse_quantity(str(len(os.sched_getaffinity(0))))
+        out["cpu"] = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count()
         if n:
-            out[CPU] = parse_quantity(str(n))
+            out["cpu"] = n
     try:
         for line in (proc / "meminfo").read_text().splitlines():
-            for key, name in (("MemTotal:", MEMORY), ("SwapTotal:", SWAP)):
+            for key, name in (("MemTotal:", "memory"), ("SwapTotal:", "swap")):
                 if line.startswith(key):
-                    out[name] = parse_quantity(str(int(line.split()[1]) * 1024))
+                    out[name] = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     try:
-        out[PID] = parse_quantity((proc / "sys/kernel/pid_max").read_text().strip())
+        out["pid"] = int((proc / "sys/kernel/pid_max").read_text().strip())
     except (OSError, ValueError):
         pass
     return out
 
 
-def online_cpus(devices: Path = SYS_DEVICES) -> frozenset[int] | None:
-    """The CPUs online (``cpu/online``, a CPU list): what kubelet checks reservedSystemCPUs
-    against (cadvisor's topology). None when it cannot be read."""
-    from sdqos.kube import cpuset
+def detect_capacity(proc: str | Path = "/proc", counts: dict[str, int] | None = None) -> dict[str, Quantity]:
+    """CPUs this process may run on, MemTotal, and kernel.pid_max — what kubelet reports as capacity —
+    and SwapTotal (``swap``: cadvisor's SwapCapacity, LimitedSwap's pool): :func:`capacity_counts`
+    (or ``counts``, already read) as quantities. A resource that cannot be read is left out
+    (node.yaml's ``capacity`` must then name it)."""
+    from sdqos.kube.quantity import parse_quantity
 
+    return {k: parse_quantity(str(v)) for k, v in (capacity_counts(proc) if counts is None else counts).items()}
+
+
+def read_online(devices: str | Path = SYS_DEVICES) -> str:
+    """The text of ``cpu/online`` (a CPU list), the one reader of it (OSError when it cannot be
+    read): the CPUs kubelet checks reservedSystemCPUs against and cAdvisor's topology starts from."""
+    with open(Path(devices) / "cpu" / "online", "rb") as fh:
+        return fh.read().decode()
+
+
+def online_cpu_list(devices: str | Path = SYS_DEVICES) -> str | None:
+    """:func:`read_online`, stripped; None when it cannot be read."""
     try:
-        return cpuset.parse((devices / "cpu" / "online").read_text().strip())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return read_online(devices).strip()
+    except (OSError, UnicodeDecodeError):
         return None
 
 
-def numa_nodes(devices: Path = SYS_DEVICES) -> int:
+def online_cpus(devices: str | Path = SYS_DEVICES, text: str | None = None) -> frozenset[int] | None:
+    """The CPUs online (:func:`read_online`, or ``text`` already read), parsed. None when it
+    cannot be read."""
+    from sdqos.kube import cpuset
+
+    text = online_cpu_list(devices) if text is None else text
+    try:
+        return cpuset.parse(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def numa_nodes(devices: str | Path = SYS_DEVICES) -> int:
     """How many NUMA nodes the host has (``node/node<N>``); 1 where the kernel shows none."""
     try:
-        return max(1, sum(1 for p in (devices / "node").iterdir() if p.name[4:].isdigit() and p.name.startswith("node")))
+        return max(1, sum(1 for p in (Path(devices) / "node").iterdir() if p.name[4:].isdigit() and p.name.startswith("node")))
     except OSError:
         return 1
 

@@ -25,7 +25,7 @@ from sdqos.host import rundir
 
 ROOT = Path("/sys/fs/cgroup")
 KMSG = "/dev/kmsg"
-RECORD_NAME = "oom-kills.json"
+RECORD_NAME = rundir.OOM_KILLS.name  # (the store's table)
 
 
 @dataclass(frozen=True)
@@ -241,10 +241,9 @@ def kills_since_boot(path: str = "/proc/vmstat") -> int | None:
 def load_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
     """The kills reported so far and the counters they were read from; {} when there is none (or
     it is not a plain file of ours: rundir.load_json)."""
-    return rundir.load_json(run_dir / RECORD_NAME)
+    return rundir.load(rundir.OOM_KILLS, run_dir)
 
 
 def save_record(record: dict, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> None:
     """Atomically, root-only, as the rest of /run/sdqos (HostError on failure)."""
-    rundir.ensure_dir(run_dir)
-    rundir.write_atomic(run_dir / RECORD_NAME, json.dumps(record, sort_keys=True, separators=(",", ":")), 0o600)
+    rundir.write(rundir.OOM_KILLS, json.dumps(record, sort_keys=True, separators=(",", ":")), run_dir)

@@ -1,31 +1,134 @@
-"""``/run/sdqos``: the sync lock and the record of what the last sync applied.
+"""``/run/sdqos``: the one store of what sdqos keeps between commands.
 
-The record is how drift is told apart from a config change: a live value that differs from what
-sdqos last set was changed behind its back. It lives on tmpfs, like the transient units it
-describes, so both vanish together at reboot. Everything here is root-only and written
-atomically; a directory or file that is not ours (symlink, wrong owner, group/world-writable) is
-refused rather than trusted.
+Every file sdqos keeps in the run dir is a row of :data:`RECORDS` (its name, schema version,
+format, and the one module that writes it); no other module spells a run-dir file name
+(``tests/host/test_store.py`` greps the package for each). The store has one identity of a file
+(:func:`identity`, :func:`identify`), one trust check (:func:`trusted`: owned by us, not
+writable by others; the run dir, the lock and every record), one trusted read
+(:func:`read_private`: a plain file, not followed through a symlink), one atomic
+write (:func:`write_atomic`: a temp file, fsync unless the row says it need not be durable,
+rename), the sync lock, and the schemas of the records read by more than one layer (applied.json,
+the last-sync record). :class:`Reads` is what the loader hands back: every input it read, by
+identity, so the no-op proof (reconcile/noop.py) checks exactly those.
+
+The record of what sync applied is how drift is told apart from a config change: a live value
+that differs from what sdqos last set was changed behind its back. It lives on tmpfs, like the
+transient units it describes, so both vanish together at reboot. Everything here is root-only;
+a directory or file that is not ours (symlink, wrong owner, group/world-writable) is refused
+rather than trusted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fcntl
+import hashlib
+import importlib
 import json
 import os
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from sdqos.errors import HostError, LockTimeout
 
 DEFAULT_RUN_DIR = Path(os.environ.get("SDQOS_RUN_DIR", "/run/sdqos"))
-LOCK_NAME = "sync.lock"
-APPLIED_NAME = "applied.json"
-CPU_MANAGER_STATE_NAME = "cpu_manager_state"  # kubelet's name (host/cpustate.py writes it, loading/incremental.py reads it)
-LAST_SYNC_NAME = "last-sync.json"  # the last sync's record (cli/metrics.py writes it, loading/load.py reads it)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A file of the run dir: its name, the version of its schema (a change of what it holds
+    bumps it: readers refuse another), its format, the module that writes it, whether a write is
+    fsynced, and whether it is a record the no-op proof counts by identity (``input``)."""
+
+    name: str
+    schema: int
+    format: str
+    writer: str
+    durable: bool = True
+    input: bool = True
+
+    def path(self, run_dir: Path | str = DEFAULT_RUN_DIR) -> Path:
+        return Path(run_dir) / self.name
+
+
+LOCK = Record("sync.lock", 1, "the holder's PID", "host/rundir.py (SyncLock)", input=False)
+APPLIED = Record("applied.json", 1, "JSON {unit: {property: value}}", "reconcile/sync.py (save_applied)",
+                 durable=False)  # transient units: no OS crash leaves them behind
+LAST_SYNC = Record("last-sync.json", 1, "JSON (record_sync below)", "cli/app.py (record_sync)", durable=False,
+                   input=False)  # rewritten by every sync: the proof reads what it needs of it
+CPU_STATE = Record("cpu_manager_state", 2, "kubelet's CPUManagerCheckpointV2", "host/cpustate.py")
+PARSE_CACHE = Record("parsed.json", 10, "lines of JSON (loading/cache.py)", "loading/cache.py", durable=False)
+# 10: containers' cpuset (AllowedCPUs, cgroup v2 static CPU manager); 9: VMs keep their uid and spec.cpu.dedicatedCpuPlacement; 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM
+# group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry)
+OBSERVED = Record("observed.json", 1, "JSON {runtime: [key, answer]}", "reconcile/memo.py")
+OOM_KILLS = Record("oom-kills.json", 1, "JSON", "reconcile/oomwatch.py (host/oomevents.py)")
+EVICTED = Record("evicted.json", 1, "JSON {evicted, counts}", "reconcile/evict.py")
+NOOP = Record("noop.json", 5, "JSON (reconcile/noop.py)", "reconcile/noop.py", input=False)
+# 5: the inputs the loader read (Reads); 4: the node's and tiers' kernel files; 3: the memory-limit
+# property names come from the stamp
+RECORDS = (LOCK, APPLIED, LAST_SYNC, CPU_STATE, PARSE_CACHE, OBSERVED, OOM_KILLS, EVICTED, NOOP)
+# Files earlier versions of sdqos kept here and no version reads any more: a per-boot cache of the
+# code dataclasses generates, and the parse cache's delta. A sync removes them.
+LEFTOVERS = ("dataclass-code.*.marshal", "parsed.delta.json")
+
+LOCK_NAME = LOCK.name
+APPLIED_NAME = APPLIED.name
+CPU_MANAGER_STATE_NAME = CPU_STATE.name
+LAST_SYNC_NAME = LAST_SYNC.name
 APPLIED_BATCH = 256  # units encoded per string when applied.json is written
 MAX_READ = 256 * 1024 * 1024  # no file sdqos writes here comes near this (applied.json at 5000 units: ~2 MB)
+MAX_RECORD = 16 * 1024 * 1024  # the last-sync record, the CPU manager's state
+
+
+def schemas() -> str:
+    """Every record's name and schema version: what a stamp made from them depends on."""
+    return ",".join(f"{r.name}:{r.schema}" for r in RECORDS)
+
+
+def identity(st: os.stat_result) -> list[int]:
+    """A file's identity: device, inode, size, mtime, ctime (which only the kernel sets), mode and
+    owner. Equal identities: the same bytes, as far as the kernel tells (to the ns)."""
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid]
+
+
+def trust(path: str | Path) -> list[int]:
+    """Who may write a directory (followed): its mode, owner, group, inode and device — what a
+    check of its parents looks at, not its times (/tmp's move all the time); [errno] when it
+    cannot be looked at."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return [exc.errno or 0]
+    return [st.st_mode, st.st_uid, st.st_gid, st.st_ino, st.st_dev]
+
+
+def identify(path: str | Path) -> list | None:
+    """:func:`identity` of a path as it is named (not followed: lstat), and for a symlink its
+    target and the identity of the file it leads to; None when missing, [errno] when it cannot
+    be looked at."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return [exc.errno]
+    out: list = identity(st)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            out += [os.readlink(path), identity(os.stat(path))]
+        except OSError as exc:
+            out += [exc.errno]
+    return out
+
+
+def trusted(st: os.stat_result) -> bool:
+    """The one trust check of the run dir and what is in it: owned by us, not writable by group
+    or others (then no one else can have changed it)."""
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def read_private(path: Path, max_bytes: int = MAX_READ, *, ours: bool = False) -> bytes | None:
@@ -48,7 +151,7 @@ def read_private_stat(path: Path, max_bytes: int = MAX_READ, *,
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
             return None
-        if ours and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
+        if ours and not trusted(st):
             return None
         chunks, left = [], max_bytes + 1
         while left > 0:
@@ -94,7 +197,7 @@ def ensure_dir(run_dir: Path = DEFAULT_RUN_DIR) -> Path:
         raise HostError(f"{run_dir} is not a directory (symlink?); refusing to use it")
     if not root and st.st_uid == 0:
         raise HostError(f"{run_dir} belongs to root: run sdqos as root")
-    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if not trusted(st):
         raise HostError(f"{run_dir} is writable by others or not owned by us; refusing to use it")
     return run_dir
 
@@ -104,7 +207,7 @@ class SyncLock:
     file, so the second one can say who it waited for."""
 
     def __init__(self, run_dir: Path = DEFAULT_RUN_DIR, timeout: float = 60.0):
-        self.path = run_dir / LOCK_NAME
+        self.path = LOCK.path(run_dir)
         self.timeout = timeout
         self.fd: int | None = None
 
@@ -115,8 +218,7 @@ class SyncLock:
         except OSError as exc:
             why = "it is a symlink; refusing it" if exc.errno == errno.ELOOP else exc.strerror
             raise HostError(f"cannot open the lock file {self.path}: {why}") from None
-        st = os.fstat(fd)
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        if not trusted(os.fstat(fd)):
             os.close(fd)
             raise HostError(f"the lock file {self.path} is not ours or is writable by others; refusing it")
         deadline = time.monotonic() + self.timeout
@@ -160,7 +262,7 @@ def _read_pid(fd: int) -> int | None:
 def load_applied(run_dir: Path = DEFAULT_RUN_DIR) -> dict[str, dict[str, int]]:
     """What the last sync applied: {unit: {property: value}}. Missing or unreadable → {} (then
     differences are reported as updates, not drift)."""
-    return load_json(run_dir / APPLIED_NAME)
+    return load(APPLIED, run_dir)
 
 
 def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN_DIR) -> None:
@@ -168,7 +270,6 @@ def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN
     sort_keys=True)`` gives, compact, encoded APPLIED_BATCH units at a time: as one string, 5000
     units held ~2 MB more at the sync's peak. Batches keep the C encoder (json.dump would use the
     pure-Python one, and one call per unit cost ~3 ms more at 1000 units)."""
-    ensure_dir(run_dir)
     encode = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
     units = sorted(applied)
 
@@ -181,7 +282,7 @@ def save_applied(applied: dict[str, dict[str, int]], run_dir: Path = DEFAULT_RUN
     # No fsync: what it records are transient units, which no OS crash leaves behind; the rename
     # alone keeps it the old file or the new one for every reader (~5–25 ms of I/O wait per
     # sync that changed something, where the run dir is on disk rather than tmpfs).
-    write_atomic(run_dir / APPLIED_NAME, pieces(), 0o600, durable=False)
+    write(APPLIED, pieces(), run_dir)
 
 
 def write_atomic(path: Path, pieces, mode: int = 0o600, *, durable: bool = True) -> None:
@@ -210,3 +311,166 @@ def write_atomic(path: Path, pieces, mode: int = 0o600, *, durable: bool = True)
         except OSError:
             pass
         raise HostError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def load(record: Record, run_dir: Path | str = DEFAULT_RUN_DIR, max_bytes: int = MAX_READ) -> dict:
+    """A JSON record of the run dir (:func:`load_json`: {} when missing or not trusted)."""
+    return load_json(record.path(run_dir), max_bytes)
+
+
+def write(record: Record, pieces, run_dir: Path | str = DEFAULT_RUN_DIR) -> None:
+    """A record written whole: the run dir made (or refused), a temp file 0600, fsync when the
+    row is durable, rename (HostError naming the file on any failure)."""
+    ensure_dir(Path(run_dir))
+    write_atomic(record.path(run_dir), pieces, 0o600, durable=record.durable)
+
+
+def remove_leftovers(run_dir: Path) -> None:
+    """Unlink what :data:`LEFTOVERS` names in the run dir (never following a link, never opening
+    a file); whatever cannot be removed stays (a stale file harms nothing)."""
+    for pattern in LEFTOVERS:
+        for path in Path(run_dir).glob(pattern):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+# --- the last-sync record: written by every sync, read by status, metrics, the loader, the proof ---
+
+
+def budget_record(report) -> dict:
+    """What a sync applied beyond the plan, for status and metrics (kept in the last-sync record):
+    the pod slices it kept and counted, why it kept each unit, its adjustments (the limits it
+    clamped to usage), as data: its desired state's fields (reconcile.desired.Desired)."""
+    want = report.desired
+    return {"kept": [dataclasses.asdict(k) for k in getattr(want, "kept", ())],
+            "keptWhy": dict(report.kept_why),
+            "adjustments": [a.as_json() for a in getattr(want, "adjustments", ())]}
+
+
+def load_sync_record(run_dir: Path = DEFAULT_RUN_DIR) -> dict:
+    """The last sync's record ({} when there is none or it does not read)."""
+    return load(LAST_SYNC, run_dir, MAX_RECORD)
+
+
+def last_sync_part(run_dir: Path | str, key: str) -> Any:
+    """One field of the last-sync record (None without it): what the loader plans with (its
+    ``machines``, ``kept``), recorded as an input by value, since every sync rewrites the file."""
+    return load_sync_record(Path(run_dir)).get(key)
+
+
+def record_sync(report, run_dir: Path = DEFAULT_RUN_DIR, warnings: list[str] | None = None) -> dict:
+    """Remember the last sync (for `sdqos metrics`), keeping the last success time across runs, and
+    its standing warnings (what `sync --quiet` compares with, to say each once)."""
+    previous = load_sync_record(run_dir)
+    now = time.time()
+    ok = not report.errors and not report.aborted
+    rec = {
+        "timestamp": now,
+        "durationSeconds": report.duration_s,
+        "created": len(report.created),
+        "updated": len(report.updated),
+        "removed": len(report.removed),
+        "drift": len(report.drift),
+        "errors": len(report.errors),
+        "invalid": len(report.invalid),
+        "dbusCalls": report.dbus_calls,
+        "success": ok,
+        "lastSuccess": now if ok else previous.get("lastSuccess"),
+        "warnings": list(warnings if warnings is not None else report.warnings),
+        "machines": [dataclasses.asdict(m) for m in getattr(report.plan, "machines", ())],
+        **budget_record(report),
+    }
+    write(LAST_SYNC, json.dumps(rec), run_dir)
+    remove_leftovers(run_dir)
+    return rec
+
+
+# --- what a load read: the inputs of a plan, by identity ------------------------------------------
+
+
+class Reads:
+    """Every input a load read, in the order read, each as the loader saw it *before* reading it:
+    a file by :func:`identity` (``file``), a directory by identity and names (``listing``), and a
+    value a module-level function computed from the host (``call``: the function, its arguments,
+    what it returned, and the paths it reads). :meth:`changed` asks each again — the same
+    identities, the same functions — so a proof made from them covers exactly what the plan is a
+    function of. A path recorded twice with two identities (changed while it was read) makes the
+    whole unstable: nothing is proven from it."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, list | None] = {}
+        self.dirs: dict[str, list] = {}
+        self.calls: list[list] = []  # [module:function, args, result, paths]
+        self.stable = True
+
+    def file(self, path: str | Path, st: os.stat_result | None = None) -> None:
+        """A file about to be read (or looked for); ``st``: its lstat, already taken."""
+        got = identity(st) if st is not None and not stat.S_ISLNK(st.st_mode) else identify(path)
+        self._put(self.files, str(path), got)
+
+    def listing(self, path: str | Path, st: os.stat_result | None, names: list[str]) -> None:
+        """A directory listed (``st``: its stat, followed, taken before the listing)."""
+        self._put(self.dirs, str(path), [identity(st) if st is not None else None, sorted(names)])
+
+    def call(self, fn: Callable[..., Any], *args: Any, paths: tuple[str, ...] = ()) -> Any:
+        """``fn(*args)`` (a module-level function of plain arguments), recorded with its result
+        (JSON data) and the paths it reads (files it opens, directories it lists)."""
+        got = fn(*args)
+        self.calls.append([f"{fn.__module__}:{fn.__qualname__}", [str(a) for a in args], _plain(got), list(paths)])
+        return got
+
+    def _put(self, table: dict, key: str, value: Any) -> None:
+        if key in table and table[key] != value:
+            self.stable = False
+        table.setdefault(key, value)
+
+    def paths(self) -> list[str]:
+        """Every path read: the files, the directories, and what each call reads."""
+        return [*self.files, *self.dirs, *(p for c in self.calls for p in c[3])]
+
+    def as_json(self) -> dict:
+        return {"files": self.files, "dirs": self.dirs, "calls": self.calls, "stable": self.stable}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Reads":
+        r = cls()
+        r.files, r.dirs, r.calls, r.stable = dict(data["files"]), dict(data["dirs"]), list(data["calls"]), data["stable"]
+        return r
+
+    def digest(self) -> str:
+        return hashlib.blake2b(json.dumps(self.as_json(), sort_keys=True).encode(), digest_size=20).hexdigest()
+
+    def changed(self) -> str | None:
+        """The first input that is not as it was read (its path), or None: every one is."""
+        if not self.stable:
+            return "(changed while it was read)"
+        for path, was in self.files.items():
+            if identify(path) != was:  # (lists of ints and strings: as JSON gives them back)
+                return path
+        for path, (was, names) in self.dirs.items():
+            try:
+                st = os.stat(path)  # (followed, as it was listed)
+                now = [identity(st), sorted(os.listdir(path))]
+            except OSError:
+                return path
+            if now != [was, names]:
+                return path
+        for ref, args, result, paths in self.calls:
+            module, _, name = ref.partition(":")
+            try:
+                fn = getattr(importlib.import_module(module), name)
+                if _plain(fn(*args)) != result:
+                    return " ".join(paths) or ref
+            except (ImportError, AttributeError, TypeError, ValueError, OSError):
+                return " ".join(paths) or ref
+        return None
+
+
+def _plain(v: Any) -> Any:
+    """``v`` as JSON gives it back (tuples as lists, sets sorted), so a recorded value compares
+    equal to one computed again."""
+    if isinstance(v, (set, frozenset)):
+        return sorted(v)
+    return json.loads(json.dumps(v))

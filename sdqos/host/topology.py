@@ -2,7 +2,8 @@
 (/sys/devices/system/cpu/online), each CPU's topology/{physical_package_id, core_id,
 thread_siblings_list, die_id} and each NUMA node's cpulist (/sys/devices/system/node/nodeN/cpulist);
 for the topology manager the NUMA nodes and their distance rows (nodeN/distance, numa_info.go).
-The parsing is `sdqos.kube.cputopology.from_sysfs` (pure); this module only reads the text, from
+The parsing is `sdqos.kube.cputopology.from_sysfs` (pure); this module only reads the text (the
+online list through `sdqos.host.facts.read_online`, its one reader), from
 `root` so tests hand it a fake /sys tree in a temp dir."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from pathlib import Path
 
 from sdqos.errors import CPUSetError, HostError
+from sdqos.host.facts import read_online
 from sdqos.kube.cpuset import parse
 from sdqos.kube.cputopology import CPUTopology, SysCPU, from_sysfs
 from sdqos.kube.topologymanager import NUMAInfo
@@ -39,7 +41,12 @@ def read_topology(root: str | Path = "/") -> CPUTopology:
     could not be read or does not hold what the kernel writes there."""
     sysdir = Path(root) / "sys/devices/system"
     online_path = sysdir / "cpu/online"
-    online = _read(online_path)
+    try:
+        online = read_online(sysdir)  # (the one reader of the online list: host/facts.py)
+    except OSError as e:
+        raise HostError(f"cannot read {online_path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise HostError(f"{online_path}: not a CPU list") from None
     try:
         online_cpus = parse(online.strip())
     except CPUSetError as e:

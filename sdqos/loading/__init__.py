@@ -9,5 +9,7 @@ dir, what the last sync counted in machine.slice, what-if pod files). The cache 
 functions: the planner never sees it.
 
 May import: the standard library, PyYAML, ``sdqos.errors``, ``sdqos.humanize``, ``sdqos.kube``,
-``sdqos.plan``, and from ``sdqos.host`` the host facts (capacity, page size) and the run dir.
+``sdqos.plan``, and from ``sdqos.host`` the host facts (capacity, page size), the run dir (its
+store, and the CPU manager's state in it) and forked children. Every load records what it read
+(``Config.inputs``): the no-op proof checks exactly those.
 """

@@ -27,13 +27,12 @@ from sdqos.kube.quantity import Quantity
 from sdqos.plan.engine import ContainerPlan, PodContext, PodPlan
 from sdqos.plan.properties import ResourceConfig, to_properties
 
-CACHE_NAME = "parsed.json"
-FORMAT = 10  # 10: containers' cpuset (AllowedCPUs, v2 static CPU manager); 9: VMs keep their uid and spec.cpu.dedicatedCpuPlacement; 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry; 3: line per entry; 2: one JSON document)
+CACHE_NAME = rundir.PARSE_CACHE.name
+FORMAT = rundir.PARSE_CACHE.schema  # (the store's table says what each version added)
 NANO = 10**9
 
 
-def file_identity(st: os.stat_result) -> list[int]:
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+file_identity = rundir.identity  # (the store's one identity of a file)
 
 
 # --- (de)serialising model objects ----------------------------------------------------------------
@@ -319,11 +318,10 @@ class ParseCache:
         for k in stale:
             del self.entries[k]
         try:
-            rundir.ensure_dir(self.path.parent)
-            # write_atomic removes its temp file when /run is full mid-write. No fsync: every entry
-            # is used only while its file has the identity it was stored with, and a torn file
-            # does not decode (decode_file), so a crash costs a parse, never a wrong plan
-            rundir.write_atomic(self.path, encode_file(self.tag, self.entries, self.context), 0o600, durable=False)
+            # write removes its temp file when /run is full mid-write. No fsync (the row says so):
+            # every entry is used only while its file has the identity it was stored with, and a
+            # torn file does not decode (decode_file), so a crash costs a parse, never a wrong plan
+            rundir.write(rundir.PARSE_CACHE, encode_file(self.tag, self.entries, self.context), self.path.parent)
         except (OSError, HostError):
             pass  # a cache that cannot be written is only slower
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import BinaryIO, Mapping, NamedTuple, Sequence
 
 from sdqos.errors import ConfigDirError, ConfigInvalid, InvalidInput
-from sdqos.host import facts
+from sdqos.host import facts, rundir
+from sdqos.host.rundir import Reads
 from sdqos.kube.manifests import ParseResult, check_duplicates, parse_pod_documents, parse_vm_documents
 from sdqos.kube.model import NodeConfig, Pod, VirtualMachine
 from sdqos.kube.nodeconfig import parse_node_config
@@ -46,6 +47,7 @@ class Config:
     invalid_keys: set[str] = field(default_factory=set)
     failed_files: list[str] = field(default_factory=list)  # whole files whose content is unknown
     vms_declared: bool = False  # vms/ holds at least one file
+    inputs: Reads = field(default_factory=Reads)  # everything the load read, by identity (the no-op proof's)
 
     @property
     def removals_safe(self) -> bool:
@@ -80,13 +82,15 @@ def _check_mode(st: os.stat_result, what: str, insecure: bool) -> str | None:
     return None
 
 
-def unsafe_parent(real: Path) -> str | None:
+def unsafe_parent(real: Path, reads: Reads | None = None) -> str | None:
     """sshd's StrictModes for the path above a config dir or file (OpenSSH misc.c safe_path): every
     directory up to / owned by root or us and not writable by group or others — someone who can
     rename a parent can swap the whole config. One deviation, as in the permission checks of
     systemd's tmpfiles: a root-owned sticky directory (/tmp, 1777) is accepted, since there no one
     may rename or remove what they do not own."""
     for parent in real.parents:
+        if reads is not None:  # who may write it (not its times: /tmp's move all the time)
+            reads.call(rundir.trust, str(parent), paths=(str(parent),))
         try:
             st = os.stat(parent)
         except OSError as exc:
@@ -314,12 +318,14 @@ def _node_documents(config_dir: Path, path: Path, real: Path, st: os.stat_result
     return docs
 
 
-def _priority_classes(config_dir: Path, real_dir: Path, insecure: bool) -> PriorityClasses:
+def _priority_classes(config_dir: Path, real_dir: Path, insecure: bool, reads: Reads | None = None) -> PriorityClasses:
     """``priorityclasses.yaml``: the PriorityClasses pods may name (sdqos.kube.priority), read under
     the rules of every config file; none without the file. Every pod's priority depends on it, so
     a file with any problem is ConfigInvalid, as node.yaml is: nothing is synced on priorities
     that may be wrong."""
     path = config_dir / PRIORITY_CLASSES_FILE
+    if reads is not None:
+        reads.file(path)
     if not path.exists() and not path.is_symlink():
         return NO_CLASSES
     from sdqos.kube.manifests import parse_priority_class_documents
@@ -350,10 +356,12 @@ def priority_classes(config_dir: Path, insecure: bool) -> PriorityClasses:
 
 
 def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidInput], failed: list[str],
-              skipped: list[str] | None = None) -> list[str]:
+              skipped: list[str] | None = None, reads: Reads | None = None) -> list[str]:
     """The names of the config files in ``sub``, sorted; [] (and an error) when it is unusable."""
     d = config_dir / sub
     if not d.exists() and not d.is_symlink():
+        if reads is not None:
+            reads.file(d)  # (missing: its appearance is a change)
         return []
     try:
         st = os.stat(d)
@@ -376,6 +384,8 @@ def _list_dir(config_dir: Path, sub: str, insecure: bool, errors: list[InvalidIn
         errors.append(_fail(config_dir, d, f"cannot be listed: {exc.strerror or exc}"))
         failed.append(sub)
         return []
+    if reads is not None:
+        reads.listing(d, st, names)
     if skipped is not None:  # not hidden, not an editor's backup, and still not read: say so
         skipped += [f"{sub}/{n}" for n in names if not n.endswith(SUFFIXES) and not n.startswith(".") and not n.endswith("~")]
     return [n for n in names if n.endswith(SUFFIXES) and not n.startswith(".")]
@@ -406,6 +416,7 @@ class Scan:
     apply_defaults: bool
     warnings: list[str] = field(default_factory=list)
     classes: PriorityClasses = NO_CLASSES
+    reads: Reads = field(default_factory=Reads)
 
     def objects(self, f: ScannedFile) -> _FileObjects:
         """The file's objects from its entry; a cached entry that does not decode (damaged, or
@@ -429,7 +440,8 @@ class Scan:
             warnings=list(self.node.warnings) + self.warnings + result.warnings,
             invalid_keys=result.invalid_keys,
             failed_files=self.failed,
-            vms_declared=bool(_list_dir(self.dir, "vms", True, [], [])),
+            vms_declared=bool(_list_dir(self.dir, "vms", True, [], [], reads=self.reads)),
+            inputs=self.reads,
         )
 
 
@@ -469,18 +481,9 @@ def load_config(
     return scan.config(result)
 
 
-def scan_config(
-    config_dir: Path | str = DEFAULT_DIR,
-    *,
-    detected: Mapping[str, Quantity] | None = None,
-    insecure: bool = False,
-    apply_defaults: bool = True,
-    cache_dir: Path | None = None,
-    cache_write: bool = True,
-    workers: int | None = None,
-) -> Scan:
-    """node.yaml validated, every other file checked and its entry found or made (see load_config)."""
-    config_dir = Path(config_dir)
+def _config_dir(config_dir: Path, insecure: bool, reads: Reads) -> Path:
+    """The config dir's real path, once it passed the checks (ConfigDirError otherwise)."""
+    reads.file(config_dir)
     try:
         st = os.stat(config_dir)
     except FileNotFoundError:
@@ -493,16 +496,18 @@ def scan_config(
     if problem:
         raise ConfigDirError(f"{config_dir}: {problem}")
     real_dir = config_dir.resolve()
-    problem = None if insecure else unsafe_parent(real_dir)
+    problem = None if insecure else unsafe_parent(real_dir, reads)
     if problem:
         raise ConfigDirError(f"config directory {config_dir}: {problem}")
+    return real_dir
 
-    classes = _priority_classes(config_dir, real_dir, insecure)
-    # Pods are parsed under the classes (their priority): other classes, other entries.
-    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}" + (f";classes={classes.tag()}" if classes.tag() else ""),
-                          writable=cache_write)
+
+def _node(config_dir: Path, real_dir: Path, insecure: bool, cache: pc.ParseCache,
+          detected: Mapping[str, Quantity] | None, reads: Reads) -> NodeConfig:
+    """node.yaml validated against this host's facts (ConfigInvalid otherwise)."""
     node_path = config_dir / "node.yaml"
     node_raw = None
+    reads.file(node_path)
     if node_path.exists() or node_path.is_symlink():
         try:
             real, st = _checked(config_dir, real_dir, node_path, insecure)
@@ -512,22 +517,29 @@ def scan_config(
         if len(docs) > 1:
             raise ConfigInvalid([InvalidInput("must hold exactly one document", where="node.yaml")])
         node_raw = docs[0] if docs else None
+    if detected is None:  # (each fact through reads.call: the no-op proof asks the same function again)
+        detected = facts.detect_capacity(counts=reads.call(facts.capacity_counts, "/proc",
+                                                           paths=("/proc/meminfo", "/proc/sys/kernel/pid_max")))
+    devices = str(facts.SYS_DEVICES)
     node, node_errors = parse_node_config(
-        node_raw, detected if detected is not None else facts.detect_capacity(), page_size=facts.page_size(),
-        online_cpus=facts.online_cpus(), numa_nodes=facts.numa_nodes(),
+        node_raw, detected, page_size=reads.call(facts.page_size),
+        online_cpus=facts.online_cpus(text=reads.call(facts.online_cpu_list, devices, paths=(f"{devices}/cpu/online",))),
+        numa_nodes=reads.call(facts.numa_nodes, devices, paths=(f"{devices}/node",)),
     )
     if node_errors:
         raise ConfigInvalid(node_errors)
+    return node
 
-    failed: list[str] = []
-    errors: list[InvalidInput] = []
-    warnings: list[str] = []
-    files: list[ScannedFile] = []  # in order; text "" until the file is parsed
+
+def _scan_files(config_dir: Path, real_dir: Path, insecure: bool, cache: pc.ParseCache, reads: Reads,
+                found: Scan) -> list[_Miss]:
+    """Every pods/ and vms/ file checked, into ``found`` with its cache entry ("" when the cache
+    has none); the files to parse."""
     misses: list[_Miss] = []
     for sub in ("pods", "vms"):
         skipped: list[str] = []
-        names = _list_dir(config_dir, sub, insecure, errors, failed, skipped)
-        warnings += [f"{rel} is not read: only *.yaml, *.yml and *.json files in {sub}/ are" for rel in skipped]
+        names = _list_dir(config_dir, sub, insecure, found.errors, found.failed, skipped, reads)
+        found.warnings += [f"{rel} is not read: only *.yaml, *.yml and *.json files in {sub}/ are" for rel in skipped]
         sub_dir = config_dir / sub
         real_parent = sub_dir.resolve() if names else None
         if real_parent is not None and real_parent != real_dir and real_dir not in real_parent.parents:
@@ -542,16 +554,21 @@ def scan_config(
             try:
                 file_real, file_st = _checked_plain(sub_str, real_sub, name, rel, insecure)
                 if file_st is None:  # a symlink, or something to word an error about: resolve it
+                    reads.file(sub_dir / name)
                     file_real, file_st = _checked(config_dir, real_dir, sub_dir / name, insecure)
+                else:
+                    reads.file(f"{sub_str}/{name}", file_st)
             except InvalidInput as exc:
-                errors.append(exc)
-                failed.append(rel)
+                reads.file(sub_dir / name)
+                found.errors.append(exc)
+                found.failed.append(rel)
                 continue
             if file_st.st_size == 0:
                 # An editor or a deploy tool rewriting the file (truncate, then write): what it will
                 # hold is unknown, so it counts as unreadable — nothing is removed for it.
-                warnings.append(f"{rel} is empty (being rewritten?); nothing in the config is removed until it has content")
-                failed.append(rel)
+                found.warnings.append(f"{rel} is empty (being rewritten?); nothing in the config is removed until it "
+                                      "has content")
+                found.failed.append(rel)
                 continue
             key = f"{abs_sub}/{name}"  # = str(path.absolute())
             identity = pc.file_identity(file_st)
@@ -559,12 +576,38 @@ def scan_config(
             if text is None or not _entry_of(text, rel):
                 misses.append((sub_dir / name, Path(file_real), sub, rel, key, identity))
                 text = ""
-            files.append(ScannedFile(rel, key, text, str(file_real), identity))
+            found.files.append(ScannedFile(rel, key, text, str(file_real), identity))
+    return misses
+
+
+def scan_config(
+    config_dir: Path | str = DEFAULT_DIR,
+    *,
+    detected: Mapping[str, Quantity] | None = None,
+    insecure: bool = False,
+    apply_defaults: bool = True,
+    cache_dir: Path | None = None,
+    cache_write: bool = True,
+    workers: int | None = None,
+    reads: Reads | None = None,
+) -> Scan:
+    """node.yaml validated, every other file checked and its entry found or made (see load_config).
+    ``reads``: where every input read is recorded (the Scan's, new without one)."""
+    config_dir = Path(config_dir)
+    reads = Reads() if reads is None else reads
+    real_dir = _config_dir(config_dir, insecure, reads)
+    classes = _priority_classes(config_dir, real_dir, insecure, reads)
+    # Pods are parsed under the classes (their priority): other classes, other entries.
+    cache = pc.ParseCache(cache_dir, f"defaults={apply_defaults}" + (f";classes={classes.tag()}" if classes.tag() else ""),
+                          writable=cache_write)
+    node = _node(config_dir, real_dir, insecure, cache, detected, reads)
+    found = Scan(config_dir, node, cache, [], [], [], apply_defaults, [], classes, reads)
+    misses = _scan_files(config_dir, real_dir, insecure, cache, reads, found)
     if misses:
         fresh: dict[str, str] = {}
         for (_, _, _, rel, key, identity), text in zip(misses, _parse_files(config_dir, misses, apply_defaults, workers,
                                                                              classes)):
             cache.put_text(key, identity, text)
             fresh[rel] = text
-        files = [f._replace(text=fresh[f.rel]) if not f.text else f for f in files]
-    return Scan(config_dir, node, cache, files, errors, failed, apply_defaults, warnings, classes)
+        found.files = [f._replace(text=fresh[f.rel]) if not f.text else f for f in found.files]
+    return found

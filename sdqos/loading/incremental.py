@@ -20,10 +20,10 @@ import json
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-from sdqos.errors import SdqosError
-from sdqos.host import facts, rundir
-from sdqos.kube import cpumanager, cpumanager_state, cpuset
-from sdqos.kube.cpumanager import CPUManagerState
+from sdqos.host import cpustate, rundir
+from sdqos.host.rundir import Reads
+from sdqos.host import facts
+from sdqos.kube import cpumanager, cpuset
 from sdqos.kube.cpuset import CPUSet
 from sdqos.kube.manifests import ParseResult, PodIdentity, check_duplicate_vms, duplicate_pods
 from sdqos.kube.model import NodeConfig, Pod
@@ -45,29 +45,18 @@ def _canonical(v: object) -> object:
     return v
 
 
-def _cpu_state(run_dir: Path | None = None) -> CPUManagerState | None:
-    """The static CPU manager's state file in the run dir, decoded: an input of the plan, as the
-    last sync's record is. Missing, untrusted or unreadable: None (the sync that restores and
-    validates the file reports what is wrong)."""
-    data = rundir.read_private(Path(run_dir or rundir.DEFAULT_RUN_DIR) / rundir.CPU_MANAGER_STATE_NAME,
-                               16 * 1024 * 1024, ours=True)
-    if data is None:
-        return None
-    try:
-        return cpumanager_state.decode(data, "static")
-    except SdqosError:
-        return None
+def cpu_assignments(run_dir: Path | None = None, reads: Reads | None = None) -> dict[str, dict[str, str]]:
+    """The static CPU manager's assignments (pod uid → container → CPU list) from its state file
+    in the run dir (host/cpustate.py, its one reader): an input of the plan, as the last sync's
+    record is. Missing, untrusted or unreadable: none (the sync that restores and validates the
+    file reports what is wrong)."""
+    run_dir = Path(run_dir or rundir.DEFAULT_RUN_DIR)
+    if reads is not None:
+        reads.file(cpustate.state_path(run_dir))
+    return cpustate.assignments(run_dir)
 
 
-def cpu_assignments(run_dir: Path | None = None) -> dict[str, dict[str, str]]:
-    """The static CPU manager's assignments (pod uid → container → CPU list) from its state file."""
-    state = _cpu_state(run_dir)
-    if state is None:
-        return {}
-    return {uid: {name: str(cpus) for name, cpus in conts.items()} for uid, conts in state.entries.items()}
-
-
-def shared_cpus(node: NodeConfig, cgroup: str, run_dir: Path | None = None) -> str:
+def shared_cpus(node: NodeConfig, cgroup: str, run_dir: Path | None = None, reads: Reads | None = None) -> str:
     """cpuManagerPolicy static on cgroup v2: the shared pool every container scope without
     exclusive CPUs gets as AllowedCPUs — the state file's defaultCpuSet (kubelet's default
     cpuset); with no file yet, kubelet's initial one: every online CPU (with strict-cpu-reservation
@@ -75,7 +64,10 @@ def shared_cpus(node: NodeConfig, cgroup: str, run_dir: Path | None = None) -> s
     policy's choice: none until the sync's CPU manager has written the file). "": none."""
     if node.cpu_manager_policy != "static" or cgroup != "v2":
         return ""
-    state = _cpu_state(run_dir)
+    run_dir = Path(run_dir or rundir.DEFAULT_RUN_DIR)
+    if reads is not None:
+        reads.file(cpustate.state_path(run_dir))
+    state = cpustate.decoded(run_dir)
     if state is not None:
         return str(state.default_cpuset)
     online = facts.online_cpus()
@@ -138,31 +130,8 @@ def _reuse(fragment: str | None, scan: Scan, f: ScannedFile,
         return None
 
 
-def load_plan(
-    config_dir: Path | str = DEFAULT_DIR,
-    cgroup: str = "v1",
-    *,
-    detected: Mapping[str, Quantity] | None = None,
-    insecure: bool = False,
-    cache_dir: Path | None = None,
-    cache_write: bool = True,
-    workers: int | None = None,
-    machines: Sequence[engine.MachineCharge] = (),
-    explain: bool = False,
-    what_if: Sequence[Pod] = (),
-    kept: Sequence[engine.KeptPod] = (),
-) -> tuple[Config, engine.Plan]:
-    """``load_config`` and ``build_plan`` in one, with the same results and errors, reusing
-    fragments from ``cache_dir`` (none without one: then it only does what the two do).
-    ``explain``: plan with reasons (fragments are neither read nor written). ``what_if``: pods laid
-    over the config's, replacing those with the same namespace/name (``explain FILE``). ``kept``:
-    pod slices counted in their tiers besides the config's pods (what the last sync kept).
-    Commands call this through :func:`sdqos.loading.load.load`."""
-    scan = scan_config(config_dir, detected=detected, insecure=insecure, cache_dir=cache_dir,
-                       cache_write=cache_write, workers=workers)
-    cache = scan.cache
-    # VMs first: they take their share of the node before any pod is planned. Their files' errors
-    # and their duplicates are reported after the pods' files', as load_config orders them.
+def _vm_files(scan: Scan) -> tuple[ParseResult, list[str], ParseResult]:
+    """The VM files' objects, the files that failed, and the VMs (duplicates checked)."""
     vm_files = ParseResult()
     vm_failed: list[str] = []
     for f in scan.files:
@@ -170,13 +139,26 @@ def load_plan(
             add_entry(vm_files, vm_failed, f.rel, scan.objects(f))
     vms = ParseResult(vms=vm_files.vms)
     check_duplicate_vms(vms)
-    exclusive = cpu_assignments() if scan.node.cpu_manager_policy == "static" else {}
-    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain, exclusive=exclusive,
-                              shared_cpus=shared_cpus(scan.node, cgroup))
-    ctx = basis.context
-    # (plans with exclusive CPUs are not cached: a fragment holds no assignment; a VM's are not a pod's)
-    key = context_key(ctx) if cache.path is not None and not explain and not set(exclusive) - {v.uid for v in vms.vms} else ""
+    return vm_files, vm_failed, vms
 
+
+def _plan_pod(p: Pod, ctx: engine.PodContext, explain: bool, exclusive: Mapping[str, dict[str, str]],
+              result: ParseResult) -> engine.PodPlan | None:
+    """A pod's plan; None (its problems into ``result``, its keys invalid) when it cannot be sent."""
+    pp = engine.plan_pod(p, ctx, explain=explain, exclusive=exclusive.get(p.uid))
+    problems = engine.pod_problems(pp)
+    if problems:  # invalid input like any other: its units are kept, its file gets no fragment
+        result.errors += problems
+        result.invalid_keys.update((f"pod:{p.key}", f"uid:{p.uid}"))
+        return None
+    return pp
+
+
+def _plan_pod_files(scan: Scan, ctx: engine.PodContext, key: str, explain: bool,
+                    exclusive: Mapping[str, dict[str, str]]) -> tuple[ParseResult, list, list]:
+    """Every pod file's plans (a fragment reused while ``key`` holds), the files' objects and the
+    pods' identities, in file order."""
+    cache = scan.cache
     pod_files = ParseResult()
     plans: list[engine.PodPlan] = []
     idents: list[Pod | PodIdentity] = []
@@ -191,20 +173,55 @@ def load_plan(
         objs = scan.objects(f)
         pods, file_vms, errs, invalid, file_failed = objs
         add_entry(pod_files, scan.failed, f.rel, objs)
-        fresh, unsendable = [], []
+        fresh = []
+        n_errors = len(pod_files.errors)
         for p in pods:
-            pp = engine.plan_pod(p, ctx, explain=explain, exclusive=exclusive.get(p.uid))
-            problems = engine.pod_problems(pp)
-            if problems:  # invalid input like any other: its units are kept, the file gets no fragment
-                unsendable += problems
-                pod_files.invalid_keys.update((f"pod:{p.key}", f"uid:{p.uid}"))
-            else:
+            pp = _plan_pod(p, ctx, explain, exclusive, pod_files)
+            if pp is not None:
                 fresh.append(pp)
                 idents.append(p)
-        pod_files.errors += unsendable
         plans += fresh
-        if key and not (file_vms or errs or invalid or file_failed or unsendable):
+        if key and not (file_vms or errs or invalid or file_failed or len(pod_files.errors) > n_errors):
             cache.put_fragment(f.key, key, functools.partial(_encode, fresh))
+    return pod_files, plans, idents
+
+
+def load_plan(
+    config_dir: Path | str = DEFAULT_DIR,
+    cgroup: str = "v1",
+    *,
+    detected: Mapping[str, Quantity] | None = None,
+    insecure: bool = False,
+    cache_dir: Path | None = None,
+    cache_write: bool = True,
+    workers: int | None = None,
+    machines: Sequence[engine.MachineCharge] = (),
+    explain: bool = False,
+    what_if: Sequence[Pod] = (),
+    kept: Sequence[engine.KeptPod] = (),
+    reads: Reads | None = None,
+) -> tuple[Config, engine.Plan]:
+    """``load_config`` and ``build_plan`` in one, with the same results and errors, reusing
+    fragments from ``cache_dir`` (none without one: then it only does what the two do).
+    ``explain``: plan with reasons (fragments are neither read nor written). ``what_if``: pods laid
+    over the config's, replacing those with the same namespace/name (``explain FILE``). ``kept``:
+    pod slices counted in their tiers besides the config's pods (what the last sync kept).
+    ``reads``: where every input read is recorded (``Config.inputs`` holds them).
+    Commands call this through :func:`sdqos.loading.load.load`."""
+    scan = scan_config(config_dir, detected=detected, insecure=insecure, cache_dir=cache_dir,
+                       cache_write=cache_write, workers=workers, reads=reads)
+    cache = scan.cache
+    # VMs first: they take their share of the node before any pod is planned. Their files' errors
+    # and their duplicates are reported after the pods' files', as load_config orders them.
+    vm_files, vm_failed, vms = _vm_files(scan)
+    exclusive = cpu_assignments(reads=scan.reads) if scan.node.cpu_manager_policy == "static" else {}
+    basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain, exclusive=exclusive,
+                              shared_cpus=shared_cpus(scan.node, cgroup, reads=scan.reads))
+    ctx = basis.context
+    # (plans with exclusive CPUs are not cached: a fragment holds no assignment; a VM's are not a pod's)
+    pods_hold = set(exclusive) - {v.uid for v in vms.vms}
+    key = context_key(ctx) if cache.path is not None and not explain and not pods_hold else ""
+    pod_files, plans, idents = _plan_pod_files(scan, ctx, key, explain, exclusive)
     cache.save()
     cache.release()
 
@@ -213,12 +230,8 @@ def load_plan(
         kept_ = [i for i, ident in enumerate(idents) if ident.key not in replaced]
         plans, idents = [plans[i] for i in kept_], [idents[i] for i in kept_]
         for p in what_if:
-            pp = engine.plan_pod(p, ctx, explain=explain, exclusive=exclusive.get(p.uid))
-            problems = engine.pod_problems(pp)
-            if problems:
-                pod_files.errors += problems
-                pod_files.invalid_keys.update((f"pod:{p.key}", f"uid:{p.uid}"))
-            else:
+            pp = _plan_pod(p, ctx, explain, exclusive, pod_files)
+            if pp is not None:
                 plans.append(pp)
                 idents.append(p)
     dup_errors, bad, dup_invalid = duplicate_pods(idents)

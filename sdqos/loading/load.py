@@ -16,22 +16,28 @@ from typing import Sequence
 
 from sdqos.errors import ConfigInvalid, InvalidInput
 from sdqos.host import rundir
+from sdqos.host.rundir import Reads
 from sdqos.kube.model import Pod
 from sdqos.loading.configdir import DEFAULT_DIR, Config
 from sdqos.plan.engine import KeptPod, MachineCharge, Plan
 
 
 
-def last_sync_record(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict:
-    """The last sync's record ({} when there is none or it does not read)."""
-    return rundir.load_json(run_dir / rundir.LAST_SYNC_NAME, 16 * 1024 * 1024)
+last_sync_record = rundir.load_sync_record  # (the record's schema: the store's)
 
 
-def counted_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[MachineCharge, ...]:
+def _last_sync_part(run_dir: Path, key: str, reads: Reads | None) -> object:
+    if reads is None:
+        return rundir.last_sync_part(run_dir, key)
+    return reads.call(rundir.last_sync_part, str(run_dir), key, paths=(str(rundir.LAST_SYNC.path(run_dir)),))
+
+
+def counted_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR, reads: Reads | None = None) -> tuple[MachineCharge, ...]:
     """Source: what the last sync counted in machine.slice besides declared VMs (the budget it
     applied; reconcile/sync.py's ``replan``); () when unknown."""
     out = []
-    for m in last_sync_record(run_dir).get("machines") or []:
+    machines = _last_sync_part(run_dir, "machines", reads)
+    for m in machines if isinstance(machines, list) else []:
         try:
             out.append(MachineCharge(str(m["unit"]), str(m["what"]), int(m["cpu"]), int(m["memory"]),
                                      bool(m.get("bounded", True)),
@@ -41,12 +47,12 @@ def counted_machines(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[MachineCha
     return tuple(sorted(out, key=lambda m: m.unit))
 
 
-def kept_pods(run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[KeptPod, ...]:
+def kept_pods(run_dir: Path = rundir.DEFAULT_RUN_DIR, reads: Reads | None = None) -> tuple[KeptPod, ...]:
     """Source: the pod slices the last sync kept (a held-back removal, an invalid file, a refused
     move) and counted in their tiers, so ``plan`` and ``explain`` show the tier values sync set;
     () when unknown."""
     try:
-        return tuple(KeptPod(**k) for k in last_sync_record(run_dir).get("kept") or ())
+        return tuple(KeptPod(**k) for k in _last_sync_part(run_dir, "kept", reads) or ())  # type: ignore[attr-defined]
     except TypeError:
         return ()
 
@@ -97,7 +103,10 @@ def load(
     which were counted). ``explain``: every value with its reason (no cached plan fragments: they
     carry no reasons). ``what_if``: pods laid over the config's (same namespace/name replaced).
     ``as_synced``: count the pods the last sync kept in their tiers, as that sync did (``plan``,
-    ``explain``; sync finds its own, status and metrics take them from the record)."""
+    ``explain``; sync finds its own, status and metrics take them from the record).
+
+    Every input read is recorded in the config's ``inputs`` (:class:`sdqos.host.rundir.Reads`): a
+    source read through a function records it with ``reads.call``, a file with ``reads.file``."""
     from sdqos.loading.cache import usable_run_dir
     from sdqos.loading.incremental import load_plan
 
@@ -106,8 +115,9 @@ def load(
 
         cgroup = detect_cgroup_mode()
     run_dir = usable_run_dir(create=writes)
+    reads = Reads()
     if machines is None:
-        machines = counted_machines(run_dir) if run_dir is not None else ()
-    kept = kept_pods(run_dir) if as_synced and run_dir is not None else ()
+        machines = counted_machines(run_dir, reads) if run_dir is not None else ()
+    kept = kept_pods(run_dir, reads) if as_synced and run_dir is not None else ()
     return load_plan(config_dir, cgroup, insecure=insecure, cache_dir=run_dir, cache_write=writes,
-                     machines=machines, explain=explain, what_if=what_if, kept=kept)
+                     machines=machines, explain=explain, what_if=what_if, kept=kept, reads=reads)

@@ -329,7 +329,6 @@ def render_text(a: Assessment) -> str:
 
 # --- the action: one workload, through the runtime that runs it ----------------------------------
 
-EVICTED_NAME = "evicted.json"
 
 
 def fingerprint(pp) -> str:
@@ -343,7 +342,7 @@ def fingerprint(pp) -> str:
 def _load(run_dir: Path) -> dict:
     from sdqos.host import rundir
 
-    return rundir.load_json(run_dir / EVICTED_NAME)
+    return rundir.load(rundir.EVICTED, run_dir)
 
 
 def load_evicted(run_dir: Path, data: dict | None = None) -> dict[str, dict]:
@@ -367,8 +366,7 @@ def _save(run_dir: Path, records: Mapping[str, dict], counts: Mapping[str, Mappi
 
     from sdqos.host import rundir
 
-    rundir.ensure_dir(run_dir)
-    rundir.write_atomic(run_dir / EVICTED_NAME, json.dumps({"evicted": records, "counts": counts}, indent=1), 0o600)
+    rundir.write(rundir.EVICTED, json.dumps({"evicted": records, "counts": counts}, indent=1), run_dir)
 
 
 def forget_running(run_dir: Path, a: Assessment) -> list[str]:

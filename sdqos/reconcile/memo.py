@@ -23,7 +23,7 @@ from typing import Any
 from sdqos.errors import HostError
 from sdqos.host import rundir
 
-NAME = "observed.json"
+NAME = rundir.OBSERVED.name  # (the store's table)
 
 
 def identity(path: str | Path) -> list:

@@ -9,15 +9,19 @@ trusts the kernel for, and the few units it always reads over D-Bus — plus the
 everything the plan is a function of. Only when all of it agrees is "nothing to do" reported;
 anything else takes the full path, which removes the stamp first. It holds:
 
-- *inputs* (:func:`inputs`, taken before the full path loads anything): the sync's options, the
-  environment that steers it, every entry of the config dir, ``pods/`` and ``vms/`` by name,
-  mode, owner, inode, size, mtime and ctime (through symlinks too), the config dir's parents (the
-  loader refuses a writable one), the host facts node.yaml falls back on (CPUs, memory, swap,
-  pid_max), the cgroup version and the kernel's OOM-kill count (``/proc/vmstat``: any kill on the
-  host, reported by the full path);
-- the run dir's own records (applied, parse cache, observed, OOM kills, evictions, anything
-  else), by the same identity, taken after the full sync wrote them; the last-sync record is
-  rewritten by every sync and is checked by content (no machine.slice charge, no standing warning);
+- *inputs*: exactly what the full sync's load read, as the loader recorded it before reading
+  each (``Config.inputs``, :class:`sdqos.host.rundir.Reads`): every file by identity (mode,
+  owner, inode, size, mtime, ctime; a symlink's target too), every directory listed by identity
+  and names, and every value read through a function (the host facts node.yaml falls back on,
+  the config dir's parents' owners and modes, the last-sync record's parts the plan uses) by
+  calling that same function again. Nothing is listed here by hand: a new source the loader
+  reads is in the proof. Besides them the sync's own *conditions* (:func:`conditions`): its
+  options, the config dir's path, the environment that steers it, the cgroup version and the
+  kernel's OOM-kill count (``/proc/vmstat``: any kill on the host, reported by the full path);
+- the run dir's own records (the rows of the store's table it counts: applied, parse cache,
+  observed, OOM kills, evictions, anything else), by identity, taken after the full sync wrote
+  them; the last-sync record is rewritten by every sync and is checked by content (no
+  machine.slice charge, no standing warning);
 - the listing: every row of the one ``ListUnitsByPatterns`` over the plan's patterns (name, load,
   active and sub state, Description);
 - the kernel: the files the full path checks for every unit (pods, the node, the tiers, reserved
@@ -47,26 +51,25 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from sdqos import __version__
 from sdqos.errors import HostError
 from sdqos.humanize import INFINITY
 from sdqos.host import cgroupfs, rundir
+from sdqos.host.rundir import Reads
 from sdqos.reconcile.report import Report
 
 if TYPE_CHECKING:  # the stamp is written from them; the fast path never imports them
     from sdqos.host.systemd import Systemd
     from sdqos.plan.engine import Plan
 
-STAMP = "noop.json"
-VERSION = 4  # 3: the memory-limit property names come from the stamp; 4: the node's and tiers' kernel files
-LAST_SYNC = "last-sync.json"  # sdqos.cli.metrics.LAST_SYNC (reconcile may not import cli)
-NOT_INPUTS = frozenset({STAMP, rundir.LOCK_NAME, LAST_SYNC})
+STAMP = rundir.NOOP.name
+# A stamp holds for the sdqos that wrote it and the schemas of the records it was made from: the
+# package version and every row of the store's table (the stamp's own row says what changed in it)
+VERSION = hashlib.blake2b(f"{__version__}/{rundir.schemas()}".encode(), digest_size=8).hexdigest()
+NOT_INPUTS = frozenset(r.name for r in rundir.RECORDS if not r.input)  # the lock, the stamp, the last-sync record
 ENV_PREFIXES = ("SDQOS_", "CONTAINERS_")
 NEED_KINDS = ("node", "tier", "reserved", "machine")  # read over D-Bus by every full sync (live.read_live)
 MACHINE_SLICE = "machine.slice"
-
-
-def _ident(st: os.stat_result) -> tuple:
-    return (st.st_mode, st.st_uid, st.st_gid, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _entries(path: str, out: list) -> list[str]:
@@ -82,10 +85,10 @@ def _entries(path: str, out: list) -> list[str]:
                 except OSError as exc:
                     rows.append((e.name, exc.errno))
                     continue
-                row: tuple = (e.name, _ident(st))
+                row: tuple = (e.name, rundir.identity(st))
                 if stat.S_ISLNK(st.st_mode):
                     try:
-                        row += (os.readlink(e.path), _ident(os.stat(e.path)))
+                        row += (os.readlink(e.path), rundir.identity(os.stat(e.path)))
                     except OSError as exc:
                         row += (exc.errno,)
                 elif stat.S_ISDIR(st.st_mode):
@@ -97,31 +100,6 @@ def _entries(path: str, out: list) -> list[str]:
     rows.sort()
     out.append((path, rows))
     return subdirs
-
-
-def _facts() -> tuple:
-    """What node.yaml's capacity falls back on (sdqos.host.facts.detect_capacity), unparsed."""
-    try:
-        cpus: object = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count()
-    out: list[object] = [cpus, os.sysconf("SC_PAGE_SIZE")]
-    try:  # reservedSystemCPUs is checked against them; the NUMA nodes decide the managers' policies
-        out.append(sorted(os.listdir("/sys/devices/system/node")))
-    except OSError:
-        out.append(None)
-    for path in ("/proc/meminfo", "/proc/sys/kernel/pid_max", "/sys/devices/system/cpu/online"):
-        try:
-            with open(path, "rb") as fh:
-                text = fh.read()
-        except OSError:
-            out.append(None)
-            continue
-        if path.endswith("meminfo"):
-            out.append([ln for ln in text.split(b"\n") if ln.startswith((b"MemTotal:", b"SwapTotal:"))])
-        else:
-            out.append(text.strip())
-    return tuple(map(repr, out))
 
 
 def oom_kills_total() -> int | None:
@@ -136,29 +114,18 @@ def oom_kills_total() -> int | None:
     return None
 
 
-def inputs(config: Path, cgroup: str, options: Mapping[str, Any]) -> str:
-    """A digest of everything the plan (and the full sync's decisions) is a function of, outside
-    the run dir and the live state; taken before the full path loads the config."""
-    rows: list = [VERSION, cgroup, sorted(options.items()),
-                  sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)), _facts(),
-                  oom_kills_total()]
-    root = os.path.abspath(config)
-    try:
-        real = os.path.realpath(root)
-        rows.append((root, _ident(os.lstat(root)), real))
-        parent = real
-        while True:  # the loader refuses a config dir below a directory others may write
-            parent = os.path.dirname(parent)
-            st = os.lstat(parent)  # who may write it (not its times: /tmp's move all the time)
-            rows.append((parent, st.st_mode, st.st_uid, st.st_gid, st.st_ino, st.st_dev))
-            if parent == os.path.dirname(parent):
-                break
-    except OSError as exc:
-        rows.append((root, exc.errno))
-    for sub in _entries(root, rows):
-        if sub in ("pods", "vms"):
-            _entries(os.path.join(root, sub), rows)
+def conditions(config: Path, cgroup: str, options: Mapping[str, Any]) -> str:
+    """A digest of what the sync itself is steered by, besides the inputs its load reads (those
+    are the loader's ``Reads``): the stamp's version, the config dir's path, the cgroup version,
+    the options, the environment, the kernel's OOM-kill count."""
+    rows: list = [VERSION, os.path.abspath(config), cgroup, sorted(options.items()),
+                  sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)), oom_kills_total()]
     return hashlib.blake2b(repr(rows).encode(), digest_size=20).hexdigest()
+
+
+def inputs_unchanged(reads: Reads | None) -> bool:
+    """Whether every input a load read is as it was read (a ``Reads`` from it, or from a stamp)."""
+    return reads is not None and reads.changed() is None
 
 
 def run_dir_identity(run_dir: Path) -> str:
@@ -178,7 +145,7 @@ def _empty(cgroup: str) -> bool:
 def _last_sync_quiet(run_dir: Path) -> bool:
     """The last-sync record counts nothing in machine.slice and holds no standing warning (a
     full sync plans with the first and prints against the second)."""
-    rec = rundir.load_json(run_dir / LAST_SYNC, 16 * 1024 * 1024)
+    rec = rundir.load_sync_record(run_dir)
     return bool(rec) and not rec.get("machines") and not rec.get("warnings")
 
 
@@ -237,7 +204,7 @@ def load(run_dir: Path, digest: str | None = None) -> dict | None:
     """The stamp, or None. With ``digest``: None unless the stamp was taken with these inputs,
     seen in its first bytes before the whole of it is decoded (``stamp`` writes ``inputs`` third,
     compact): a sync whose config changed skips decoding ~0.3 MB at 1000 pods, 1.5 MB at 5000."""
-    raw = rundir.read_private(run_dir / STAMP, ours=True)
+    raw = rundir.read_private(rundir.NOOP.path(run_dir), ours=True)
     if raw is not None and digest is not None and f'"inputs":{json.dumps(digest)}'.encode() not in raw[:512]:
         return None
     try:
@@ -250,20 +217,22 @@ def load(run_dir: Path, digest: str | None = None) -> dict | None:
 def discard(run_dir: Path) -> None:
     """Before a full sync: whatever it finds, the old stamp no longer speaks for it."""
     try:
-        os.unlink(run_dir / STAMP)
+        os.unlink(rundir.NOOP.path(run_dir))
     except OSError:
         pass
 
 
 async def check(sd: Systemd, run_dir: Path, digest: str, data: dict) -> Report | None:
     """The report of a sync with nothing to do, when the stamp (``data``, from :func:`load`)
-    proves it; None: take the full path. ``digest``: :func:`inputs` now. The caller holds the
+    proves it; None: take the full path. ``digest``: :func:`conditions` now. The caller holds the
     sync lock."""
     t0 = time.monotonic()
     calls0 = sd.stats.calls
     if data.get("inputs") != digest or not cgroupfs.available():
         return None
     try:
+        if not inputs_unchanged(Reads.from_json(data["reads"])):
+            return None  # an input of the plan changed: the full path loads it
         if data["rundir"] != run_dir_identity(run_dir) or not _last_sync_quiet(run_dir):
             return None
         if not (_empty(data["root"]) and _empty(MACHINE_SLICE)):
@@ -321,13 +290,17 @@ def stampable(report: Report, plan: Plan, applied: Mapping[str, Any], run_dir: P
     return _last_sync_quiet(run_dir)
 
 
-async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: str) -> bool:
+async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: str, reads: Reads | None) -> bool:
     """Observe the live state the way :func:`check` will, check it against ``plan``, and write
-    the stamp; False (and none written) when anything does not match the plan."""
+    the stamp; False (and none written) when anything does not match the plan. ``reads``: what
+    the load that made ``plan`` read (``Config.inputs``); none, or one that changed while it was
+    read: no stamp."""
     from sdqos.kube.naming import marked
     from sdqos.plan.properties import MEMORY_PROPERTIES, PERIOD_PROPERTY, owned
     from sdqos.reconcile.live import KUBELET, live_patterns
 
+    if reads is None or not reads.stable:
+        return False
     if not cgroupfs.available() or not (_empty(cgroupfs.cgroup_of(plan.root_slice, "")) and _empty(MACHINE_SLICE)):
         return False
     planned = {u.name: u for u in plan.units}
@@ -386,9 +359,9 @@ async def stamp(sd: Systemd, plan: Plan, report: Report, run_dir: Path, digest: 
     data = {"version": VERSION, "taken": time.time(), "inputs": digest, "root": cgroupfs.cgroup_of(plan.root_slice, ""),
             "systemd": version, "patterns": patterns, "units": rows, "kernel": kernel, "need": need,
             "owned": props, "period": PERIOD_PROPERTY, "memory": list(MEMORY_PROPERTIES),
-            "unchanged": list(report.unchanged), "rundir": run_dir_identity(run_dir)}
+            "unchanged": list(report.unchanged), "rundir": run_dir_identity(run_dir), "reads": reads.as_json()}
     try:
-        rundir.write_atomic(run_dir / STAMP, [json.dumps(data, separators=(",", ":"))], 0o600)
+        rundir.write(rundir.NOOP, [json.dumps(data, separators=(",", ":"))], run_dir)
     except HostError:
         return False
     return True

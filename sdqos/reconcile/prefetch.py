@@ -34,7 +34,7 @@ class KernelCheck:
     """The child :func:`prefetch` started to check the kernel: what it found is taken once, by the
     first live read; :meth:`close` stops and reaps it if nothing took it (the sync ended before)."""
 
-    def __init__(self, child: children.Child, path: Path, identity: tuple):
+    def __init__(self, child: children.Child, path: Path, identity: list[int]):
         self._child: children.Child | None = child
         self._path, self._identity = path, identity
 
@@ -61,9 +61,9 @@ def prefetch(run_dir: Path, mode: str) -> KernelCheck | None:
     every file itself."""
     if children.usable_cpus() < 2 or not children.may_fork() or not cgroupfs.available():
         return None
-    path = run_dir / rundir.APPLIED_NAME
+    path = rundir.APPLIED.path(run_dir)
     before = _identity(path)
-    if before is None or before[2] < MIN_BYTES:
+    if before is None or before[2] < MIN_BYTES:  # (identity[2]: its size)
         return None
     raw = rundir.read_private(path)
     if raw is None or _identity(path) != before:
@@ -72,14 +72,13 @@ def prefetch(run_dir: Path, mode: str) -> KernelCheck | None:
     return KernelCheck(child, path, before) if child is not None else None
 
 
-def _identity(path: Path) -> tuple | None:
-    """applied.json's identity: while it holds, the sync loads the bytes the child checked
-    against (every write of it changes its ctime)."""
+def _identity(path: Path) -> list[int] | None:
+    """applied.json's identity (the store's): while it holds, the sync loads the bytes the child
+    checked against (every write of it changes its ctime)."""
     try:
-        st = os.stat(path)
+        return rundir.identity(os.stat(path))
     except OSError:
         return None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 @lru_cache(maxsize=2)

@@ -122,19 +122,23 @@ def _every_run_dir_reader(run):
     """Each reader of a file sdqos keeps in the run dir → what it read (every one of them: a file
     added to the run dir gets its reader listed here)."""
     from sdqos.cli import metrics
-    from sdqos.host import oomevents
+    from sdqos.host import cpustate, oomevents
     from sdqos.loading import cache, load
     from sdqos.reconcile import evict, memo, noop
 
-    return {
-        rundir.APPLIED_NAME: lambda: rundir.load_applied(run),
-        metrics.LAST_SYNC: lambda: (metrics.load_sync_record(run), load.last_sync_record(run), noop._last_sync_quiet(run)),
-        cache.CACHE_NAME: lambda: cache.ParseCache(run, "t").entries,
-        oomevents.RECORD_NAME: lambda: oomevents.load_record(run),
-        evict.EVICTED_NAME: lambda: (evict.load_evicted(run), evict.load_counts(run)),
-        memo.NAME: lambda: memo.Memo(run).data,
-        noop.STAMP: lambda: noop.load(run),
+    readers = {
+        rundir.APPLIED.name: lambda: rundir.load_applied(run),
+        rundir.LAST_SYNC.name: lambda: (metrics.load_sync_record(run), load.last_sync_record(run), noop._last_sync_quiet(run),
+                                        rundir.last_sync_part(run, "machines")),
+        rundir.PARSE_CACHE.name: lambda: cache.ParseCache(run, "t").entries,
+        rundir.OOM_KILLS.name: lambda: oomevents.load_record(run),
+        rundir.EVICTED.name: lambda: (evict.load_evicted(run), evict.load_counts(run)),
+        rundir.OBSERVED.name: lambda: memo.Memo(run).data,
+        rundir.NOOP.name: lambda: noop.load(run),
+        rundir.CPU_STATE.name: lambda: cpustate.assignments(run),
     }
+    assert set(readers) == {r.name for r in rundir.RECORDS} - {rundir.LOCK.name}  # (the lock: SyncLock's own checks)
+    return readers
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "huge"])
@@ -167,5 +171,5 @@ def test_run_dir_files_of_ours_are_still_read(tmp_path):
     assert oomevents.load_record(run) == {"seq": 7, "units": {}}
     assert evict.load_evicted(run) == {"shop/web": {"why": "x"}}
     assert memo.Memo(run).reuse("a", 1) == {"key": 1, "v": 2}
-    os.chmod(run / oomevents.RECORD_NAME, 0o666)  # writable by others: not trusted
+    os.chmod(rundir.OOM_KILLS.path(run), 0o666)  # writable by others: not trusted
     assert oomevents.load_record(run) == {}

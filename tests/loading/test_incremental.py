@@ -315,8 +315,8 @@ def test_the_shared_cpu_pool_is_part_of_the_context_and_of_the_fragments(tmp_pat
     cfg, run = config(tmp_path), tmp_path / "run"
     write(cfg / "node.yaml", NODE + 'cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n')
     pool = ["0-3"]
-    monkeypatch.setattr(incremental, "_cpu_state", lambda run_dir=None: CPUManagerState("static", default_cpuset=
-                                                                                      cpuset.parse(pool[0])))
+    monkeypatch.setattr(incremental.cpustate, "decoded",
+                        lambda run_dir=None: CPUManagerState("static", default_cpuset=cpuset.parse(pool[0])))
     c = load_config(cfg, detected=CAPACITY)
     for _ in range(2):  # cold, then warm from the fragments
         _, got = load_plan(cfg, "v2", detected=CAPACITY, cache_dir=run)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sdqos.host import oomevents
+from sdqos.host import oomevents, rundir
 from sdqos.loading.configdir import load_config
 from sdqos.plan.engine import build_plan
 from sdqos.plan.properties import INFINITY, MEMORY_PROPERTIES, PERIOD_PROPERTY
@@ -40,23 +40,35 @@ def later(path: Path) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
 
 
+def inputs(cfg: Path):
+    """What a load of ``cfg`` read (the stamp is made from exactly these)."""
+    from sdqos.loading.incremental import load_plan
+
+    return load_plan(cfg, "v1")[0].inputs
+
+
 def test_the_inputs_are_the_same_while_nothing_changes(cfg):
-    assert noop.inputs(cfg, "v1", OPTIONS) == noop.inputs(cfg, "v1", dict(OPTIONS))
+    reads = inputs(cfg)
+    assert reads.stable and reads.changed() is None
+    assert noop.inputs_unchanged(rundir.Reads.from_json(json.loads(json.dumps(reads.as_json()))))  # as stamped
+    assert noop.conditions(cfg, "v1", OPTIONS) == noop.conditions(cfg, "v1", dict(OPTIONS))
 
 
 @pytest.mark.parametrize("change", [
     "pod edited", "pod touched", "pod chmod", "pod added", "pod removed", "non-yaml file added", "node.yaml edited",
-    "vms dir added", "pod replaced by a symlink", "symlink target edited", "cgroup version", "option", "environment",
+    "node.yaml added", "priorityclasses added", "vms dir added", "pod replaced by a symlink", "symlink target edited",
 ])
-def test_every_input_the_plan_reads_changes_the_digest(cfg, change, monkeypatch):
+def test_every_input_the_load_read_is_checked_again(cfg, change):
     db = cfg / "pods" / "db.yaml"
     target = cfg.parent / "elsewhere.yaml"
-    if change == "symlink target edited":  # set up before the first digest
+    if change == "symlink target edited":  # set up before the load
         shutil.copy(db, target)
         db.unlink()
         db.symlink_to(target)
-    before = noop.inputs(cfg, "v1", OPTIONS)
-    mode, options = "v1", OPTIONS
+    if change == "node.yaml added":
+        (cfg / "node.yaml").rename(cfg.parent / "node.yaml")
+    reads = inputs(cfg)
+    assert reads.changed() is None
     if change == "pod edited":
         db.write_text(db.read_text().replace("4Gi", "6Gi"))
     elif change == "pod touched":
@@ -72,6 +84,10 @@ def test_every_input_the_plan_reads_changes_the_digest(cfg, change, monkeypatch)
     elif change == "node.yaml edited":
         node = cfg / "node.yaml"
         node.write_text(node.read_text() + "\n")
+    elif change == "node.yaml added":
+        (cfg.parent / "node.yaml").rename(cfg / "node.yaml")
+    elif change == "priorityclasses added":
+        (cfg / "priorityclasses.yaml").write_text("")
     elif change == "vms dir added":
         (cfg / "vms").mkdir()
     elif change == "pod replaced by a symlink":
@@ -80,19 +96,52 @@ def test_every_input_the_plan_reads_changes_the_digest(cfg, change, monkeypatch)
         db.symlink_to(target)
     elif change == "symlink target edited":
         target.write_text(target.read_text().replace("4Gi", "6Gi"))
-    elif change == "cgroup version":
+    assert reads.changed() is not None
+
+
+def test_a_value_read_through_a_function_is_asked_again(tmp_path):
+    """A source read through a function (the host facts, the last-sync record's parts the plan
+    uses) is checked by calling that function again: here the last sync's machine.slice charges."""
+    run = tmp_path / "run"
+    run.mkdir(mode=0o755)
+    rundir.write(rundir.LAST_SYNC, json.dumps({"machines": []}), run)
+    reads = rundir.Reads()
+    assert reads.call(rundir.last_sync_part, str(run), "machines", paths=(str(rundir.LAST_SYNC.path(run)),)) == []
+    rundir.write(rundir.LAST_SYNC, json.dumps({"machines": [], "timestamp": 1}), run)
+    assert reads.changed() is None  # rewritten, the part the plan uses the same
+    rundir.write(rundir.LAST_SYNC, json.dumps({"machines": [{"unit": "x.scope"}]}), run)
+    assert reads.changed() == str(rundir.LAST_SYNC.path(run))
+
+
+def test_a_path_read_twice_with_two_identities_proves_nothing(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("a")
+    reads = rundir.Reads()
+    reads.file(f)
+    f.write_text("bb")
+    reads.file(f)
+    assert not reads.stable and reads.changed() is not None
+
+
+@pytest.mark.parametrize("change", ["cgroup version", "option", "environment", "config dir"])
+def test_the_syncs_own_conditions_change_the_digest(cfg, change, monkeypatch):
+    before = noop.conditions(cfg, "v1", OPTIONS)
+    mode, options, where = "v1", OPTIONS, cfg
+    if change == "cgroup version":
         mode = "v2"
     elif change == "option":
         options = {**OPTIONS, "adoptExisting": True}
     elif change == "environment":
         monkeypatch.setenv("SDQOS_PODMAN", "/usr/local/bin/podman")
-    assert noop.inputs(cfg, mode, options) != before
+    elif change == "config dir":
+        where = cfg.parent
+    assert noop.conditions(where, mode, options) != before
 
 
-def test_the_kernels_oom_kill_count_is_an_input(cfg, monkeypatch):
-    before = noop.inputs(cfg, "v1", OPTIONS)
+def test_the_kernels_oom_kill_count_is_a_condition(cfg, monkeypatch):
+    before = noop.conditions(cfg, "v1", OPTIONS)
     monkeypatch.setattr(noop, "oom_kills_total", lambda: -1)
-    assert noop.inputs(cfg, "v1", OPTIONS) != before
+    assert noop.conditions(cfg, "v1", OPTIONS) != before
 
 
 def test_the_run_dirs_records_count_but_the_lock_the_stamp_and_the_last_sync_record_do_not(tmp_path):
@@ -192,7 +241,7 @@ def test_units_read_over_dbus_compare_as_the_diff_compares_them():
 def test_a_stamp_of_another_version_or_not_ours_is_not_read(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    (run / noop.STAMP).write_text(json.dumps({"version": noop.VERSION + 1}))
+    (run / noop.STAMP).write_text(json.dumps({"version": noop.VERSION + "0"}))
     (run / noop.STAMP).chmod(0o600)
     assert noop.load(run) is None
     (run / noop.STAMP).write_text(json.dumps({"version": noop.VERSION}))

@@ -164,7 +164,13 @@ def test_a_dedicated_vm_takes_cpu_1_from_the_pods_pool_and_gives_it_back(qsb, co
         assert os.sched_getaffinity(bu_pid) == {0}
 
         tid = next(iter(threads))
-        os.sched_setaffinity(tid, {0, 1})  # changed behind sdqos's back: the sync sets it again
+        os.sched_setaffinity(tid, {0, 1})  # changed behind sdqos's back: status shows it, the sync sets it again
+        r = sdqos_in(sb, "status", "--config", str(config), "-o", "json", "--interval", "0")
+        assert r.returncode == 0, r.stderr
+        vms = {u["vm"]: u for u in json.loads(r.stdout)["units"] if u.get("kind") == "vm"}
+        assert vms["dv"]["cpus"]["cpus"] == "1" and vms["dv"]["cpus"]["exclusive"] is True, vms["dv"]
+        assert list(vms["dv"]["cpus"]["affinityOff"].values()) == ["0-1"] and "drift" in vms["dv"]["flags"], vms["dv"]  # thread ids: the sandbox's
+        assert vms["sv"]["cpus"] == {"cpus": "0", "count": 1, "exclusive": False, "affinityOff": {}}, vms["sv"]
         report = sync_json(sb, config)
         assert set(_threads_cpus(dv_pid).values()) == {"1"} and set(_threads_cpus(sv_pid).values()) == {"0"}
         assert _state(sb)["entries"] == {DV_UID: {"compute": "1"}}  # kept while the VM runs
