@@ -171,3 +171,26 @@ def test_run_admits_then_plans_again_on_v2_and_sets_an_affinity_only_on_v1(tmp_p
         assert again is got and calls == [1]
     else:
         assert got is plan and affinity == [frozenset({1})] and calls == []
+
+
+def test_a_vm_scope_carries_allowed_cpus_on_v2_from_the_same_field():
+    """ResourceConfig.cpuset is the per-unit field the row reads: a VM with dedicatedCpuPlacement
+    gets its exclusive CPUs, any other declared VM the shared pool; on v1 and with the policy
+    none, no VM has the property."""
+    from sdqos.kube.manifests import ParseResult, parse_vm_documents
+
+    def vm(name: str, dedicated: bool) -> dict:
+        return {"apiVersion": "sdqos.io/v1alpha1", "kind": "VirtualMachine", "metadata": {"name": name},
+                "spec": {"resources": {"limits": {"cpu": "2", "memory": "64Mi"}},
+                         "cpu": {"dedicatedCpuPlacement": dedicated}}}
+
+    r = ParseResult()
+    parse_vm_documents([vm("dv", True), vm("plain", False)], "vms/a.yaml", r)
+    dv = next(v for v in r.vms if v.name == "dv")
+    static = node("4", cpu_manager_policy="static", reserved_system_cpus="0")
+    basis = plan_basis(static, r.vms, "v2", exclusive={dv.uid: {"compute": "2-3"}}, shared_cpus="0-1")
+    got = {v.vm.name: (v.resources.cpuset, v.properties.get("AllowedCPUs")) for v in basis.vms}
+    assert got == {"dv": ("2-3", 0b1100), "plain": ("0-1", 0b0011)}
+    for other in (plan_basis(static, r.vms, "v1", shared_cpus="0-1"),
+                  plan_basis(node("4"), r.vms, "v2", shared_cpus="0-1")):
+        assert all("AllowedCPUs" not in v.properties for v in other.vms)
