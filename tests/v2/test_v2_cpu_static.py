@@ -44,7 +44,11 @@ def _wait(g, what: str, cond, timeout: float = 240) -> None:
 
 
 def _sync(g) -> None:
-    """One sync by the service (a start waits for the oneshot, or for the one the timer started)."""
+    """One sync by the service that starts after this call: a sync already under way (the path
+    unit's, the timer's) is waited for first, else the start would only join it; a start then
+    waits for the oneshot (or joins one the timer started meanwhile, also a fresh one)."""
+    _wait(g, "the running sync to end", lambda: g.check(f"systemctl show -P ActiveState {SERVICE}").strip()
+          in ("inactive", "failed"))
     g.check(f"systemctl start {SERVICE}", timeout=600)
     assert g.check(f"systemctl show -P Result {SERVICE}").strip() == "success", \
         g.run(f"journalctl -b --no-pager -n 40 -u {SERVICE}").stdout
