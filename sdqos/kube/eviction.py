@@ -25,9 +25,15 @@ from typing import Callable, Iterable, Mapping, Sequence
 from sdqos.errors import InvalidInput, QuantityError
 from sdqos.kube import qos
 from sdqos.kube.model import MEMORY, VM_EVICTION_ALLOWED, Pod, VirtualMachine
-from sdqos.kube.nodeconfig import DEFAULT_EVICTION_HARD, parse_go_duration
+from sdqos.kube.duration import parse_go_duration
 from sdqos.kube.quantity import parse_quantity
-from sdqos.kube.thresholds import SIGNALS, ThresholdValue, parse_minimum_reclaim, parse_threshold_statement
+from sdqos.kube.thresholds import (
+    DEFAULT_EVICTION_HARD,
+    SIGNALS,
+    ThresholdValue,
+    parse_minimum_reclaim,
+    parse_threshold_statement,
+)
 
 MEMORY_AVAILABLE = "memory.available"
 ALLOCATABLE_MEMORY_AVAILABLE = "allocatableMemory.available"

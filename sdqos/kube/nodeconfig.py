@@ -8,18 +8,18 @@ kubelet field nor sdqos's own ``capacity`` is probably a typo and gets a warning
 
 from __future__ import annotations
 
-import re
 from typing import Mapping
 
 from sdqos.errors import CPUPolicyOptionError, CPUSetError, InvalidInput, QuantityError, TopologyPolicyOptionError
 from sdqos.kube import cpumanager, cpuset, topologymanager
 from sdqos.kube import dispositions as disp
+from sdqos.kube.duration import parse_go_duration
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS, KUBELET_FEATURE_GATE_DEFAULTS_1_36
 from sdqos.kube.manifests import closest
 from sdqos.kube.model import CPU, MEMORY, PID, SWAP, NodeConfig
 from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
 from sdqos.kube.quantity import Quantity, parse_quantity
-from sdqos.kube.thresholds import SIGNALS, ThresholdValue, parse_threshold_statement
+from sdqos.kube.thresholds import DEFAULT_EVICTION_HARD, SIGNALS, ThresholdValue, parse_threshold_statement
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
@@ -36,33 +36,6 @@ ENFORCEMENT_KEYS = frozenset(
 RESERVABLE = frozenset({CPU, MEMORY, PID, "ephemeral-storage"})
 MIN_PERIOD_US = 1_000
 MAX_PERIOD_US = 1_000_000
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
-
-
-def parse_go_duration(text: str) -> int:
-    """Go's time.ParseDuration → nanoseconds ("100ms", "1m30s", "1.5ms"). ValueError if invalid."""
-    s = text.strip() if isinstance(text, str) else None
-    if not s:
-        raise ValueError(f"{text!r} is not a duration")
-    sign = -1 if s.startswith("-") else 1
-    s = s.lstrip("+-")
-    if s == "0":
-        return 0
-    pos, total = 0, 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if not m:
-            raise ValueError(f"{text!r} is not a duration (e.g. 100ms, 1s)")
-        number, unit = m.groups()
-        if "." in number:
-            whole, frac = number.split(".")
-            total += int(whole or 0) * _UNIT_NS[unit] + int(frac or 0) * _UNIT_NS[unit] // 10 ** len(frac or "")
-        else:
-            total += int(number) * _UNIT_NS[unit]
-        pos = m.end()
-    return sign * total
 
 
 def _reserved_unit(path) -> str | None:
@@ -140,7 +113,6 @@ def parse_percentage(value) -> int:
 
 
 EVICTION_SIGNALS = SIGNALS  # pkg/kubelet/eviction/api/types.go (sdqos.kube.thresholds)
-DEFAULT_EVICTION_HARD = {"memory.available": "100Mi"}
 
 
 def _eviction_hard(raw, errors: list) -> dict[str, ThresholdValue | None]:
