@@ -9,13 +9,25 @@ branch on a runtime: they go through the table in :mod:`sdqos.reconcile.runtimes
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 if TYPE_CHECKING:
     from sdqos.host.systemd import SystemdAPI
     from sdqos.plan.engine import ContainerPlan
     from sdqos.reconcile.memo import Memo
-    from sdqos.reconcile.scopes import LiveScope
+
+
+@dataclass(slots=True)
+class LiveScope:
+    """A scope with processes, found below a slice of the tree (``sdqos.reconcile.scopes`` finds them;
+    the rows read them)."""
+
+    name: str
+    slice: str  # the slice it sits in directly
+    cgroup: str  # its ControlGroup path, e.g. /kubepods.slice/…/x.scope
+    pids: list[int] = field(default_factory=list)
+    description: str = ""
 
 
 class Workload:
