@@ -27,6 +27,7 @@ from sdqos.sandbox.cgroups import (
     _rmtree_cgroup,
 )
 from sdqos.sandbox.exec import run
+from sdqos.sandbox.nsenter import _path, _tool
 from sdqos.sandbox.pid1 import _init
 from sdqos.sandbox.prereqs import _systemd_binary, missing_prerequisites
 from sdqos.sandbox.state import (
@@ -36,11 +37,9 @@ from sdqos.sandbox.state import (
     _alive,
     _console_tail,
     _kill,
-    _path,
     _pid_exists,
     _read_state,
     _sandbox_from_state,
-    _tool,
     _verified_pid,
     _write_pidfile,
     _write_state,
