@@ -704,65 +704,15 @@ def vm_dedicated_cpus(doc: _Doc, spec: dict, reqs: dict[str, Quantity], lims: di
 
 def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
     doc = _Doc(source, result)
-    m = doc.mapping(raw, "", required=True)
+    m = _vm_document(doc, raw, result)
     if m is None:
-        result.unknown_identities += 1
         return None
-    if m.get("kind") != "VirtualMachine":  # another kind's fields: one error, as for pods
-        result.unknown_identities += 1
-        doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
-        return None
-    if m.get("apiVersion") != VM_API_VERSION:
-        result.unknown_identities += 1
-        doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
     doc.unknown(m, VM_FIELDS, "")
-    meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
-    name = doc.string(meta.get("name"), "metadata.name", required=True)
-    if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
-        name = None
-    if name:
-        result.invalid_keys.add(f"vm:{name}")
-    else:
-        result.unknown_identities += 1
+    name = _vm_name(doc, m, result)
     spec = doc.mapping(m.get("spec"), "spec", required=True) or {}
     doc.unknown(spec, VM_SPEC_FIELDS, "spec")
-    res = doc.mapping(spec.get("resources"), "spec.resources", required=True) or {}
-    doc.unknown(res, RESOURCES_FIELDS, "spec.resources")
-    reqs = parse_resource_list(doc, res.get("requests"), "spec.resources.requests")
-    lims = parse_resource_list(doc, res.get("limits"), "spec.resources.limits")
-    for rname in list(reqs) + list(lims):
-        if rname not in (CPU, MEMORY):
-            doc.error(f"spec.resources.{rname}", "only cpu and memory are supported for VMs")
-    if MEMORY not in lims and spec.get("resources") is not None:  # {} too: a VM has a RAM size
-        doc.error("spec.resources.limits.memory", "Required value: the guest's RAM")
-    _check_request_limit(doc, reqs, lims, "spec.resources")
-    for rname, lim in lims.items():
-        reqs.setdefault(rname, lim)
-    overhead_raw = spec.get("overhead")
-    if overhead_raw is None:
-        overhead = default_vm_overhead(lims, reqs)
-        defaulted = True
-    else:
-        overhead = parse_resource_list(doc, overhead_raw, "spec.overhead")
-        defaulted = False
-    libvirt = doc.mapping(spec.get("libvirt"), "spec.libvirt")
-    domain = None
-    if libvirt is not None:
-        domain = doc.string(libvirt.get("domain"), "spec.libvirt.domain", required=True)
-        if domain is not None and (not LIBVIRT_DOMAIN.match(domain) or not domain.strip()
-                                   or len(domain.encode()) > 250):
-            doc.error("spec.libvirt.domain", f"{_quote(domain)} is not a libvirt domain name (libvirt refuses an "
-                      "empty name, '/', control characters, and names too long for a file name)")
-            domain = None
-    scope = doc.string(spec.get("scope"), "spec.scope")
-    if scope is not None and not (scope.endswith(".scope") and _unit_name_ok(scope)):
-        doc.error("spec.scope", f"{_quote(scope)} is not a scope unit name")
-        scope = None
-    pid_file = doc.string(spec.get("pidFile"), "spec.pidFile")
-    if pid_file is not None and not pid_file.startswith("/"):
-        doc.error("spec.pidFile", f"{_quote(pid_file)} must be an absolute path")
-    if sum(x is not None for x in (libvirt, spec.get("scope"), spec.get("pidFile"))) > 1:
-        doc.error("spec", "give only one of libvirt.domain, scope, pidFile")
+    reqs, lims, overhead, defaulted = _vm_resources(doc, spec)
+    domain, scope, pid_file = _vm_placement(doc, spec)
     vm_priority = spec.get("priority", 0)  # ranks the VM among pods under node pressure (kube/eviction.py)
     if isinstance(vm_priority, bool) or not isinstance(vm_priority, int):
         doc.error("spec.priority", f"must be an integer, not {_type_name(vm_priority)}")
@@ -789,6 +739,79 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
         priority=vm_priority,
         eviction=eviction,
     )
+
+
+def _vm_document(doc: _Doc, raw, result: ParseResult) -> dict | None:
+    """The document as a mapping of kind VirtualMachine (its apiVersion checked), else None."""
+    m = doc.mapping(raw, "", required=True)
+    if m is None:
+        result.unknown_identities += 1
+        return None
+    if m.get("kind") != "VirtualMachine":  # another kind's fields: one error, as for pods
+        result.unknown_identities += 1
+        doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
+        return None
+    if m.get("apiVersion") != VM_API_VERSION:
+        result.unknown_identities += 1
+        doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
+    return m
+
+
+def _vm_name(doc: _Doc, m: dict, result: ParseResult) -> str | None:
+    """metadata.name (None: missing or invalid); recorded as invalid until the VM proves valid."""
+    meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
+    name = doc.string(meta.get("name"), "metadata.name", required=True)
+    if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
+        name = None
+    if name:
+        result.invalid_keys.add(f"vm:{name}")
+    else:
+        result.unknown_identities += 1
+    return name
+
+
+def _vm_resources(doc: _Doc, spec: dict) -> tuple[dict[str, Quantity], dict[str, Quantity], dict[str, Quantity], bool]:
+    """(requests, limits, overhead, whether the overhead is the default): cpu and memory only, a
+    memory limit (the guest's RAM) required, requests defaulted to limits."""
+    res = doc.mapping(spec.get("resources"), "spec.resources", required=True) or {}
+    doc.unknown(res, RESOURCES_FIELDS, "spec.resources")
+    reqs = parse_resource_list(doc, res.get("requests"), "spec.resources.requests")
+    lims = parse_resource_list(doc, res.get("limits"), "spec.resources.limits")
+    for rname in list(reqs) + list(lims):
+        if rname not in (CPU, MEMORY):
+            doc.error(f"spec.resources.{rname}", "only cpu and memory are supported for VMs")
+    if MEMORY not in lims and spec.get("resources") is not None:  # {} too: a VM has a RAM size
+        doc.error("spec.resources.limits.memory", "Required value: the guest's RAM")
+    _check_request_limit(doc, reqs, lims, "spec.resources")
+    for rname, lim in lims.items():
+        reqs.setdefault(rname, lim)
+    overhead_raw = spec.get("overhead")
+    if overhead_raw is None:
+        return reqs, lims, default_vm_overhead(lims, reqs), True
+    return reqs, lims, parse_resource_list(doc, overhead_raw, "spec.overhead"), False
+
+
+def _vm_placement(doc: _Doc, spec: dict) -> tuple[str | None, str | None, str | None]:
+    """Where the VM runs, at most one of: (spec.libvirt.domain, spec.scope, spec.pidFile)."""
+    libvirt = doc.mapping(spec.get("libvirt"), "spec.libvirt")
+    domain = None
+    if libvirt is not None:
+        domain = doc.string(libvirt.get("domain"), "spec.libvirt.domain", required=True)
+        if domain is not None and (not LIBVIRT_DOMAIN.match(domain) or not domain.strip()
+                                   or len(domain.encode()) > 250):
+            doc.error("spec.libvirt.domain", f"{_quote(domain)} is not a libvirt domain name (libvirt refuses an "
+                      "empty name, '/', control characters, and names too long for a file name)")
+            domain = None
+    scope = doc.string(spec.get("scope"), "spec.scope")
+    if scope is not None and not (scope.endswith(".scope") and _unit_name_ok(scope)):
+        doc.error("spec.scope", f"{_quote(scope)} is not a scope unit name")
+        scope = None
+    pid_file = doc.string(spec.get("pidFile"), "spec.pidFile")
+    if pid_file is not None and not pid_file.startswith("/"):
+        doc.error("spec.pidFile", f"{_quote(pid_file)} must be an absolute path")
+    if sum(x is not None for x in (libvirt, spec.get("scope"), spec.get("pidFile"))) > 1:
+        doc.error("spec", "give only one of libvirt.domain, scope, pidFile")
+    return domain, scope, pid_file
 
 
 def _unit_name_ok(name: str) -> bool:
