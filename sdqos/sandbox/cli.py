@@ -50,13 +50,6 @@ def _json(s) -> dict:
 def make_app() -> Any:
     import typer
 
-    def _output(value: str) -> str:
-        if value not in ("text", "json"):
-            raise typer.BadParameter(f"{value!r} is not one of 'text', 'json'")
-        return value
-
-    output_opt = typer.Option("text", "--output", "-o", help="text or json", callback=_output)
-
     cli = typer.Typer(
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},
@@ -64,10 +57,33 @@ def make_app() -> Any:
         help="A private, throwaway systemd (own pid/mount/cgroup/uts namespaces and system bus) "
         "to try sdqos on without touching the host's init. Needs root.",
     )
+    output_opt = typer.Option("text", "--output", "-o", help="text or json", callback=_output)
+    for add in (_add_up, _add_exec, _add_status, _add_list, _add_down):
+        add(cli, output_opt)
+    return cli
 
-    def fail(e: SandboxError) -> NoReturn:
-        typer.echo(f"sdqos sandbox: {e}", err=True)
-        raise typer.Exit(e.exit_code)
+
+# Each command is defined inside a function: its defaults are typer's Argument/Option objects, and
+# typer is imported only when `sdqos sandbox` is named.
+
+
+def _output(value: str) -> str:
+    import typer
+
+    if value not in ("text", "json"):
+        raise typer.BadParameter(f"{value!r} is not one of 'text', 'json'")
+    return value
+
+
+def _fail(e: SandboxError) -> NoReturn:
+    import typer
+
+    typer.echo(f"sdqos sandbox: {e}", err=True)
+    raise typer.Exit(e.exit_code)
+
+
+def _add_up(cli: Any, output_opt: Any) -> None:
+    import typer
 
     @cli.command("up")
     def cmd_up(
@@ -89,9 +105,13 @@ def make_app() -> Any:
             up(name, timeout, machined=machined, libvirt=libvirt)
             typer.echo(status(name).describe())
         except SandboxError as e:
-            fail(e)
+            _fail(e)
         where = "" if name == DEFAULT_NAME else f" {name}"
         typer.echo(f"run inside: sdqos sandbox exec{where} -- systemctl status")
+
+
+def _add_exec(cli: Any, output_opt: Any) -> None:
+    import typer
 
     @cli.command(
         "exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
@@ -116,7 +136,11 @@ def make_app() -> Any:
         try:
             exec_in(name, argv)
         except SandboxError as e:
-            fail(e)
+            _fail(e)
+
+
+def _add_status(cli: Any, output_opt: Any) -> None:
+    import typer
 
     @cli.command("status")
     def cmd_status(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name", autocompletion=complete_sandboxes), output: str = output_opt) -> None:
@@ -124,10 +148,14 @@ def make_app() -> Any:
         try:
             s = status(name)
         except SandboxError as e:
-            fail(e)
+            _fail(e)
         typer.echo(json.dumps(_json(s), indent=2) if output == "json" else s.describe())
         if not s.running:
             raise typer.Exit(1)
+
+
+def _add_list(cli: Any, output_opt: Any) -> None:
+    import typer
 
     @cli.command("list")
     def cmd_list(output: str = output_opt) -> None:
@@ -139,13 +167,15 @@ def make_app() -> Any:
             what = f"running  pid {s.pid}  {s.bus_address}" if s.running else f"stale ({s.problem})"
             typer.echo(f"{s.name}  {what}")
 
+
+def _add_down(cli: Any, output_opt: Any) -> None:
+    import typer
+
     @cli.command("down")
     def cmd_down(name: str = typer.Argument(DEFAULT_NAME, help="sandbox name", autocompletion=complete_sandboxes)) -> None:
         """Kill a sandbox and remove its cgroups and state (idempotent)."""
         try:
             found = down(name)
         except SandboxError as e:
-            fail(e)
+            _fail(e)
         typer.echo(f"{name}: {'removed' if found else 'nothing to remove'}")
-
-    return cli
