@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
+from sdqos.kube import priority as P
 from sdqos.kube.dispositions import REFUSED, pod_resource
 from sdqos.kube.model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
+from sdqos.kube.naming import machine_scope, valid_unit_name
 from sdqos.kube.priority import NO_CLASSES, PriorityClasses
 from sdqos.kube.qos import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
 from sdqos.kube.quantity import Quantity, parse_quantity
@@ -159,7 +161,7 @@ class _Doc:
 def closest(name: str, known) -> str | None:
     """The known name a typo most likely meant ("resource" → "resources"), for a "did you mean"
     hint as kubectl gives; None when none is close."""
-    import difflib
+    import difflib  # only for a typo's hint: not loaded by a valid config's parse
 
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
     return close[0] if close else None
@@ -599,8 +601,6 @@ def check_duplicate_vms(result: ParseResult) -> None:
     """Two VMs with one name, or naming one scope, libvirt domain or pid file, are all invalid (see
     check_duplicates): one scope holds one workload, so two definitions of it would each be ranked,
     tuned and stopped as the other (one ``eviction: Allowed`` would stop the VM declared ``Never``)."""
-    from sdqos.kube.naming import machine_scope
-
     bad: set[int] = set()
     for what, field_of, key_of in (
         ("VM name", lambda v: "metadata.name", lambda v: v.name),
@@ -815,8 +815,6 @@ def _vm_placement(doc: _Doc, spec: dict) -> tuple[str | None, str | None, str | 
 
 
 def _unit_name_ok(name: str) -> bool:
-    from sdqos.kube.naming import valid_unit_name
-
     return valid_unit_name(name) and ".." not in name
 
 
@@ -838,8 +836,6 @@ def parse_priority_class_documents(docs: list, file: str, result: ParseResult) -
     """PriorityClass objects (``scheduling.k8s.io/v1``; ``kind: List`` unwrapped), checked as the
     API server checks them (sdqos.kube.priority); every problem an error in ``result`` naming file,
     document and field. ``preemptionPolicy`` is checked and has no effect (no scheduler here)."""
-    from sdqos.kube import priority as P
-
     values: dict[str, int] = {}
     default: str | None = None
     where: dict[str, str] = {}

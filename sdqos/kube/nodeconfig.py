@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from sdqos import humanize
 from sdqos.errors import CPUPolicyOptionError, CPUSetError, InvalidInput, QuantityError, TopologyPolicyOptionError
 from sdqos.kube import cpumanager, cpuset, topologymanager
 from sdqos.kube import dispositions as disp
@@ -711,6 +712,4 @@ def _check_reservation(capacity, kube, system, eviction, errors) -> None:
 
 
 def _fmt(resource: str, v: int) -> str:
-    from sdqos import humanize
-
     return humanize.cpu(v) if resource == CPU else humanize.size(v) if resource == MEMORY else str(v)

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput, NotAdmitted, ScopeBusy
+from sdqos.humanize import size
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import SCOPE, UNIT, SystemdAPI
 from sdqos.kube import admission
@@ -176,8 +177,6 @@ def qemu_guest_ram(argv: list[str]) -> int | None:
 
 def check_guest_size(target: Target, declared: int, argv: list[str]) -> None:
     """Refuse to start a QEMU guest larger than its VM's limits.memory: it would be OOM-killed."""
-    from sdqos.humanize import size
-
     ram = qemu_guest_ram(argv)
     if ram is not None and declared and ram > declared:
         raise InvalidInput(f"{target.label}: qemu -m asks for {size(ram)} of guest RAM but limits.memory is "

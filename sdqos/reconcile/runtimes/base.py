@@ -9,8 +9,11 @@ branch on a runtime: they go through the table in :mod:`sdqos.reconcile.runtimes
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+
+from sdqos.errors import NoSuchUnit
 
 if TYPE_CHECKING:
     from sdqos.host.systemd import SystemdAPI
@@ -113,8 +116,6 @@ class Runtime(Protocol):
 
 async def scope_alive(sd: SystemdAPI, scope: str) -> bool:
     """Whether a scope still has a process (a scope whose processes all ended is gone)."""
-    from sdqos.errors import NoSuchUnit
-
     try:
         return bool(await sd.get_unit_processes(scope))
     except NoSuchUnit:
@@ -123,8 +124,7 @@ async def scope_alive(sd: SystemdAPI, scope: str) -> bool:
 
 async def wait_gone(sd: SystemdAPI, scopes: list[str], seconds: float) -> list[str]:
     """Wait up to ``seconds`` for the scopes' processes to end; the scopes that still have some."""
-    import asyncio
-    import time
+    import asyncio  # loaded by whoever stops a scope; the table and the plan's readers need not load it
 
     deadline = time.monotonic() + seconds
     left = [s for s in scopes if await scope_alive(sd, s)]
@@ -137,8 +137,6 @@ async def wait_gone(sd: SystemdAPI, scopes: list[str], seconds: float) -> list[s
 async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
     """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
     (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
-    from sdqos.errors import NoSuchUnit
-
     async def kill(s: str, signal: int) -> None:
         try:
             await sd.kill_unit(s, "all", signal)

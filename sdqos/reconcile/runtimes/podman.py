@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 from sdqos.errors import SdqosError
 from sdqos.kube.naming import parse_podman_conmon_scope, parse_podman_scope, podman_conmon_scope, podman_scope
-from sdqos.plan.podman import CONTAINER_LABEL, MANAGED_LABEL, UID_LABEL, grace_seconds, owned_by
+from sdqos.plan.podman import CONTAINER_LABEL, MANAGED_LABEL, UID_LABEL, grace_seconds, owned_by, update_args
 from sdqos.reconcile.runtimes.base import LiveScope, Workload
 
 if TYPE_CHECKING:  # podman's adapter is imported when a libpod scope runs, not on every sync
@@ -125,7 +125,6 @@ class Podman:
 
     def update(self, workload: Workload, container: ContainerPlan, cgroup: str) -> None:
         from sdqos.host import podman
-        from sdqos.plan.podman import update_args
 
         podman.check(update_args(container, cgroup) + [workload.name])
 
