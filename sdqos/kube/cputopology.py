@@ -167,3 +167,29 @@ def from_sysfs(online: str, cpus: Mapping[int, SysCPU], node_cpulists: Mapping[i
             die=None if f.die_id is None else _int(f.die_id, f"cpu{cpu}/topology/die_id"),
         )
     return make_topology(infos)
+
+
+def describe(cpus: Iterable[int], topo: CPUTopology) -> str:
+    """How a set of CPUs lies on the topology, for explain: "whole socket 0", "whole core 2",
+    "whole cores 0, 2", "core 1 (1 of 2 threads)" — whole sockets first, then whole cores (a core
+    is named by its id, the lowest CPU id of its threads, as kubelet names it), then partial cores.
+    CPUs the topology does not know are listed as such."""
+    want = frozenset(cpus)
+    known = {c for c in want if c in topo.details}
+    parts: list[str] = []
+    socks = sorted(s for s in topo.details.keep_only(known).sockets()
+                   if topo.details.cpus_in_sockets(s) <= known)
+    if socks:
+        parts.append(f"whole socket{'s' if len(socks) > 1 else ''} {', '.join(map(str, socks))}")
+    rest = known - set(topo.details.cpus_in_sockets(*socks))
+    cores = sorted(topo.details.keep_only(rest).cores())
+    whole = [c for c in cores if topo.details.cpus_in_cores(c) <= rest]
+    if whole:
+        parts.append(f"whole core{'s' if len(whole) > 1 else ''} {', '.join(map(str, whole))}")
+    for c in cores:
+        if c not in whole:
+            threads = topo.details.cpus_in_cores(c)
+            parts.append(f"core {c} ({len(threads & frozenset(rest))} of {len(threads)} threads)")
+    if want - known:
+        parts.append(f"CPU{'s' if len(want - known) > 1 else ''} {CPUSet(want - known)} not in the host's topology")
+    return ", ".join(parts)

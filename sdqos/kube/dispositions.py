@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from sdqos.kube.duration import parse_go_duration
+
 HONOURED = "honoured"
 PARTLY = "honoured in part"
 REFUSED = "refused"
@@ -239,8 +241,6 @@ def is_default(field: str, value: Any) -> bool:
     if value == d:
         return True
     if isinstance(value, str) and isinstance(d, str):
-        from sdqos.kube.nodeconfig import parse_go_duration
-
         try:
             return parse_go_duration(value) == parse_go_duration(d)
         except ValueError:

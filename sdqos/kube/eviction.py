@@ -24,10 +24,16 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
 from sdqos.kube import qos
-from sdqos.kube.model import MEMORY, VM_EVICTION_ALLOWED, Pod, VirtualMachine
-from sdqos.kube.nodeconfig import DEFAULT_EVICTION_HARD, parse_go_duration
+from sdqos.kube.model import MEMORY, VM_EVICTION_ALLOWED, Container, Pod, VirtualMachine
+from sdqos.kube.duration import parse_go_duration
 from sdqos.kube.quantity import parse_quantity
-from sdqos.kube.thresholds import SIGNALS, ThresholdValue, parse_minimum_reclaim, parse_threshold_statement
+from sdqos.kube.thresholds import (
+    DEFAULT_EVICTION_HARD,
+    SIGNALS,
+    ThresholdValue,
+    parse_minimum_reclaim,
+    parse_threshold_statement,
+)
 
 MEMORY_AVAILABLE = "memory.available"
 ALLOCATABLE_MEMORY_AVAILABLE = "allocatableMemory.available"
@@ -558,8 +564,6 @@ def pod_candidate(pod: Pod, memory_usage: int | None, processes: int | None, *, 
 def vm_candidate(vm: VirtualMachine, memory_usage: int | None, processes: int | None) -> Candidate:
     """A VM as the single-container pod it is modelled as (its overhead as the pod's overhead, so
     counted in its request), with spec.priority and spec.eviction."""
-    from sdqos.kube.model import Container
-
     as_pod = Pod(name=vm.name, namespace="vm", uid="vm",
                  containers=(Container(name="vm", requests=vm.requests, limits=vm.limits),),
                  overhead=vm.overhead, priority=vm.priority)

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Sequence
 
 from sdqos.errors import InvalidInput, QuantityError
+from sdqos.kube import priority as P
 from sdqos.kube.dispositions import REFUSED, pod_resource
 from sdqos.kube.model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
+from sdqos.kube.naming import machine_scope, valid_unit_name
 from sdqos.kube.priority import NO_CLASSES, PriorityClasses
 from sdqos.kube.qos import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
 from sdqos.kube.quantity import Quantity, parse_quantity
@@ -159,7 +161,7 @@ class _Doc:
 def closest(name: str, known) -> str | None:
     """The known name a typo most likely meant ("resource" → "resources"), for a "did you mean"
     hint as kubectl gives; None when none is close."""
-    import difflib
+    import difflib  # only for a typo's hint: not loaded by a valid config's parse
 
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
     return close[0] if close else None
@@ -326,48 +328,13 @@ def parse_pod(
     ``apply_defaults``/``check_values`` off = take the pod as Kubernetes' Go unit tests build it.
     ``classes``: the declared PriorityClasses (none: the system classes only)."""
     doc = _Doc(source, result, prefix, check_values=check_values)
-    m = doc.mapping(raw, "", required=True)
+    m = _pod_document(doc, raw, result)
     if m is None:
-        result.unknown_identities += 1
         return None
-    if m.get("kind") != "Pod":
-        # Not a pod at all (or a typo): which pod it is cannot be known, and its other fields are
-        # another kind's: one error, not one more for each field a Pod would not have.
-        result.unknown_identities += 1
-        kind = m.get("kind")
-        hint = (f" (sdqos reads Pods: write the {kind}'s pod template as a Pod)" if kind in WORKLOAD_KINDS else "")
-        doc.error("kind", f"must be \"Pod\", not {_quote(kind)}{hint}")
-        return None
-    if m.get("apiVersion") != "v1":
-        # A pod with a typo: which pod it is cannot be known.
-        result.unknown_identities += 1
-        doc.error("apiVersion", f"must be \"v1\" for a Pod, not {_quote(m.get('apiVersion'))}")
     doc.unknown(m, POD_FIELDS, "")
     meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
     doc.unknown(meta, METADATA_FIELDS, "metadata")
-    name = doc.string(meta.get("name"), "metadata.name", required=True)
-    if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
-        name = None
-    namespace = doc.string(meta.get("namespace"), "metadata.namespace")
-    if namespace is None and "namespace" not in meta:
-        namespace = "default"
-    if namespace is not None and not _check_name(doc, namespace, "metadata.namespace"):
-        namespace = None
-    uid_raw = meta.get("uid")
-    uid = None
-    if uid_raw is not None:
-        uid = doc.string(uid_raw, "metadata.uid")
-        if uid is not None and not UID_RE.match(uid):
-            doc.error("metadata.uid", f"{_quote(uid)} must be letters, digits and '-' (at most 128), like a UUID")
-            uid = None
-    if not (name and namespace):
-        result.unknown_identities += 1  # (such a pod is never valid: it is not returned below)
-    else:
-        result.invalid_keys.add(f"pod:{namespace}/{name}")  # removed again below if the pod is valid
-        if uid_raw is None:
-            result.invalid_keys.add(f"uid:{stable_uid(namespace, name)}")
-    if uid:
-        result.invalid_keys.add(f"uid:{uid}")
+    name, namespace, uid = _pod_identity(doc, meta, result)
     annotations = doc.mapping(meta.get("annotations"), "metadata.annotations") or {}
     for k, v in annotations.items():
         if not isinstance(v, str):
@@ -377,69 +344,16 @@ def parse_pod(
     doc.unknown(spec, POD_SPEC_FIELDS, "spec")
     containers = _container_list(doc, spec, "containers", init=False, apply_defaults=apply_defaults, required=True)
     inits = _container_list(doc, spec, "initContainers", init=True, apply_defaults=apply_defaults, required=False)
-    scopes_value = annotations.get(SCOPES_ANNOTATION)
-    if isinstance(scopes_value, str):
-        try:
-            mapping = parse_scopes_annotation(scopes_value)
-        except ValueError as exc:
-            doc.error(f"metadata.annotations.{SCOPES_ANNOTATION}", str(exc))
-        else:
-            known = {c.name for c in containers + inits if c is not None}
-            for cname in mapping:
-                if cname not in known:
-                    doc.error(f"metadata.annotations.{SCOPES_ANNOTATION}", f"no container named {_quote(cname)} in this pod")
-    seen: dict[str, str] = {}
-    for kind, lst in (("initContainers", inits), ("containers", containers)):
-        for i, c in enumerate(lst):
-            if c is None:
-                continue
-            if c.name in seen:
-                doc.error(f"spec.{kind}[{i}].name", f"Duplicate value: {_quote(c.name)} (also {seen[c.name]})")
-            else:
-                seen[c.name] = f"spec.{kind}[{i}]"
+    _check_scopes_annotation(doc, annotations.get(SCOPES_ANNOTATION), containers + inits)
+    _check_unique_names(doc, inits, containers)
     overhead = parse_resource_list(doc, spec.get("overhead"), "spec.overhead")
-    pod_resources = None
-    pres = doc.mapping(spec.get("resources"), "spec.resources")
-    if pres:
-        doc.unknown(pres, RESOURCES_FIELDS, "spec.resources")
-        preqs = parse_resource_list(doc, pres.get("requests"), "spec.resources.requests", pod_level=True)
-        plims = parse_resource_list(doc, pres.get("limits"), "spec.resources.limits", pod_level=True)
-        _check_request_limit(doc, preqs, plims, "spec.resources")
-        if apply_defaults:
-            for rname, lim in plims.items():
-                preqs.setdefault(rname, lim)
-        pod_resources = PodResources(requests=preqs, limits=plims)
-    elif pres is not None:
-        pod_resources = PodResources(requests={}, limits={})  # `resources: {}` is not "unset" in 1.36
-    priority = spec.get("priority")
-    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
-        doc.error("spec.priority", f"must be an integer, not {_type_name(priority)}")
-        priority = None
-    elif priority is not None and not -(2**31) <= priority < 2**31:
-        doc.error("spec.priority", f"{priority} is out of the int32 range")
-        priority = None
-    grace = spec.get("terminationGracePeriodSeconds")
-    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
-        doc.error("spec.terminationGracePeriodSeconds", f"must be an integer, not {_type_name(grace)}")
-        grace = None
-    elif grace is not None and not 0 <= grace < 2**63:  # ValidatePodSpec: ValidateNonnegativeField, int64
-        doc.error("spec.terminationGracePeriodSeconds", f"{grace} must be between 0 and 2^63-1")
-        grace = None
+    pod_resources = _pod_resources(doc, spec, apply_defaults)
+    priority = _pod_integer(doc, spec, "priority", -(2**31), 2**31, "{} is out of the int32 range")
+    # ValidatePodSpec: ValidateNonnegativeField, int64
+    grace = _pod_integer(doc, spec, "terminationGracePeriodSeconds", 0, 2**63, "{} must be between 0 and 2^63-1")
     pclass = doc.string(spec.get("priorityClassName"), "spec.priorityClassName") or ""
     if apply_defaults:
-        # What the API server and kubelet make of a pod sdqos runs (kube/priority.py): the Priority
-        # admission plugin gives the priority of its class, refusing any other in spec.priority,
-        # and kubelet writes config.source from where it got the pod, the API server ("api"), so a
-        # manifest cannot make its pod static (critical, never evicted) by claiming "file".
-        pclass, priority, why = (classes or NO_CLASSES).admit(pclass, priority if "priority" in spec else None)
-        if why:
-            doc.error("spec.priority" if why.startswith("the integer value") else "spec.priorityClassName", why)
-        if CONFIG_SOURCE_ANNOTATION in annotations:
-            annotations = {**annotations, CONFIG_SOURCE_ANNOTATION: "api"}
-        if CONFIG_MIRROR_ANNOTATION in annotations:
-            doc.error(f"metadata.annotations.{CONFIG_MIRROR_ANNOTATION}",
-                      "kubelet sets this on the mirror of a static pod it runs from its own files; a pod with "
-                      "it from the API server is such a mirror, which kubelet never runs (remove it)")
+        pclass, priority, annotations = _admit(doc, spec, classes, pclass, priority, annotations)
 
     if doc.failed or not name or not namespace:
         return None
@@ -465,6 +379,130 @@ def parse_pod(
         source=source,
         termination_grace_period=grace,
     )
+
+
+def _pod_document(doc: _Doc, raw, result: ParseResult) -> dict | None:
+    """The document as a mapping of kind Pod (apiVersion v1), else None: nothing more is read."""
+    m = doc.mapping(raw, "", required=True)
+    if m is None:
+        result.unknown_identities += 1
+        return None
+    if m.get("kind") != "Pod":
+        # Not a pod at all (or a typo): which pod it is cannot be known, and its other fields are
+        # another kind's: one error, not one more for each field a Pod would not have.
+        result.unknown_identities += 1
+        kind = m.get("kind")
+        hint = (f" (sdqos reads Pods: write the {kind}'s pod template as a Pod)" if kind in WORKLOAD_KINDS else "")
+        doc.error("kind", f"must be \"Pod\", not {_quote(kind)}{hint}")
+        return None
+    if m.get("apiVersion") != "v1":
+        # A pod with a typo: which pod it is cannot be known.
+        result.unknown_identities += 1
+        doc.error("apiVersion", f"must be \"v1\" for a Pod, not {_quote(m.get('apiVersion'))}")
+    return m
+
+
+def _pod_identity(doc: _Doc, meta: dict, result: ParseResult) -> tuple[str | None, str | None, str | None]:
+    """metadata's name, namespace (default "default") and uid (None: not given or invalid); the
+    keys the pod is known by are recorded as invalid until the whole pod proves valid."""
+    name = doc.string(meta.get("name"), "metadata.name", required=True)
+    if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
+        name = None
+    namespace = doc.string(meta.get("namespace"), "metadata.namespace")
+    if namespace is None and "namespace" not in meta:
+        namespace = "default"
+    if namespace is not None and not _check_name(doc, namespace, "metadata.namespace"):
+        namespace = None
+    uid_raw = meta.get("uid")
+    uid = None
+    if uid_raw is not None:
+        uid = doc.string(uid_raw, "metadata.uid")
+        if uid is not None and not UID_RE.match(uid):
+            doc.error("metadata.uid", f"{_quote(uid)} must be letters, digits and '-' (at most 128), like a UUID")
+            uid = None
+    if not (name and namespace):
+        result.unknown_identities += 1  # (such a pod is never valid: it is not returned by parse_pod)
+    else:
+        result.invalid_keys.add(f"pod:{namespace}/{name}")  # removed again if the pod is valid
+        if uid_raw is None:
+            result.invalid_keys.add(f"uid:{stable_uid(namespace, name)}")
+    if uid:
+        result.invalid_keys.add(f"uid:{uid}")
+    return name, namespace, uid
+
+
+def _check_scopes_annotation(doc: _Doc, value, containers: list) -> None:
+    """``sdqos.io/scopes``: well formed, naming only containers of the pod."""
+    if not isinstance(value, str):
+        return
+    try:
+        mapping = parse_scopes_annotation(value)
+    except ValueError as exc:
+        doc.error(f"metadata.annotations.{SCOPES_ANNOTATION}", str(exc))
+        return
+    known = {c.name for c in containers if c is not None}
+    for cname in mapping:
+        if cname not in known:
+            doc.error(f"metadata.annotations.{SCOPES_ANNOTATION}", f"no container named {_quote(cname)} in this pod")
+
+
+def _check_unique_names(doc: _Doc, inits: list, containers: list) -> None:
+    seen: dict[str, str] = {}
+    for kind, lst in (("initContainers", inits), ("containers", containers)):
+        for i, c in enumerate(lst):
+            if c is None:
+                continue
+            if c.name in seen:
+                doc.error(f"spec.{kind}[{i}].name", f"Duplicate value: {_quote(c.name)} (also {seen[c.name]})")
+            else:
+                seen[c.name] = f"spec.{kind}[{i}]"
+
+
+def _pod_resources(doc: _Doc, spec: dict, apply_defaults: bool) -> PodResources | None:
+    """spec.resources (pod-level resources); None when not given."""
+    pres = doc.mapping(spec.get("resources"), "spec.resources")
+    if pres:
+        doc.unknown(pres, RESOURCES_FIELDS, "spec.resources")
+        preqs = parse_resource_list(doc, pres.get("requests"), "spec.resources.requests", pod_level=True)
+        plims = parse_resource_list(doc, pres.get("limits"), "spec.resources.limits", pod_level=True)
+        _check_request_limit(doc, preqs, plims, "spec.resources")
+        if apply_defaults:
+            for rname, lim in plims.items():
+                preqs.setdefault(rname, lim)
+        return PodResources(requests=preqs, limits=plims)
+    if pres is not None:
+        return PodResources(requests={}, limits={})  # `resources: {}` is not "unset" in 1.36
+    return None
+
+
+def _pod_integer(doc: _Doc, spec: dict, key: str, low: int, high: int, out_of_range: str) -> int | None:
+    """An integer field of the spec in [low, high); None when not given or invalid."""
+    value = spec.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        doc.error(f"spec.{key}", f"must be an integer, not {_type_name(value)}")
+        return None
+    if value is not None and not low <= value < high:
+        doc.error(f"spec.{key}", out_of_range.format(value))
+        return None
+    return value
+
+
+def _admit(doc: _Doc, spec: dict, classes: PriorityClasses | None, pclass: str, priority: int | None,
+           annotations: dict) -> tuple[str, int | None, dict]:
+    """What the API server and kubelet make of a pod sdqos runs (kube/priority.py): the Priority
+    admission plugin gives the priority of its class, refusing any other in spec.priority,
+    and kubelet writes config.source from where it got the pod, the API server ("api"), so a
+    manifest cannot make its pod static (critical, never evicted) by claiming "file"."""
+    pclass, priority, why = (classes or NO_CLASSES).admit(pclass, priority if "priority" in spec else None)
+    if why:
+        doc.error("spec.priority" if why.startswith("the integer value") else "spec.priorityClassName", why)
+    if CONFIG_SOURCE_ANNOTATION in annotations:
+        annotations = {**annotations, CONFIG_SOURCE_ANNOTATION: "api"}
+    if CONFIG_MIRROR_ANNOTATION in annotations:
+        doc.error(f"metadata.annotations.{CONFIG_MIRROR_ANNOTATION}",
+                  "kubelet sets this on the mirror of a static pod it runs from its own files; a pod with "
+                  "it from the API server is such a mirror, which kubelet never runs (remove it)")
+    return pclass, priority, annotations
 
 
 def _container_list(doc: _Doc, spec: dict, key: str, *, init: bool, apply_defaults: bool, required: bool):
@@ -563,8 +601,6 @@ def check_duplicate_vms(result: ParseResult) -> None:
     """Two VMs with one name, or naming one scope, libvirt domain or pid file, are all invalid (see
     check_duplicates): one scope holds one workload, so two definitions of it would each be ranked,
     tuned and stopped as the other (one ``eviction: Allowed`` would stop the VM declared ``Never``)."""
-    from sdqos.kube.naming import machine_scope
-
     bad: set[int] = set()
     for what, field_of, key_of in (
         ("VM name", lambda v: "metadata.name", lambda v: v.name),
@@ -668,65 +704,15 @@ def vm_dedicated_cpus(doc: _Doc, spec: dict, reqs: dict[str, Quantity], lims: di
 
 def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
     doc = _Doc(source, result)
-    m = doc.mapping(raw, "", required=True)
+    m = _vm_document(doc, raw, result)
     if m is None:
-        result.unknown_identities += 1
         return None
-    if m.get("kind") != "VirtualMachine":  # another kind's fields: one error, as for pods
-        result.unknown_identities += 1
-        doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
-        return None
-    if m.get("apiVersion") != VM_API_VERSION:
-        result.unknown_identities += 1
-        doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
     doc.unknown(m, VM_FIELDS, "")
-    meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
-    name = doc.string(meta.get("name"), "metadata.name", required=True)
-    if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
-        name = None
-    if name:
-        result.invalid_keys.add(f"vm:{name}")
-    else:
-        result.unknown_identities += 1
+    name = _vm_name(doc, m, result)
     spec = doc.mapping(m.get("spec"), "spec", required=True) or {}
     doc.unknown(spec, VM_SPEC_FIELDS, "spec")
-    res = doc.mapping(spec.get("resources"), "spec.resources", required=True) or {}
-    doc.unknown(res, RESOURCES_FIELDS, "spec.resources")
-    reqs = parse_resource_list(doc, res.get("requests"), "spec.resources.requests")
-    lims = parse_resource_list(doc, res.get("limits"), "spec.resources.limits")
-    for rname in list(reqs) + list(lims):
-        if rname not in (CPU, MEMORY):
-            doc.error(f"spec.resources.{rname}", "only cpu and memory are supported for VMs")
-    if MEMORY not in lims and spec.get("resources") is not None:  # {} too: a VM has a RAM size
-        doc.error("spec.resources.limits.memory", "Required value: the guest's RAM")
-    _check_request_limit(doc, reqs, lims, "spec.resources")
-    for rname, lim in lims.items():
-        reqs.setdefault(rname, lim)
-    overhead_raw = spec.get("overhead")
-    if overhead_raw is None:
-        overhead = default_vm_overhead(lims, reqs)
-        defaulted = True
-    else:
-        overhead = parse_resource_list(doc, overhead_raw, "spec.overhead")
-        defaulted = False
-    libvirt = doc.mapping(spec.get("libvirt"), "spec.libvirt")
-    domain = None
-    if libvirt is not None:
-        domain = doc.string(libvirt.get("domain"), "spec.libvirt.domain", required=True)
-        if domain is not None and (not LIBVIRT_DOMAIN.match(domain) or not domain.strip()
-                                   or len(domain.encode()) > 250):
-            doc.error("spec.libvirt.domain", f"{_quote(domain)} is not a libvirt domain name (libvirt refuses an "
-                      "empty name, '/', control characters, and names too long for a file name)")
-            domain = None
-    scope = doc.string(spec.get("scope"), "spec.scope")
-    if scope is not None and not (scope.endswith(".scope") and _unit_name_ok(scope)):
-        doc.error("spec.scope", f"{_quote(scope)} is not a scope unit name")
-        scope = None
-    pid_file = doc.string(spec.get("pidFile"), "spec.pidFile")
-    if pid_file is not None and not pid_file.startswith("/"):
-        doc.error("spec.pidFile", f"{_quote(pid_file)} must be an absolute path")
-    if sum(x is not None for x in (libvirt, spec.get("scope"), spec.get("pidFile"))) > 1:
-        doc.error("spec", "give only one of libvirt.domain, scope, pidFile")
+    reqs, lims, overhead, defaulted = _vm_resources(doc, spec)
+    domain, scope, pid_file = _vm_placement(doc, spec)
     vm_priority = spec.get("priority", 0)  # ranks the VM among pods under node pressure (kube/eviction.py)
     if isinstance(vm_priority, bool) or not isinstance(vm_priority, int):
         doc.error("spec.priority", f"must be an integer, not {_type_name(vm_priority)}")
@@ -755,9 +741,80 @@ def parse_vm(raw, source: Source, result: ParseResult) -> VirtualMachine | None:
     )
 
 
-def _unit_name_ok(name: str) -> bool:
-    from sdqos.kube.naming import valid_unit_name
+def _vm_document(doc: _Doc, raw, result: ParseResult) -> dict | None:
+    """The document as a mapping of kind VirtualMachine (its apiVersion checked), else None."""
+    m = doc.mapping(raw, "", required=True)
+    if m is None:
+        result.unknown_identities += 1
+        return None
+    if m.get("kind") != "VirtualMachine":  # another kind's fields: one error, as for pods
+        result.unknown_identities += 1
+        doc.error("kind", f"must be \"VirtualMachine\", not {_quote(m.get('kind'))}")
+        return None
+    if m.get("apiVersion") != VM_API_VERSION:
+        result.unknown_identities += 1
+        doc.error("apiVersion", f"must be \"{VM_API_VERSION}\", not {_quote(m.get('apiVersion'))}")
+    return m
 
+
+def _vm_name(doc: _Doc, m: dict, result: ParseResult) -> str | None:
+    """metadata.name (None: missing or invalid); recorded as invalid until the VM proves valid."""
+    meta = doc.mapping(m.get("metadata"), "metadata", required=True) or {}
+    name = doc.string(meta.get("name"), "metadata.name", required=True)
+    if name is not None and not _check_name(doc, name, "metadata.name", subdomain=True):
+        name = None
+    if name:
+        result.invalid_keys.add(f"vm:{name}")
+    else:
+        result.unknown_identities += 1
+    return name
+
+
+def _vm_resources(doc: _Doc, spec: dict) -> tuple[dict[str, Quantity], dict[str, Quantity], dict[str, Quantity], bool]:
+    """(requests, limits, overhead, whether the overhead is the default): cpu and memory only, a
+    memory limit (the guest's RAM) required, requests defaulted to limits."""
+    res = doc.mapping(spec.get("resources"), "spec.resources", required=True) or {}
+    doc.unknown(res, RESOURCES_FIELDS, "spec.resources")
+    reqs = parse_resource_list(doc, res.get("requests"), "spec.resources.requests")
+    lims = parse_resource_list(doc, res.get("limits"), "spec.resources.limits")
+    for rname in list(reqs) + list(lims):
+        if rname not in (CPU, MEMORY):
+            doc.error(f"spec.resources.{rname}", "only cpu and memory are supported for VMs")
+    if MEMORY not in lims and spec.get("resources") is not None:  # {} too: a VM has a RAM size
+        doc.error("spec.resources.limits.memory", "Required value: the guest's RAM")
+    _check_request_limit(doc, reqs, lims, "spec.resources")
+    for rname, lim in lims.items():
+        reqs.setdefault(rname, lim)
+    overhead_raw = spec.get("overhead")
+    if overhead_raw is None:
+        return reqs, lims, default_vm_overhead(lims, reqs), True
+    return reqs, lims, parse_resource_list(doc, overhead_raw, "spec.overhead"), False
+
+
+def _vm_placement(doc: _Doc, spec: dict) -> tuple[str | None, str | None, str | None]:
+    """Where the VM runs, at most one of: (spec.libvirt.domain, spec.scope, spec.pidFile)."""
+    libvirt = doc.mapping(spec.get("libvirt"), "spec.libvirt")
+    domain = None
+    if libvirt is not None:
+        domain = doc.string(libvirt.get("domain"), "spec.libvirt.domain", required=True)
+        if domain is not None and (not LIBVIRT_DOMAIN.match(domain) or not domain.strip()
+                                   or len(domain.encode()) > 250):
+            doc.error("spec.libvirt.domain", f"{_quote(domain)} is not a libvirt domain name (libvirt refuses an "
+                      "empty name, '/', control characters, and names too long for a file name)")
+            domain = None
+    scope = doc.string(spec.get("scope"), "spec.scope")
+    if scope is not None and not (scope.endswith(".scope") and _unit_name_ok(scope)):
+        doc.error("spec.scope", f"{_quote(scope)} is not a scope unit name")
+        scope = None
+    pid_file = doc.string(spec.get("pidFile"), "spec.pidFile")
+    if pid_file is not None and not pid_file.startswith("/"):
+        doc.error("spec.pidFile", f"{_quote(pid_file)} must be an absolute path")
+    if sum(x is not None for x in (libvirt, spec.get("scope"), spec.get("pidFile"))) > 1:
+        doc.error("spec", "give only one of libvirt.domain, scope, pidFile")
+    return domain, scope, pid_file
+
+
+def _unit_name_ok(name: str) -> bool:
     return valid_unit_name(name) and ".." not in name
 
 
@@ -779,8 +836,6 @@ def parse_priority_class_documents(docs: list, file: str, result: ParseResult) -
     """PriorityClass objects (``scheduling.k8s.io/v1``; ``kind: List`` unwrapped), checked as the
     API server checks them (sdqos.kube.priority); every problem an error in ``result`` naming file,
     document and field. ``preemptionPolicy`` is checked and has no effect (no scheduler here)."""
-    from sdqos.kube import priority as P
-
     values: dict[str, int] = {}
     default: str | None = None
     where: dict[str, str] = {}

@@ -8,18 +8,19 @@ kubelet field nor sdqos's own ``capacity`` is probably a typo and gets a warning
 
 from __future__ import annotations
 
-import re
 from typing import Mapping
 
+from sdqos import humanize
 from sdqos.errors import CPUPolicyOptionError, CPUSetError, InvalidInput, QuantityError, TopologyPolicyOptionError
 from sdqos.kube import cpumanager, cpuset, topologymanager
 from sdqos.kube import dispositions as disp
+from sdqos.kube.duration import parse_go_duration
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS, KUBELET_FEATURE_GATE_DEFAULTS_1_36
 from sdqos.kube.manifests import closest
 from sdqos.kube.model import CPU, MEMORY, PID, SWAP, NodeConfig
 from sdqos.kube.naming import UNIT_NAME_MAX, cgroup_root_components, pod_slice, slice_name, valid_unit_name
 from sdqos.kube.quantity import Quantity, parse_quantity
-from sdqos.kube.thresholds import SIGNALS, ThresholdValue, parse_threshold_statement
+from sdqos.kube.thresholds import DEFAULT_EVICTION_HARD, SIGNALS, ThresholdValue, parse_threshold_statement
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
@@ -36,33 +37,6 @@ ENFORCEMENT_KEYS = frozenset(
 RESERVABLE = frozenset({CPU, MEMORY, PID, "ephemeral-storage"})
 MIN_PERIOD_US = 1_000
 MAX_PERIOD_US = 1_000_000
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
-
-
-def parse_go_duration(text: str) -> int:
-    """Go's time.ParseDuration → nanoseconds ("100ms", "1m30s", "1.5ms"). ValueError if invalid."""
-    s = text.strip() if isinstance(text, str) else None
-    if not s:
-        raise ValueError(f"{text!r} is not a duration")
-    sign = -1 if s.startswith("-") else 1
-    s = s.lstrip("+-")
-    if s == "0":
-        return 0
-    pos, total = 0, 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if not m:
-            raise ValueError(f"{text!r} is not a duration (e.g. 100ms, 1s)")
-        number, unit = m.groups()
-        if "." in number:
-            whole, frac = number.split(".")
-            total += int(whole or 0) * _UNIT_NS[unit] + int(frac or 0) * _UNIT_NS[unit] // 10 ** len(frac or "")
-        else:
-            total += int(number) * _UNIT_NS[unit]
-        pos = m.end()
-    return sign * total
 
 
 def _reserved_unit(path) -> str | None:
@@ -140,7 +114,6 @@ def parse_percentage(value) -> int:
 
 
 EVICTION_SIGNALS = SIGNALS  # pkg/kubelet/eviction/api/types.go (sdqos.kube.thresholds)
-DEFAULT_EVICTION_HARD = {"memory.available": "100Mi"}
 
 
 def _eviction_hard(raw, errors: list) -> dict[str, ThresholdValue | None]:
@@ -174,42 +147,16 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
     """Parse node.yaml's document (``None`` when absent: all defaults). ``detected`` is the
     host's capacity (cpu, memory, pid); ``online_cpus`` the CPUs online (None: not known, not
     checked), ``numa_nodes`` how many NUMA nodes the host has. Returns the config and the errors;
-    with errors the config must not be used."""
+    with errors the config must not be used. Each field's check is a function below, called in
+    the order of the errors it reports."""
     errors: list[InvalidInput] = []
     warnings: list[str] = []
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         return NodeConfig(capacity=dict(detected), capacity_source={}), [_err("", "must be a mapping (a KubeletConfiguration)")]
-    if raw.get("apiVersion") not in (None, API_VERSION):
-        errors.append(_err("apiVersion", f'must be "{API_VERSION}", not "{raw.get("apiVersion")}"'))
-    if raw.get("kind") not in (None, KIND):
-        errors.append(_err("kind", f'must be "{KIND}", not "{raw.get("kind")}"'))
-    for key in raw:
-        if key not in KUBELET_CONFIG_FIELDS and key not in SDQOS_FIELDS:
-            close = closest(key, KUBELET_CONFIG_FIELDS | SDQOS_FIELDS) if isinstance(key, str) else None
-            hint = f'; did you mean "{close}"?' if close else ""
-            warnings.append(f'node.yaml: unknown field "{key}" (not a KubeletConfiguration field{hint}): ignored')
-
-    cap_raw = raw.get("capacity")
-    swap_raw = cap_raw.get(SWAP) if isinstance(cap_raw, dict) else None
-    if isinstance(cap_raw, dict) and SWAP in cap_raw:
-        cap_raw = {k: v for k, v in cap_raw.items() if k != SWAP}
-    override = _resource_map(cap_raw, "capacity", errors, allow_pids_alias=True)
-    for name in override:
-        if name not in (CPU, MEMORY, PID):
-            errors.append(_err(f"capacity.{name}", "only cpu, memory, pids and swap can be set"))
-    swap_q = detected.get(SWAP)
-    if swap_raw is not None:
-        try:
-            swap_q = parse_quantity(swap_raw)
-            if swap_q.sign() < 0:
-                raise QuantityError(f'"{swap_raw}" must not be negative')
-        except QuantityError as exc:
-            errors.append(_err("capacity.swap", str(exc)))
-            swap_q = None
-    capacity = {r: override.get(r, detected.get(r)) for r in (CPU, MEMORY, PID)}
-    source = {r: ("node.yaml" if r in override else "detected") for r in (CPU, MEMORY, PID)}
+    _header(raw, errors, warnings)
+    capacity, source, swap_q = _capacity(raw, detected, errors)
     kube = _resource_map(raw.get("kubeReserved"), "kubeReserved", errors)
     system = _resource_map(raw.get("systemReserved"), "systemReserved", errors)
     reserved_cpus = _reserved_system_cpus(raw, online_cpus, errors)
@@ -221,125 +168,18 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
     warnings += _managers(raw, kube, system, capacity, numa_nodes, errors)
     max_pods = _count(raw, "maxPods", 110, errors)
     pods_per_core = _count(raw, "podsPerCore", 0, errors)
-
-    enforce_raw = raw.get("enforceNodeAllocatable", ["pods"])
-    enforce: set[str] = set()
-    if not isinstance(enforce_raw, list) or not all(isinstance(x, str) for x in enforce_raw):
-        errors.append(_err("enforceNodeAllocatable", "must be a list of strings"))
-    else:
-        for item in enforce_raw:
-            if item not in ENFORCEMENT_KEYS:
-                errors.append(_err("enforceNodeAllocatable", f'invalid option "{item}" (one of {", ".join(sorted(ENFORCEMENT_KEYS))})'))
-            elif item in enforce:
-                errors.append(_err("enforceNodeAllocatable", f'duplicated enforcement "{item}"'))
-            enforce.add(item)
-        if "none" in enforce and len(enforce) > 1:
-            errors.append(_err("enforceNodeAllocatable", 'may not contain additional enforcements when "none" is specified'))
-        enforce.discard("none")
-        for who, cgroup_key in (("system", "systemReservedCgroup"), ("kube", "kubeReservedCgroup")):
-            plain, comp = f"{who}-reserved", f"{who}-reserved-compressible"
-            if plain in enforce and comp in enforce:
-                errors.append(_err("enforceNodeAllocatable", f'both "{plain}" and "{comp}" cannot be specified together'))
-            if (plain in enforce or comp in enforce) and not raw.get(cgroup_key):
-                errors.append(_err(cgroup_key, f'must be specified when "{plain}" or "{comp}" is in enforceNodeAllocatable'))
-            elif raw.get(cgroup_key) and not _reserved_unit(raw[cgroup_key]):
-                errors.append(_err(cgroup_key, f'"{raw[cgroup_key]}" is not a systemd unit (e.g. /system.slice)'))
-
-    if not _bool(raw, "cgroupsPerQOS", True, errors):
-        errors.append(_err("cgroupsPerQOS", "sdqos builds the QoS cgroup hierarchy; cgroupsPerQOS: false is not supported"))
-    cgroup_root_text = raw.get("cgroupRoot") or "/"
-    root: list[str] = []
-    if not isinstance(cgroup_root_text, str):
-        errors.append(_err("cgroupRoot", "must be a string"))
-        cgroup_root_text = "/"
-    else:
-        try:
-            root = cgroup_root_components(cgroup_root_text)
-        except ValueError as exc:
-            errors.append(_err("cgroupRoot", str(exc)))
-        else:  # a pod slice of a UUID-sized uid in the deepest tier must still be a unit name
-            longest = pod_slice(root, "besteffort", "0" * 36)
-            if not valid_unit_name(longest):
-                errors.append(_err("cgroupRoot", f"makes pod slice names {len(longest)} characters long; "
-                                                 f"systemd allows {UNIT_NAME_MAX}"))
-
-    gates = dict(GATE_DEFAULTS)
-    fg = raw.get("featureGates") or {}
-    if not isinstance(fg, dict):
-        errors.append(_err("featureGates", "must be a mapping of gate name to true/false"))
-    else:
-        for name, val in fg.items():
-            if not isinstance(val, bool):
-                errors.append(_err(f"featureGates.{name}", f"must be true or false, not {val!r}"))
-            else:
-                gates[str(name)] = val
-
+    enforce = _enforcement(raw, errors)
+    root, cgroup_root_text = _cgroup_root(raw, errors)
+    gates = _feature_gates(raw, errors)
     cfs_quota = _bool(raw, "cpuCFSQuota", True, errors)
-    period_us = 100_000
-    if raw.get("cpuCFSQuotaPeriod") is not None:
-        try:
-            ns = parse_go_duration(raw["cpuCFSQuotaPeriod"])
-        except ValueError as exc:
-            errors.append(_err("cpuCFSQuotaPeriod", str(exc)))
-        else:
-            us = ns // 1000
-            if not MIN_PERIOD_US <= us <= MAX_PERIOD_US:
-                errors.append(_err("cpuCFSQuotaPeriod", f'"{raw["cpuCFSQuotaPeriod"]}" must be between 1ms and 1s, inclusive'))
-            elif not gates.get("CustomCPUCFSQuotaPeriod", True) and us != 100_000:
-                errors.append(_err("cpuCFSQuotaPeriod", f'"{raw["cpuCFSQuotaPeriod"]}" requires feature gate CustomCPUCFSQuotaPeriod'))
-            else:
-                period_us = us
-
-    qos_reserved: dict[str, int] = {}
-    qr = raw.get("qosReserved")
-    if qr is not None:
-        if not isinstance(qr, dict):
-            errors.append(_err("qosReserved", 'must be a mapping like {memory: "50%"}'))
-        else:
-            for name, val in qr.items():
-                if name != MEMORY:
-                    errors.append(_err(f"qosReserved.{name}", f'cannot reserve "{name}" resource (only memory)'))
-                    continue
-                try:
-                    qos_reserved[MEMORY] = parse_percentage(val)
-                except ValueError as exc:
-                    errors.append(_err(f"qosReserved.{name}", str(exc)))
-            if qos_reserved and not gates.get("QOSReserved"):
-                warnings.append("qosReserved is ignored: kubelet applies it only with featureGates.QOSReserved: true")
-
-    pids_limit = raw.get("podPidsLimit", -1)
-    if pids_limit is None:
-        pids_limit = -1
-    if isinstance(pids_limit, bool) or not isinstance(pids_limit, int):
-        errors.append(_err("podPidsLimit", f"must be an integer, not {pids_limit!r}"))
-        pids_limit = -1
-    elif not -(2**63) <= pids_limit < 2**63:  # an int64 in KubeletConfiguration: decoding fails
-        errors.append(_err("podPidsLimit", f"{pids_limit} does not fit a 64-bit integer"))
-        pids_limit = -1
-
-    factor = raw.get("memoryThrottlingFactor", 0.9)
-    if factor is None and gates.get("MemoryQoS"):
-        errors.append(_err("memoryThrottlingFactor", "is required when the MemoryQoS feature gate is enabled"))
-    elif factor is not None:
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-            errors.append(_err("memoryThrottlingFactor", f"{factor!r} must be greater than 0 and less than or equal to 1.0"))
-            factor = 0.9
-        factor = float(factor)
-    policy = raw.get("memoryReservationPolicy", "None")
-    if policy not in ("None", "TieredReservation"):
-        errors.append(_err("memoryReservationPolicy", f'option {policy!r} is not valid: use "None" or "TieredReservation"'))
-        policy = "None"
-    elif policy == "TieredReservation" and not gates.get("MemoryQoS"):
-        errors.append(_err("memoryReservationPolicy", '"TieredReservation" requires the MemoryQoS feature gate'))
-
+    period_us = _cfs_quota_period(raw, gates, errors)
+    qos_reserved = _qos_reserved(raw, gates, errors, warnings)
+    pids_limit = _pod_pids_limit(raw, errors)
+    factor, policy = _memory_qos(raw, gates, errors)
     eviction_raw = raw.get("evictionHard")
     eviction = _eviction_hard(eviction_raw, errors)
     eviction_fields = _eviction_fields(raw, enforce, errors)
-
-    single_oom = raw.get("singleProcessOOMKill")
-    if single_oom is not None and not isinstance(single_oom, bool):
-        errors.append(_err("singleProcessOOMKill", f"must be true or false, not {single_oom!r}"))
-        single_oom = None
+    single_oom = _single_process_oom_kill(raw, errors)
     swap_behavior = _swap_behavior(raw.get("memorySwap"), errors)
 
     for r in (CPU, MEMORY, PID):
@@ -355,7 +195,7 @@ def parse_node_config(raw, detected: Mapping[str, Quantity], *, page_size: int =
         system_reserved=system,
         enforce_node_allocatable=frozenset(enforce),
         cgroup_root=tuple(root),
-        cgroup_root_text=cgroup_root_text if isinstance(cgroup_root_text, str) else "/",
+        cgroup_root_text=cgroup_root_text,
         cpu_cfs_quota=cfs_quota,
         cpu_cfs_quota_period_us=period_us,
         qos_reserved=qos_reserved,
@@ -394,6 +234,190 @@ def _manager_fields(raw: Mapping) -> dict:
             "topology_manager_scope": raw.get("topologyManagerScope") or "container",
             "topology_manager_policy_options": {str(k): str(v).lower() if isinstance(v, bool) else str(v)
                                                 for k, v in options.items()} if isinstance(options, Mapping) else {}}
+
+
+def _header(raw: Mapping, errors: list, warnings: list[str]) -> None:
+    """apiVersion and kind; a key that is no KubeletConfiguration field (nor sdqos's) is a warning."""
+    if raw.get("apiVersion") not in (None, API_VERSION):
+        errors.append(_err("apiVersion", f'must be "{API_VERSION}", not "{raw.get("apiVersion")}"'))
+    if raw.get("kind") not in (None, KIND):
+        errors.append(_err("kind", f'must be "{KIND}", not "{raw.get("kind")}"'))
+    for key in raw:
+        if key not in KUBELET_CONFIG_FIELDS and key not in SDQOS_FIELDS:
+            close = closest(key, KUBELET_CONFIG_FIELDS | SDQOS_FIELDS) if isinstance(key, str) else None
+            hint = f'; did you mean "{close}"?' if close else ""
+            warnings.append(f'node.yaml: unknown field "{key}" (not a KubeletConfiguration field{hint}): ignored')
+
+
+def _capacity(raw: Mapping, detected: Mapping[str, Quantity], errors: list
+              ) -> tuple[dict[str, Quantity | None], dict[str, str], Quantity | None]:
+    """sdqos's ``capacity`` over the detected one: (cpu, memory, pid capacity; where each came
+    from; swap)."""
+    cap_raw = raw.get("capacity")
+    swap_raw = cap_raw.get(SWAP) if isinstance(cap_raw, dict) else None
+    if isinstance(cap_raw, dict) and SWAP in cap_raw:
+        cap_raw = {k: v for k, v in cap_raw.items() if k != SWAP}
+    override = _resource_map(cap_raw, "capacity", errors, allow_pids_alias=True)
+    for name in override:
+        if name not in (CPU, MEMORY, PID):
+            errors.append(_err(f"capacity.{name}", "only cpu, memory, pids and swap can be set"))
+    swap_q = detected.get(SWAP)
+    if swap_raw is not None:
+        try:
+            swap_q = parse_quantity(swap_raw)
+            if swap_q.sign() < 0:
+                raise QuantityError(f'"{swap_raw}" must not be negative')
+        except QuantityError as exc:
+            errors.append(_err("capacity.swap", str(exc)))
+            swap_q = None
+    capacity = {r: override.get(r, detected.get(r)) for r in (CPU, MEMORY, PID)}
+    source = {r: ("node.yaml" if r in override else "detected") for r in (CPU, MEMORY, PID)}
+    return capacity, source, swap_q
+
+
+def _enforcement(raw: Mapping, errors: list) -> set[str]:
+    """enforceNodeAllocatable, checked as kubelet's validation.go checks it ("none" dropped)."""
+    enforce_raw = raw.get("enforceNodeAllocatable", ["pods"])
+    enforce: set[str] = set()
+    if not isinstance(enforce_raw, list) or not all(isinstance(x, str) for x in enforce_raw):
+        errors.append(_err("enforceNodeAllocatable", "must be a list of strings"))
+        return enforce
+    for item in enforce_raw:
+        if item not in ENFORCEMENT_KEYS:
+            errors.append(_err("enforceNodeAllocatable", f'invalid option "{item}" (one of {", ".join(sorted(ENFORCEMENT_KEYS))})'))
+        elif item in enforce:
+            errors.append(_err("enforceNodeAllocatable", f'duplicated enforcement "{item}"'))
+        enforce.add(item)
+    if "none" in enforce and len(enforce) > 1:
+        errors.append(_err("enforceNodeAllocatable", 'may not contain additional enforcements when "none" is specified'))
+    enforce.discard("none")
+    for who, cgroup_key in (("system", "systemReservedCgroup"), ("kube", "kubeReservedCgroup")):
+        plain, comp = f"{who}-reserved", f"{who}-reserved-compressible"
+        if plain in enforce and comp in enforce:
+            errors.append(_err("enforceNodeAllocatable", f'both "{plain}" and "{comp}" cannot be specified together'))
+        if (plain in enforce or comp in enforce) and not raw.get(cgroup_key):
+            errors.append(_err(cgroup_key, f'must be specified when "{plain}" or "{comp}" is in enforceNodeAllocatable'))
+        elif raw.get(cgroup_key) and not _reserved_unit(raw[cgroup_key]):
+            errors.append(_err(cgroup_key, f'"{raw[cgroup_key]}" is not a systemd unit (e.g. /system.slice)'))
+    return enforce
+
+
+def _cgroup_root(raw: Mapping, errors: list) -> tuple[list[str], str]:
+    """cgroupsPerQOS (only true) and cgroupRoot: (its components, its text)."""
+    if not _bool(raw, "cgroupsPerQOS", True, errors):
+        errors.append(_err("cgroupsPerQOS", "sdqos builds the QoS cgroup hierarchy; cgroupsPerQOS: false is not supported"))
+    cgroup_root_text = raw.get("cgroupRoot") or "/"
+    root: list[str] = []
+    if not isinstance(cgroup_root_text, str):
+        errors.append(_err("cgroupRoot", "must be a string"))
+        return root, "/"
+    try:
+        root = cgroup_root_components(cgroup_root_text)
+    except ValueError as exc:
+        errors.append(_err("cgroupRoot", str(exc)))
+    else:  # a pod slice of a UUID-sized uid in the deepest tier must still be a unit name
+        longest = pod_slice(root, "besteffort", "0" * 36)
+        if not valid_unit_name(longest):
+            errors.append(_err("cgroupRoot", f"makes pod slice names {len(longest)} characters long; "
+                                             f"systemd allows {UNIT_NAME_MAX}"))
+    return root, cgroup_root_text
+
+
+def _feature_gates(raw: Mapping, errors: list) -> dict[str, bool]:
+    """The gates sdqos looks at, kubelet's defaults overridden by featureGates."""
+    gates = dict(GATE_DEFAULTS)
+    fg = raw.get("featureGates") or {}
+    if not isinstance(fg, dict):
+        errors.append(_err("featureGates", "must be a mapping of gate name to true/false"))
+        return gates
+    for name, val in fg.items():
+        if not isinstance(val, bool):
+            errors.append(_err(f"featureGates.{name}", f"must be true or false, not {val!r}"))
+        else:
+            gates[str(name)] = val
+    return gates
+
+
+def _cfs_quota_period(raw: Mapping, gates: Mapping[str, bool], errors: list) -> int:
+    """cpuCFSQuotaPeriod in µs (1ms–1s; other than 100ms only with CustomCPUCFSQuotaPeriod)."""
+    if raw.get("cpuCFSQuotaPeriod") is None:
+        return 100_000
+    try:
+        ns = parse_go_duration(raw["cpuCFSQuotaPeriod"])
+    except ValueError as exc:
+        errors.append(_err("cpuCFSQuotaPeriod", str(exc)))
+        return 100_000
+    us = ns // 1000
+    if not MIN_PERIOD_US <= us <= MAX_PERIOD_US:
+        errors.append(_err("cpuCFSQuotaPeriod", f'"{raw["cpuCFSQuotaPeriod"]}" must be between 1ms and 1s, inclusive'))
+    elif not gates.get("CustomCPUCFSQuotaPeriod", True) and us != 100_000:
+        errors.append(_err("cpuCFSQuotaPeriod", f'"{raw["cpuCFSQuotaPeriod"]}" requires feature gate CustomCPUCFSQuotaPeriod'))
+    else:
+        return us
+    return 100_000
+
+
+def _qos_reserved(raw: Mapping, gates: Mapping[str, bool], errors: list, warnings: list[str]) -> dict[str, int]:
+    """qosReserved: memory only, a percentage; said to be ignored without the QOSReserved gate."""
+    qos_reserved: dict[str, int] = {}
+    qr = raw.get("qosReserved")
+    if qr is None:
+        return qos_reserved
+    if not isinstance(qr, dict):
+        errors.append(_err("qosReserved", 'must be a mapping like {memory: "50%"}'))
+        return qos_reserved
+    for name, val in qr.items():
+        if name != MEMORY:
+            errors.append(_err(f"qosReserved.{name}", f'cannot reserve "{name}" resource (only memory)'))
+            continue
+        try:
+            qos_reserved[MEMORY] = parse_percentage(val)
+        except ValueError as exc:
+            errors.append(_err(f"qosReserved.{name}", str(exc)))
+    if qos_reserved and not gates.get("QOSReserved"):
+        warnings.append("qosReserved is ignored: kubelet applies it only with featureGates.QOSReserved: true")
+    return qos_reserved
+
+
+def _pod_pids_limit(raw: Mapping, errors: list) -> int:
+    """podPidsLimit: an int64, -1 (none) when unset or invalid."""
+    pids_limit = raw.get("podPidsLimit", -1)
+    if pids_limit is None:
+        pids_limit = -1
+    if isinstance(pids_limit, bool) or not isinstance(pids_limit, int):
+        errors.append(_err("podPidsLimit", f"must be an integer, not {pids_limit!r}"))
+        pids_limit = -1
+    elif not -(2**63) <= pids_limit < 2**63:  # an int64 in KubeletConfiguration: decoding fails
+        errors.append(_err("podPidsLimit", f"{pids_limit} does not fit a 64-bit integer"))
+        pids_limit = -1
+    return pids_limit
+
+
+def _memory_qos(raw: Mapping, gates: Mapping[str, bool], errors: list) -> tuple[float | None, str]:
+    """memoryThrottlingFactor and memoryReservationPolicy (MemoryQoS)."""
+    factor = raw.get("memoryThrottlingFactor", 0.9)
+    if factor is None and gates.get("MemoryQoS"):
+        errors.append(_err("memoryThrottlingFactor", "is required when the MemoryQoS feature gate is enabled"))
+    elif factor is not None:
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+            errors.append(_err("memoryThrottlingFactor", f"{factor!r} must be greater than 0 and less than or equal to 1.0"))
+            factor = 0.9
+        factor = float(factor)
+    policy = raw.get("memoryReservationPolicy", "None")
+    if policy not in ("None", "TieredReservation"):
+        errors.append(_err("memoryReservationPolicy", f'option {policy!r} is not valid: use "None" or "TieredReservation"'))
+        policy = "None"
+    elif policy == "TieredReservation" and not gates.get("MemoryQoS"):
+        errors.append(_err("memoryReservationPolicy", '"TieredReservation" requires the MemoryQoS feature gate'))
+    return factor, policy
+
+
+def _single_process_oom_kill(raw: Mapping, errors: list) -> bool | None:
+    single_oom = raw.get("singleProcessOOMKill")
+    if single_oom is not None and not isinstance(single_oom, bool):
+        errors.append(_err("singleProcessOOMKill", f"must be true or false, not {single_oom!r}"))
+        single_oom = None
+    return single_oom
 
 
 SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap")
@@ -688,6 +712,4 @@ def _check_reservation(capacity, kube, system, eviction, errors) -> None:
 
 
 def _fmt(resource: str, v: int) -> str:
-    from sdqos import humanize
-
     return humanize.cpu(v) if resource == CPU else humanize.size(v) if resource == MEMORY else str(v)

@@ -20,6 +20,9 @@ SIGNALS = frozenset({
     "imagefs.available", "imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree",
     "pid.available",
 })
+# evictionHard when node.yaml gives none (kubelet's default memory.available 100Mi); node
+# allocatable (sdqos.kube.nodeconfig) and eviction both read it.
+DEFAULT_EVICTION_HARD = {"memory.available": "100Mi"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -735,23 +735,13 @@ def build_plan(
     return plan
 
 
-def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = False, kept: Iterable[KeptPod] = ()) -> Plan:
-    """The tree from the basis and every pod's plan: the tiers' sums, then the units, parents first.
-    ``kept``: pod slices sync keeps, counted in their tiers instead of the pods they hold back."""
-    node, cgroup = basis.node, basis.cgroup
-    warnings = list(basis.warnings)
-    capacity, allocatable, budget = basis.capacity, basis.allocatable, basis.budget
-    vm_plans, vm_cpu, vm_mem = basis.vms, basis.vm_cpu, basis.vm_mem
-    period = node.cpu_cfs_quota_period_us
-    root = list(node.cgroup_root)
-    kubepods = naming.node_slice(root)
-    tier_slice = {t: naming.tier_slice(root, n) for t, n in TIER_NAMES.items()}
-    tier_slice[GUARANTEED] = kubepods
-
+def _tier_sums(pod_plans: list[PodPlan], kept: tuple[KeptPod, ...], explain: bool
+               ) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
+    """Each QoS tier's CPU and memory requests (Besteffort: none) and, explaining, its members:
+    the pods, and the kept slices instead of the pods they hold back."""
     tier_cpu = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
     tier_mem = {GUARANTEED: 0, BURSTABLE: 0, BESTEFFORT: 0}
     tier_members: dict[str, list[str]] = {GUARANTEED: [], BURSTABLE: [], BESTEFFORT: []}
-    kept = tuple(sorted(kept, key=lambda k: k.unit))
     waiting = {k.replaces for k in kept if k.replaces}
     for pp in pod_plans:
         if pp.key in waiting:
@@ -768,6 +758,38 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
             tier_mem[k.qos] += k.memory
         if explain:
             tier_members[k.qos].append(f"{k.unit} {H.cpu(k.cpu)} (kept: {k.reason})")
+    return tier_cpu, tier_mem, tier_members
+
+
+def _admission_warnings(node: NodeConfig, capacity: Mapping[str, int], pod_plans: list[PodPlan],
+                        warnings: list[str]) -> dict[str, admission.Refusal]:
+    """Which pods kubelet would not admit (each said in ``warnings``, as is ephemeral-storage
+    asked for and not enforced)."""
+    not_admitted = admission.admit_in_order(admission.node_allocatable(node, capacity), (),
+                                            ((pp.key, pp.requests) for pp in pod_plans))
+    for key, why in not_admitted.items():
+        warnings.append(f"pod {key} would not be admitted: {why.reason} ({why.left()})")
+    ephemeral = [pp.key for pp in pod_plans if EPHEMERAL_STORAGE in pp.unenforced]
+    if ephemeral:
+        warnings.append("ephemeral-storage is not enforced (kubelet enforces it by evicting on disk use, which sdqos "
+                        f"does not watch): {', '.join(ephemeral[:5])}" + (f" and {len(ephemeral) - 5} more"
+                                                                          if len(ephemeral) > 5 else ""))
+    return not_admitted
+
+
+def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = False, kept: Iterable[KeptPod] = ()) -> Plan:
+    """The tree from the basis and every pod's plan: the tiers' sums, then the units, parents first.
+    ``kept``: pod slices sync keeps, counted in their tiers instead of the pods they hold back."""
+    node, cgroup = basis.node, basis.cgroup
+    warnings = list(basis.warnings)
+    capacity, allocatable, budget = basis.capacity, basis.allocatable, basis.budget
+    vm_plans, vm_mem = basis.vms, basis.vm_mem
+    root = list(node.cgroup_root)
+    kubepods = naming.node_slice(root)
+    tier_slice = {t: naming.tier_slice(root, n) for t, n in TIER_NAMES.items()}
+    tier_slice[GUARANTEED] = kubepods
+    kept = tuple(sorted(kept, key=lambda k: k.unit))
+    tier_cpu, tier_mem, tier_members = _tier_sums(pod_plans, kept, explain)
 
     pods_cpu = sum(tier_cpu.values())
     total_cpu = pods_cpu + basis.declared_cpu
@@ -779,16 +801,7 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
             f" cpu {H.cpu(total_cpu)} requested of {H.cpu(allocatable[CPU])},"
             f" memory {H.size(total_mem)} requested of {H.size(allocatable[MEMORY])}"
         )
-
-    not_admitted = admission.admit_in_order(admission.node_allocatable(node, capacity), (),
-                                            ((pp.key, pp.requests) for pp in pod_plans))
-    for key, why in not_admitted.items():
-        warnings.append(f"pod {key} would not be admitted: {why.reason} ({why.left()})")
-    ephemeral = [pp.key for pp in pod_plans if EPHEMERAL_STORAGE in pp.unenforced]
-    if ephemeral:
-        warnings.append("ephemeral-storage is not enforced (kubelet enforces it by evicting on disk use, which sdqos "
-                        f"does not watch): {', '.join(ephemeral[:5])}" + (f" and {len(ephemeral) - 5} more"
-                                                                          if len(ephemeral) > 5 else ""))
+    not_admitted = _admission_warnings(node, capacity, pod_plans, warnings)
 
     # kubelet's kubepods shares are allocatable CPU: declared VMs take theirs, never below the pods' requests
     budget = dict(budget)
@@ -796,6 +809,37 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, basis.enforced, allocatable,
                         basis.declared_cpu, vm_mem, tier_cpu, tier_mem, tier_members, warnings, explain)
     units += _reserved_units(node, cgroup)
+    units += _pod_units(pod_plans, tier_slice)
+    machines = basis.machines
+    if vm_plans or machines:
+        units.append(_machine_unit(basis, pods_cpu, explain))
+        # VM scopes are not planned units: sync finds each VM's running scope in machine.slice
+        # and tunes only a scope it can claim (see reconcile.bind_scopes), never one by name alone.
+    return Plan(
+        cgroup=cgroup,
+        node=node,
+        capacity=capacity,
+        allocatable=allocatable,
+        pods_budget=budget,
+        vm_reserved={CPU: basis.declared_cpu, MEMORY: vm_mem},
+        units=units,
+        pods=pod_plans,
+        vms=vm_plans,
+        warnings=warnings,
+        root_slice=kubepods,
+        machines=machines,
+        kept=kept,
+        over_committed=over_committed,
+        not_admitted=not_admitted,
+        basis=basis,
+    )
+
+
+
+
+def _pod_units(pod_plans: list[PodPlan], tier_slice: Mapping[str, str]) -> list[UnitPlan]:
+    """Each pod's slice in its tier, followed by its containers' scopes; Guaranteed pods first."""
+    units = []
     order = {GUARANTEED: 0, BURSTABLE: 1, BESTEFFORT: 2}
     for pp in sorted(pod_plans, key=lambda p: (order[p.qos], p.key)):
         owner = naming.Owner.pod(pp.key)
@@ -826,56 +870,39 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
                     why=cp.why,
                 )
             )
-    machines = basis.machines
-    if vm_plans or machines:
-        mwhy = {}
-        unbounded = [m for m in machines if not m.bounded]
-        # Undeclared weights count for machine.slice only in what the VMs and pods leave of the node
-        left = max(0, basis.enforced[CPU] - basis.declared_cpu - pods_cpu)
-        others_cpu = vm_cpu - basis.declared_cpu
-        machine_cpu = basis.declared_cpu + min(others_cpu, left)
-        if explain:
-            others = "".join(f" + {m.unit} ({m.what}) {H.cpu(m.cpu)}" for m in machines)
-            capped = f", at most the {H.cpu(left)} VMs and pods leave" if others_cpu > left else ""
-            mwhy["cpu_shares"] = f"{machine_cpu}m × 1024 / 1000m (Σ VM cpu requests{others}{capped})"
-            if unbounded:
-                mwhy["memory"] = "no limit: " + ", ".join(
-                    f"{m.unit} has none" if m.limit is None else f"{m.unit} uses less than its limit {H.size(m.limit)}"
-                    for m in unbounded)
-            else:
-                others = "".join(f" + {m.unit} ({m.what}) {H.size(m.memory)}" for m in machines)
-                mwhy["memory"] = f"Σ VM memory (limits.memory + overhead){others}"
-        mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(machine_cpu), memory=None if unbounded else vm_mem)
-        units.append(
-            UnitPlan(
-                name=naming.MACHINE_SLICE,
-                slice=naming.ROOT_SLICE,
-                kind="machine",
-                description="Virtual Machine and Container Slice",
-                properties=to_properties(mrc, cgroup, period),
-                resources=mrc,
-                why=mwhy,
-            )
-        )
-        # VM scopes are not planned units: sync finds each VM's running scope in machine.slice
-        # and tunes only a scope it can claim (see reconcile.bind_scopes), never one by name alone.
-    return Plan(
-        cgroup=cgroup,
-        node=node,
-        capacity=capacity,
-        allocatable=allocatable,
-        pods_budget=budget,
-        vm_reserved={CPU: basis.declared_cpu, MEMORY: vm_mem},
-        units=units,
-        pods=pod_plans,
-        vms=vm_plans,
-        warnings=warnings,
-        root_slice=kubepods,
-        machines=machines,
-        kept=kept,
-        over_committed=over_committed,
-        not_admitted=not_admitted,
-        basis=basis,
+    return units
+
+
+def _machine_unit(basis: PlanBasis, pods_cpu: int, explain: bool) -> UnitPlan:
+    """machine.slice: the VMs' CPU requests (what else runs there only in what VMs and pods leave
+    of the node) and their memory, unbounded when something there has no limit."""
+    machines, vm_cpu, vm_mem = basis.machines, basis.vm_cpu, basis.vm_mem
+    mwhy = {}
+    unbounded = [m for m in machines if not m.bounded]
+    # Undeclared weights count for machine.slice only in what the VMs and pods leave of the node
+    left = max(0, basis.enforced[CPU] - basis.declared_cpu - pods_cpu)
+    others_cpu = vm_cpu - basis.declared_cpu
+    machine_cpu = basis.declared_cpu + min(others_cpu, left)
+    if explain:
+        others = "".join(f" + {m.unit} ({m.what}) {H.cpu(m.cpu)}" for m in machines)
+        capped = f", at most the {H.cpu(left)} VMs and pods leave" if others_cpu > left else ""
+        mwhy["cpu_shares"] = f"{machine_cpu}m × 1024 / 1000m (Σ VM cpu requests{others}{capped})"
+        if unbounded:
+            mwhy["memory"] = "no limit: " + ", ".join(
+                f"{m.unit} has none" if m.limit is None else f"{m.unit} uses less than its limit {H.size(m.limit)}"
+                for m in unbounded)
+        else:
+            others = "".join(f" + {m.unit} ({m.what}) {H.size(m.memory)}" for m in machines)
+            mwhy["memory"] = f"Σ VM memory (limits.memory + overhead){others}"
+    mrc = ResourceConfig(cpu_shares=qos.milli_cpu_to_shares(machine_cpu), memory=None if unbounded else vm_mem)
+    return UnitPlan(
+        name=naming.MACHINE_SLICE,
+        slice=naming.ROOT_SLICE,
+        kind="machine",
+        description="Virtual Machine and Container Slice",
+        properties=to_properties(mrc, basis.cgroup, basis.node.cpu_cfs_quota_period_us),
+        resources=mrc,
+        why=mwhy,
     )
 
 

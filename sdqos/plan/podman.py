@@ -20,6 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from sdqos.plan.creation import DEFAULT_GRACE_PERIOD_S, MINIMUM_GRACE_PERIOD_S
 from sdqos.plan.engine import ContainerPlan, PodPlan
 
 if TYPE_CHECKING:  # a sync reads the labels below on every run; the run spec only when it runs podman
@@ -53,6 +54,17 @@ def labels(pp: PodPlan, container: str) -> dict[str, str]:
     if pp.grace_period is not None:
         out[GRACE_LABEL] = str(pp.grace_period)
     return out
+
+
+def grace_seconds(pp: PodPlan | None = None, labels: dict[str, str] | None = None) -> int:
+    """A pod's terminationGracePeriodSeconds (from its plan, else the label its containers carry),
+    kubelet's default 30 when unset, never below kubelet's floor of 2."""
+    grace = pp.grace_period if pp is not None else None
+    if grace is None and labels is not None and (labels.get(GRACE_LABEL) or "").isdigit():
+        grace = int(labels[GRACE_LABEL])
+    if grace is None:
+        grace = DEFAULT_GRACE_PERIOD_S
+    return max(MINIMUM_GRACE_PERIOD_S, grace)
 
 
 def owned_by(labels_: dict[str, str], uid: str | None = None) -> bool:

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from sdqos.errors import InvalidInput, NotAdmitted, ScopeBusy
+from sdqos.humanize import size
 from sdqos.host import cgroupfs, procfs
 from sdqos.host.systemd import SCOPE, UNIT, SystemdAPI
 from sdqos.kube import admission
@@ -34,8 +35,8 @@ from sdqos.kube.naming import (
     scope_maker,
 )
 from sdqos.plan.engine import Plan, PodPlan, UnitPlan
-from sdqos.plan.creation import (  # noqa: F401 (the grace periods: podman_pods reads them here)
-    DEFAULT_GRACE_PERIOD_S, MINIMUM_GRACE_PERIOD_S, grace_period_us)
+from sdqos.plan.creation import grace_period_us
+from sdqos.reconcile import runtimes
 from sdqos.reconcile.diff import Launch
 
 
@@ -176,8 +177,6 @@ def qemu_guest_ram(argv: list[str]) -> int | None:
 
 def check_guest_size(target: Target, declared: int, argv: list[str]) -> None:
     """Refuse to start a QEMU guest larger than its VM's limits.memory: it would be OOM-killed."""
-    from sdqos.humanize import size
-
     ram = qemu_guest_ram(argv)
     if ram is not None and declared and ram > declared:
         raise InvalidInput(f"{target.label}: qemu -m asks for {size(ram)} of guest RAM but limits.memory is "
@@ -220,8 +219,6 @@ def owner_of(pid: int, target: Target) -> tuple[str, bool] | None:
     if unit.endswith(".service"):
         return f"{unit} (a service: systemd manages its processes)", True
     if unit.endswith(".scope"):
-        from sdqos.reconcile import runtimes
-
         if parse_container_scope(unit) is not None:
             return f"{unit} (another container's scope)", True
         rt = runtimes.row_of(unit)  # podman, libvirt, machined: the runtime table knows its scopes
@@ -262,8 +259,6 @@ def check_adoptable(pids: list[int], target: Target, force: bool) -> None:
 async def vm_owned_elsewhere(sd: SystemdAPI, target: Target, name: str) -> str | None:
     """The scope of a running machine called ``name`` that a runtime manages (libvirt, machined; not
     sdqos): ``run --vm``/``adopt --vm`` must not start or take a second one beside it."""
-    from sdqos.reconcile import runtimes
-
     units = await sd.read_units(["machine-*.scope"], {UNIT: ["Description"]})
     for unit, st in units.items():
         if st.active_state not in ("active", "activating"):

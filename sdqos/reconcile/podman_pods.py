@@ -23,6 +23,7 @@ from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
 from sdqos.plan import podman as flags
 from sdqos.plan import engine
+from sdqos.plan.creation import MINIMUM_GRACE_PERIOD_S
 from sdqos.plan.engine import Plan, PodPlan
 from sdqos.reconcile import cpus, launch
 
@@ -51,17 +52,6 @@ def live_scopes(pp: PodPlan) -> dict[str, tuple[str, str]]:
     return out
 
 
-def grace_seconds(pp: PodPlan | None = None, labels: dict[str, str] | None = None) -> int:
-    """A pod's terminationGracePeriodSeconds (from its plan, else the label its containers carry),
-    kubelet's default 30 when unset, never below kubelet's floor of 2."""
-    grace = pp.grace_period if pp is not None else None
-    if grace is None and labels is not None and (labels.get(flags.GRACE_LABEL) or "").isdigit():
-        grace = int(labels[flags.GRACE_LABEL])
-    if grace is None:
-        grace = launch.DEFAULT_GRACE_PERIOD_S
-    return max(launch.MINIMUM_GRACE_PERIOD_S, grace)
-
-
 def prepare(pp: PodPlan, spec: PodRunSpec, *, replace: bool = False) -> tuple[list[str], PodRunSpec]:
     """What must happen under the sync lock before the pod's slice and tiers are made (by a
     narrow pass that creates, ``Narrow(pod=..., create=True)``, through the one writer; a sync
@@ -82,7 +72,7 @@ def prepare(pp: PodPlan, spec: PodRunSpec, *, replace: bool = False) -> tuple[li
                          "pass --replace to stop them first")
     done = []
     if existing:  # exited ones are leftovers of an earlier run: they go without --replace
-        podman.remove([c.name for c in existing], grace_s=grace_seconds(pp))
+        podman.remove([c.name for c in existing], grace_s=flags.grace_seconds(pp))
         done.append(f"removed {len(existing)} earlier container(s) of pod {pp.key}")
     root = host_volumes.volume_root()
     spec = host_volumes.prepare(spec, pp.uid, root)
@@ -115,7 +105,7 @@ def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
             if s.kind == "init":
                 code = run_to_completion(name)
                 last = podman.last_log_line(name) if code != 0 else ""
-                podman.remove([name], grace_s=launch.MINIMUM_GRACE_PERIOD_S)
+                podman.remove([name], grace_s=MINIMUM_GRACE_PERIOD_S)
                 started.remove(name)
                 if code != 0:
                     raise SdqosError(f"init container {s.name} of pod {pp.key} exited {code}"
@@ -125,7 +115,7 @@ def run_containers(plan: Plan, pp: PodPlan, spec: PodRunSpec) -> list[str]:
                 done.append(f"started {name} ({s.kind}) in {pp.slice}")
     except BaseException:
         if started:  # a pod starts whole or not at all; nothing is left running when sdqos gives up
-            podman.remove(started, grace_s=grace_seconds(pp))
+            podman.remove(started, grace_s=flags.grace_seconds(pp))
         host_volumes.remove(pp.uid, root)
         raise
     return done
@@ -185,6 +175,6 @@ def run_to_completion(name: str) -> int:
 def stop(pp: PodPlan) -> list[str]:
     """Stop and remove the pod's podman containers, giving them its terminationGracePeriodSeconds."""
     existing = pod_containers(pp)
-    podman.remove([c.name for c in existing], grace_s=grace_seconds(pp))
+    podman.remove([c.name for c in existing], grace_s=flags.grace_seconds(pp))
     host_volumes.remove(pp.uid, host_volumes.volume_root())  # its emptyDirs go with it
     return [f"removed {c.name}" for c in existing]

@@ -29,23 +29,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, field
 
 from sdqos.kube.manifests import SCOPES_ANNOTATION, parse_scopes_annotation
 from sdqos.kube.naming import machine_scope, parse_libvirt_scope, systemd_unescape
 from sdqos.plan.engine import Plan, PodPlan, VMPlan
-from sdqos.reconcile.runtimes.base import Workload
-
-
-@dataclass(slots=True)
-class LiveScope:
-    """A scope with processes, found below a slice of the tree."""
-
-    name: str
-    slice: str  # the slice it sits in directly
-    cgroup: str  # its ControlGroup path, e.g. /kubepods.slice/…/x.scope
-    pids: list[int] = field(default_factory=list)
-    description: str = ""
+from sdqos.reconcile.runtimes.base import LiveScope, Workload
 
 
 def scopes_from_processes(rows: list[tuple[str, int, str]]) -> dict[str, LiveScope]:

@@ -47,8 +47,8 @@ execs systemd. Where the host's /run is a mount of its own (every systemd host) 
 unshare process out of the instance cgroups: only PID 1 and its descendants ever live there.
 
 The parts: ``units`` (the instance's unit files), ``state`` (what a sandbox is, its state dir and
-PIDs), ``cgroups`` (its cgroup dirs on the host), ``prereqs`` (what the host must have), ``exec``
-(running things inside), ``pid1`` (the stage that becomes systemd), ``boot`` (up, down, status,
+PIDs), ``cgroups`` (its cgroup dirs on the host), ``prereqs`` (what the host must have), ``nsenter``
+(host tools; a program run in the namespaces of a PID 1), ``exec`` (running things inside), ``pid1`` (the stage that becomes systemd), ``boot`` (up, down, status,
 the supervisor) and ``cli`` (``sdqos sandbox up|exec|status|list|down``: the typer sub-app `app`,
 built lazily, so the internal stages started with ``python -m sdqos.sandbox`` do not pay for
 importing typer). It imports nothing of sdqos but ``sdqos.errors``: it must run as PID 1 of a

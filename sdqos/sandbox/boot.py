@@ -27,6 +27,7 @@ from sdqos.sandbox.cgroups import (
     _rmtree_cgroup,
 )
 from sdqos.sandbox.exec import run
+from sdqos.sandbox.nsenter import _path, _tool
 from sdqos.sandbox.pid1 import _init
 from sdqos.sandbox.prereqs import _systemd_binary, missing_prerequisites
 from sdqos.sandbox.state import (
@@ -36,11 +37,9 @@ from sdqos.sandbox.state import (
     _alive,
     _console_tail,
     _kill,
-    _path,
     _pid_exists,
     _read_state,
     _sandbox_from_state,
-    _tool,
     _verified_pid,
     _write_pidfile,
     _write_state,
@@ -116,37 +115,9 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: boo
     try:
         hierarchies = _host_hierarchies()
         _instance_dirs(name, hierarchies)
-        st: dict[str, Any] = {
-            "name": name,
-            "state_dir": str(sdir),
-            "run_dir": str(sdir / "run"),
-            "unit_dir": str(sdir / "run" / INNER_UNIT_DIR.removeprefix("/run/")),
-            "systemd": _systemd_binary(),
-            "hierarchies": hierarchies,
-            "symlinks": _cgroup_symlinks(),
-            "cgroups": {},
-            "pid": None,
-            "pid_starttime": None,
-            "supervisor": None,
-            "supervisor_starttime": None,
-            "started": None,
-            "machine_id": os.urandom(16).hex(),
-            "services": services,
-        }
-        for h in hierarchies:  # decided before anything exists, so `down` can always find them
-            st["cgroups"][h["key"]] = h["dir"]
+        st = _initial_state(name, sdir, hierarchies, services)
         _write_state(sdir, st)
-        unit_dir = Path(st["unit_dir"])
-        unit_dir.mkdir(parents=True)
-        Path(st["run_dir"], INNER_GENERATOR_DIR.removeprefix("/run/")).mkdir()
-        for unit in UNITS:
-            (unit_dir / unit).write_text(unit_text(unit))
-        _write_vm_units(st, services)
-        (sdir / "machine-id").write_text(st["machine_id"] + "\n")
-        _make_private_etc(sdir / "etc")
-        for d in ("upper", "work"):  # /var/lib copy-on-write too (see pid1._init)
-            (sdir / "varlib" / d).mkdir(parents=True)
-        (sdir / "containers").mkdir()  # podman's default storage inside (see pid1._init)
+        _lay_out(sdir, st, services)
         _make_cgroups(name, hierarchies)
         _start_supervisor(sdir)
         st = _wait_pid(name, sdir, t0 + timeout)
@@ -167,6 +138,47 @@ def up(name: str = DEFAULT_NAME, timeout: float = BOOT_TIMEOUT, *, machined: boo
         if isinstance(e, OSError):
             raise SandboxError(f"sandbox {name}: {e}{'; systemd said: ' + tail if tail else ''}") from None
         raise
+
+
+def _initial_state(name: str, sdir: Path, hierarchies: list[dict[str, Any]], services: Sequence[str]
+                   ) -> dict[str, Any]:
+    """state.json before anything else exists: where everything will be, so `down` can always find it."""
+    st: dict[str, Any] = {
+        "name": name,
+        "state_dir": str(sdir),
+        "run_dir": str(sdir / "run"),
+        "unit_dir": str(sdir / "run" / INNER_UNIT_DIR.removeprefix("/run/")),
+        "systemd": _systemd_binary(),
+        "hierarchies": hierarchies,
+        "symlinks": _cgroup_symlinks(),
+        "cgroups": {},
+        "pid": None,
+        "pid_starttime": None,
+        "supervisor": None,
+        "supervisor_starttime": None,
+        "started": None,
+        "machine_id": os.urandom(16).hex(),
+        "services": services,
+    }
+    for h in hierarchies:  # decided before anything exists, so `down` can always find them
+        st["cgroups"][h["key"]] = h["dir"]
+    return st
+
+
+def _lay_out(sdir: Path, st: dict[str, Any], services: Sequence[str]) -> None:
+    """The instance's files in its state dir: unit and generator dirs, units, machine-id, its
+    copy-on-write /etc and /var/lib, podman's storage."""
+    unit_dir = Path(st["unit_dir"])
+    unit_dir.mkdir(parents=True)
+    Path(st["run_dir"], INNER_GENERATOR_DIR.removeprefix("/run/")).mkdir()
+    for unit in UNITS:
+        (unit_dir / unit).write_text(unit_text(unit))
+    _write_vm_units(st, services)
+    (sdir / "machine-id").write_text(st["machine_id"] + "\n")
+    _make_private_etc(sdir / "etc")
+    for d in ("upper", "work"):  # /var/lib copy-on-write too (see pid1._init)
+        (sdir / "varlib" / d).mkdir(parents=True)
+    (sdir / "containers").mkdir()  # podman's default storage inside (see pid1._init)
 
 
 def down(name: str = DEFAULT_NAME, timeout: float = DOWN_TIMEOUT) -> bool:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from sdqos.errors import SandboxError, ToolMissing
-from sdqos.sandbox.state import _ENV_DROP, _PATH, Sandbox, _cwd, _tool, get
+from sdqos.errors import SandboxError
+from sdqos.sandbox.nsenter import argv_for, inner_env
+from sdqos.sandbox.nsenter import run as _run_inside
+from sdqos.sandbox.state import Sandbox, get
 
 # --- running things inside -----------------------------------------------------------------------
 
@@ -20,51 +22,16 @@ def nsenter_argv(sb: Sandbox | str, argv: Sequence[str], cwd: str | None = None)
     namespaces; the working directory is kept, since the file system is shared but for /run).
     The cgroup namespace makes cgroup paths read inside agree with systemd's (systemd-cgls)."""
     sb = get(sb) if isinstance(sb, str) else sb
-    if not argv:
-        raise SandboxError("nothing to run: empty argv")
-    wd = cwd if cwd is not None else _cwd()
-    return [_tool("nsenter"), "-t", str(sb.pid), "-m", "-p", "-u", "-C", f"--wd={wd}", "--", *argv]
+    return argv_for(sb.pid, argv, cwd)
 
 
-def inner_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`env` (default: ours) minus what must not leak inside: host bus addresses, runtime dir,
-    and the host service manager's per-service variables."""
-    out = dict(os.environ if env is None else env)
-    for k in _ENV_DROP:
-        out.pop(k, None)
-    out.setdefault("PATH", _PATH)
-    return out
-
-
-def run(
-    sb: Sandbox | str,
-    argv: Sequence[str],
-    *,
-    check: bool = False,
-    capture_output: bool = True,
-    text: bool = True,
-    timeout: float | None = 60.0,
-    input: str | bytes | None = None,
-    env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
-) -> subprocess.CompletedProcess:
+def run(sb: Sandbox | str, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
     """Run `argv` inside the sandbox and return the CompletedProcess (output captured as text by
     default; its `args` is `argv`, not the nsenter command line). With check=True a non-zero exit
-    raises SandboxError carrying stderr."""
-    cmd = nsenter_argv(sb, argv, cwd)
-    try:
-        cp = subprocess.run(
-            cmd, capture_output=capture_output, text=text, timeout=timeout, input=input, env=inner_env(env)
-        )
-    except subprocess.TimeoutExpired:
-        raise SandboxError(f"`{' '.join(argv)}` in the sandbox did not finish in {timeout}s") from None
-    except FileNotFoundError:
-        raise ToolMissing("nsenter not found (Debian package util-linux)") from None
-    if check and cp.returncode != 0:
-        err = cp.stderr if isinstance(cp.stderr, str) else (cp.stderr or b"").decode(errors="replace")
-        raise SandboxError(f"`{' '.join(argv)}` in the sandbox exited {cp.returncode}: {err.strip()[-500:]}")
-    cp.args = list(argv)
-    return cp
+    raises SandboxError carrying stderr. ``kwargs``: sdqos.sandbox.nsenter.run's (check,
+    capture_output, text, timeout, input, env, cwd)."""
+    sb = get(sb) if isinstance(sb, str) else sb
+    return _run_inside(sb.pid, argv, **kwargs)
 
 
 def popen(sb: Sandbox | str, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:

@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, NoReturn
 
-from sdqos.sandbox.state import _PATH, _cgroup_mode, _write_pidfile
+from sdqos.sandbox.nsenter import _PATH
+from sdqos.sandbox.state import _cgroup_mode, _write_pidfile
 from sdqos.sandbox.units import CGROUP_ROOT, INNER_GENERATOR_DIR, TARGET, UNIT_PATH
 
 

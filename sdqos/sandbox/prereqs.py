@@ -9,7 +9,8 @@ import subprocess
 
 from sdqos.errors import SandboxError
 from sdqos.sandbox.cgroups import _host_hierarchies
-from sdqos.sandbox.state import _cgroup_mode, _path
+from sdqos.sandbox.nsenter import _path
+from sdqos.sandbox.state import _cgroup_mode
 from sdqos.sandbox.units import CGROUP_ROOT, LIBVIRTD_BINARY, MACHINED_BINARIES, SYSTEMD_CANDIDATES
 
 # --- prerequisites -------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -16,28 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from sdqos.errors import SandboxError
+from sdqos.sandbox.nsenter import run as _run_inside
 from sdqos.sandbox.units import CGROUP_ROOT, DEFAULT_NAME, STATE_ROOT
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")  # 40: the bus socket path must fit 108 bytes
-
-
-_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Host variables that would point clients inside at the wrong bus, service manager or runtime dir.
-_ENV_DROP = (
-    "DBUS_SYSTEM_BUS_ADDRESS",
-    "DBUS_SESSION_BUS_ADDRESS",
-    "XDG_RUNTIME_DIR",
-    "NOTIFY_SOCKET",
-    "LISTEN_PID",
-    "LISTEN_FDS",
-    "LISTEN_FDNAMES",
-    "WATCHDOG_PID",
-    "WATCHDOG_USEC",
-    "INVOCATION_ID",
-    "JOURNAL_STREAM",
-    "MANAGERPID",
-    "SYSTEMD_EXEC_PID",
-)
 
 
 # --- public types --------------------------------------------------------------------------------
@@ -77,15 +58,11 @@ class Sandbox:
 
     def run(self, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
         """`run` inside this sandbox."""
-        from sdqos.sandbox.exec import run  # exec builds on these types
-
-        return run(self, argv, **kwargs)
+        return _run_inside(self.pid, argv, **kwargs)
 
     def systemctl(self, *args: str, check: bool = False) -> subprocess.CompletedProcess:
         """``systemctl ARGS`` inside this sandbox (output captured as text)."""
-        from sdqos.sandbox.exec import run
-
-        return run(self, ["systemctl", *args], check=check)
+        return _run_inside(self.pid, ["systemctl", *args], check=check)
 
 
 @dataclass(frozen=True)
@@ -227,22 +204,6 @@ def _console_tail(sdir: Path, lines: int = 12) -> str:
     text = data.decode(errors="replace").replace("\r", "")
     kept = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return " | ".join(kept[-lines:])
-
-
-def _cwd() -> str:
-    try:
-        return os.getcwd()
-    except OSError:
-        return "/"
-
-
-def _path() -> str:
-    return os.environ.get("PATH", "") + ":" + _PATH
-
-
-def _tool(name: str) -> str:
-    """Absolute path of a host tool (our PATH, then the usual sbin/bin dirs)."""
-    return shutil.which(name, path=_path()) or name
 
 
 def get(name: str = DEFAULT_NAME) -> Sandbox:

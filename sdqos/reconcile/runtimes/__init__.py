@@ -16,12 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sdqos.reconcile.runtimes import libvirt, machined, podman
-from sdqos.reconcile.runtimes.base import Runtime, Workload, kill_scopes
+from sdqos.reconcile.runtimes.base import LiveScope, Runtime, Workload, kill_scopes
 
 if TYPE_CHECKING:
     from sdqos.host.systemd import SystemdAPI
     from sdqos.reconcile.memo import Memo
-    from sdqos.reconcile.scopes import LiveScope
 
 # In the order a scope's name is tried: libvirt's machine-qemu… before machined's machine-….
 TABLE: tuple[Runtime, ...] = (libvirt.ROW, podman.ROW, machined.ROW)

@@ -9,13 +9,28 @@ branch on a runtime: they go through the table in :mod:`sdqos.reconcile.runtimes
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+
+from sdqos.errors import NoSuchUnit
 
 if TYPE_CHECKING:
     from sdqos.host.systemd import SystemdAPI
     from sdqos.plan.engine import ContainerPlan
     from sdqos.reconcile.memo import Memo
-    from sdqos.reconcile.scopes import LiveScope
+
+
+@dataclass(slots=True)
+class LiveScope:
+    """A scope with processes, found below a slice of the tree (``sdqos.reconcile.scopes`` finds them;
+    the rows read them)."""
+
+    name: str
+    slice: str  # the slice it sits in directly
+    cgroup: str  # its ControlGroup path, e.g. /kubepods.slice/…/x.scope
+    pids: list[int] = field(default_factory=list)
+    description: str = ""
 
 
 class Workload:
@@ -101,8 +116,6 @@ class Runtime(Protocol):
 
 async def scope_alive(sd: SystemdAPI, scope: str) -> bool:
     """Whether a scope still has a process (a scope whose processes all ended is gone)."""
-    from sdqos.errors import NoSuchUnit
-
     try:
         return bool(await sd.get_unit_processes(scope))
     except NoSuchUnit:
@@ -111,8 +124,7 @@ async def scope_alive(sd: SystemdAPI, scope: str) -> bool:
 
 async def wait_gone(sd: SystemdAPI, scopes: list[str], seconds: float) -> list[str]:
     """Wait up to ``seconds`` for the scopes' processes to end; the scopes that still have some."""
-    import asyncio
-    import time
+    import asyncio  # loaded by whoever stops a scope; the table and the plan's readers need not load it
 
     deadline = time.monotonic() + seconds
     left = [s for s in scopes if await scope_alive(sd, s)]
@@ -125,8 +137,6 @@ async def wait_gone(sd: SystemdAPI, scopes: list[str], seconds: float) -> list[s
 async def kill_scopes(sd: SystemdAPI, scopes: list[str], grace: int) -> None:
     """SIGTERM to every process of the scopes, SIGKILL to what is left after ``grace`` seconds
     (the runtime's stop with a timeout, as kubelet's killPodNow asks it), then StopUnit."""
-    from sdqos.errors import NoSuchUnit
-
     async def kill(s: str, signal: int) -> None:
         try:
             await sd.kill_unit(s, "all", signal)

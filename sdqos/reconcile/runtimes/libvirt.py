@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdqos.kube.naming import parse_libvirt_scope
-from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload, kill_scopes, stop_each, wait_gone
+from sdqos.reconcile.runtimes.base import LiveScope, ScopeRuntime, Workload, kill_scopes, stop_each, wait_gone
 
 if TYPE_CHECKING:
     from sdqos.host.libvirt import Domain
     from sdqos.host.systemd import SystemdAPI
     from sdqos.reconcile.memo import Memo
-    from sdqos.reconcile.scopes import LiveScope
 
 Known = dict[str, "Domain"]  # running domains by name
 

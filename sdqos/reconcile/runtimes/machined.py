@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 
 from sdqos.errors import SdqosError
 from sdqos.kube.naming import marked, parse_machine_scope
-from sdqos.reconcile.runtimes.base import ScopeRuntime, Workload, kill_scopes, stop_each, wait_gone
+from sdqos.reconcile.runtimes.base import LiveScope, ScopeRuntime, Workload, kill_scopes, stop_each, wait_gone
 
 if TYPE_CHECKING:
     from sdqos.host.machined import Machine
     from sdqos.host.systemd import SystemdAPI
     from sdqos.reconcile.memo import Memo
-    from sdqos.reconcile.scopes import LiveScope
 
 Known = list["Machine"]
 

@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING, Callable
 
 from sdqos.errors import SdqosError
 from sdqos.kube.naming import parse_podman_conmon_scope, parse_podman_scope, podman_conmon_scope, podman_scope
-from sdqos.plan.podman import CONTAINER_LABEL, MANAGED_LABEL, UID_LABEL, owned_by
-from sdqos.reconcile.runtimes.base import Workload
+from sdqos.plan.podman import CONTAINER_LABEL, MANAGED_LABEL, UID_LABEL, grace_seconds, owned_by, update_args
+from sdqos.reconcile.runtimes.base import LiveScope, Workload
 
 if TYPE_CHECKING:  # podman's adapter is imported when a libpod scope runs, not on every sync
     from sdqos.host.podman import PodmanContainer
     from sdqos.host.systemd import SystemdAPI
     from sdqos.plan.engine import ContainerPlan
     from sdqos.reconcile.memo import Memo
-    from sdqos.reconcile.scopes import LiveScope
 
 ENV = ("SDQOS_PODMAN", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF")  # which podman, which storage
 
@@ -108,7 +107,6 @@ class Podman:
 
     def pod_workloads(self, uids: set[str], seen: bool) -> dict[str, list[Workload]]:
         from sdqos.host import podman
-        from sdqos.reconcile.podman_pods import grace_seconds
 
         out: dict[str, list[Workload]] = {}
         if not uids or (not seen and not podman.installed()):
@@ -127,7 +125,6 @@ class Podman:
 
     def update(self, workload: Workload, container: ContainerPlan, cgroup: str) -> None:
         from sdqos.host import podman
-        from sdqos.plan.podman import update_args
 
         podman.check(update_args(container, cgroup) + [workload.name])
 
