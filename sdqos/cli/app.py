@@ -904,11 +904,9 @@ def run(
                             raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
                                                "pass --force to start another")
                     if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
-                        found = launch.find_pod(p, pod or "")
-                        launch.check_admission(p, found.key, await launch.running_pods(sd, p))
-                    plan, allowed = cpus.for_launch(p, vm, pod, container,  # static: its exclusive CPUs, else shared
-                                                    lambda: load_planned(config, insecure, cgroup, writes=True)[1])
-                    affinity.extend(allowed)  # (v1; on v2 the plan's AllowedCPUs)
+                        launch.check_admission(p, launch.find_pod(p, pod or "").key, await launch.running_pods(sd, p))
+                    plan = cpus.for_launch(p, vm, pod, container, affinity,  # static: v1 its affinity, v2 AllowedCPUs
+                                           lambda: load_planned(config, insecure, cgroup, writes=True)[1])
                     return await _narrow_pass(sd, config, insecure, cgroup, cfg, plan, vm, pod, launch=_launch_target(
                         plan, vm, pod, container).launch([os.getpid()], replace=replace))
 

@@ -108,20 +108,22 @@ def launch_cpus(plan: Plan, vm: str | None, pod_ref: str | None, container: str 
     return [cpus_of(state, pp.uid, container or "")] if state is not None else []
 
 
-def for_launch(plan: Plan, vm: str | None, pod_ref: str | None, container: str | None, replan: Callable[[], Plan],
-               run_dir: Path = rundir.DEFAULT_RUN_DIR) -> tuple[Plan, list[frozenset[int]]]:
-    """``sdqos run``, after kubelet's admission: the workload admitted (:func:`launch_cpus`); then
-    (the plan to create its scope from, the CPUs its process takes as its affinity before exec).
-    cgroup v1: ``plan`` and those CPUs. cgroup v2: no affinity (the scope's AllowedCPUs hold them,
-    and an affinity of the process's own would stay when its pool grows back), and ``replan()``'s
-    plan when the admission changed the state file the plan was made from, so the scope is created
-    with its CPUs."""
+def for_launch(plan: Plan, vm: str | None, pod_ref: str | None, container: str | None,
+               affinity: list[frozenset[int]], replan: Callable[[], Plan],
+               run_dir: Path = rundir.DEFAULT_RUN_DIR) -> Plan:
+    """``sdqos run``, after kubelet's admission: the workload admitted (:func:`launch_cpus`); the
+    plan to create its scope from is returned. cgroup v1: ``plan``, and ``affinity`` gets the CPUs
+    its process takes before exec. cgroup v2: no affinity (the scope's AllowedCPUs hold them, and
+    an affinity of the process's own would stay when its pool grows back), and ``replan()``'s plan
+    when the admission changed the state file the plan was made from, so the scope is created with
+    its CPUs."""
     path = cpustate.state_path(run_dir)
     before = _read(path)
     cpus = launch_cpus(plan, vm, pod_ref, container, run_dir)
     if plan.cgroup == "v1" or not static(plan.node):
-        return plan, cpus
-    return (replan() if _read(path) != before else plan), []
+        affinity.extend(cpus)
+        return plan
+    return replan() if _read(path) != before else plan
 
 
 def _read(path: Path) -> bytes | None:

@@ -162,12 +162,13 @@ def test_run_admits_then_plans_again_on_v2_and_sets_an_affinity_only_on_v1(tmp_p
         calls.append(1)
         return replanned
 
-    got, affinity = cpus.for_launch(plan, None, "st/one", "app", replan, run_dir=tmp_path)
+    affinity: list[frozenset[int]] = []
+    got = cpus.for_launch(plan, None, "st/one", "app", affinity, replan, run_dir=tmp_path)
     assert cpus.cpustate.state_path(tmp_path).exists()
     if cgroup == "v2":
         assert got is replanned and affinity == [] and calls == [1]
         assert got.pods[0].containers[0].properties["AllowedCPUs"] == 0b10
-        again, _ = cpus.for_launch(got, None, "st/one", "app", replan, run_dir=tmp_path)  # nothing new: as it is
+        again = cpus.for_launch(got, None, "st/one", "app", affinity, replan, run_dir=tmp_path)  # nothing new: as it is
         assert again is got and calls == [1]
     else:
         assert got is plan and affinity == [frozenset({1})] and calls == []
