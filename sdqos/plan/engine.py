@@ -806,8 +806,7 @@ def assemble(basis: PlanBasis, pod_plans: list[PodPlan], *, explain: bool = Fals
     # kubelet's kubepods shares are allocatable CPU: declared VMs take theirs, never below the pods' requests
     budget = dict(budget)
     budget[CPU] = max(budget[CPU], min(pods_cpu, basis.enforced[CPU]))
-    units = _tier_units(node, cgroup, root, kubepods, tier_slice, budget, basis.enforced, allocatable,
-                        basis.declared_cpu, vm_mem, tier_cpu, tier_mem, tier_members, warnings, explain)
+    units = _tier_units(basis, _Tiers(tier_slice, tier_cpu, tier_mem, tier_members), budget, warnings, explain)
     units += _reserved_units(node, cgroup)
     units += _pod_units(pod_plans, tier_slice)
     machines = basis.machines
@@ -926,13 +925,30 @@ def recount(plan: Plan, kept: Iterable[KeptPod]) -> Plan:
                                over_committed=again.over_committed)
 
 
-def _tier_units(node, cgroup, root, kubepods, tier_slice, budget, enforced, allocatable, vm_cpu, vm_mem, tier_cpu,
-                tier_mem, tier_members, warnings, explain) -> list[UnitPlan]:
+@dataclass(slots=True)
+class _Tiers:
+    """The QoS tiers of one plan: each tier's slice (Guaranteed's is the node's, kubepods.slice)
+    and the requests counted in it (``members``: who, for explain)."""
+
+    slices: dict[str, str]
+    cpu: dict[str, int]
+    mem: dict[str, int]
+    members: dict[str, list[str]]
+
+
+def _tier_units(base: PlanBasis, tiers: _Tiers, budget: dict[str, int], warnings: list[str],
+                explain: bool) -> list[UnitPlan]:
+    """kubepods.slice and the Burstable and BestEffort tiers: the node's ``budget`` (its CPU raised
+    to the pods' requests), qosReserved, MemoryQoS."""
+    node, cgroup, enforced, allocatable = base.node, base.cgroup, base.enforced, base.allocatable
+    vm_cpu, vm_mem = base.declared_cpu, base.vm_mem
+    tier_slice, tier_cpu, tier_mem, tier_members = tiers.slices, tiers.cpu, tiers.mem, tiers.members
+    kubepods = tier_slice[GUARANTEED]
     period = node.cpu_cfs_quota_period_us
     mem_qos = cgroup == "v2" and node.gate("MemoryQoS")
     tiered = mem_qos and node.memory_reservation_policy == TIERED
     why_node: dict[str, str] = {}
-    node_rc = dict(cpu_shares=qos.milli_cpu_to_shares(budget[CPU]), memory=budget[MEMORY], pids=budget[PID] or None)
+    node_rc: dict = dict(cpu_shares=qos.milli_cpu_to_shares(budget[CPU]), memory=budget[MEMORY], pids=budget[PID] or None)
     if tiered:
         node_rc["memory_min"] = tier_mem[GUARANTEED] + tier_mem[BURSTABLE]
     if explain:
