@@ -512,11 +512,11 @@ def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optiona
                     if major >= 258 and mode == "v1":
                         raise SdqosError(f"systemd {raw} has no cgroup v1 properties; this host is not on cgroup v1")
                     return await reconcile.sync(
-                        sd, p, complete=cfg.complete, removals_safe=cfg.removals_safe,
-                        invalid_keys=cfg.invalid_keys, allow_empty=allow_empty, dry_run=dry_run,
-                        progress=_progress_bar() if output == Output.text else None,
-                        adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit,
-                        replan=replan, checked=checked,
+                        sd, p, reconcile.Rules(
+                            complete=cfg.complete, removals_safe=cfg.removals_safe,
+                            invalid_keys=frozenset(cfg.invalid_keys), allow_empty=allow_empty, dry_run=dry_run,
+                            adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit),
+                        progress=_progress_bar() if output == Output.text else None, replan=replan, checked=checked,
                     )
 
             async def run_and_measure():
@@ -1015,7 +1015,8 @@ async def _narrow_sync(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, o
     from sdqos.reconcile import sync as reconcile
 
     return await reconcile.sync(
-        sd, p, complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys, only=only,
+        sd, p, reconcile.Rules(complete=cfg.complete, removals_safe=False, invalid_keys=frozenset(cfg.invalid_keys)),
+        only=only,
         replan=lambda machines: load_planned(config, insecure, cgroup, writes=True, machines=machines)[1])
 
 

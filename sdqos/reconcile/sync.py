@@ -14,7 +14,7 @@ A failure on one unit does not stop the others; it is reported and the exit stat
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -54,23 +54,47 @@ def warn_if_kubelet(live: dict, plan: Plan, warnings: list[str]) -> None:
                         f"{plan.root_slice} — make sure they differ (cgroupRoot in node.yaml)")
 
 
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What one pass may do, as one record: what the config allows (``complete``,
+    ``removals_safe``, ``invalid_keys``: the loader's verdict on the config dir) and the sync's
+    options (sdqos.reconcile.syncpass.Options, checked). A narrow pass removes nothing
+    (``removals_safe`` False)."""
+
+    complete: bool
+    removals_safe: bool
+    invalid_keys: frozenset[str] = frozenset()
+    allow_empty: bool = False
+    adopt_existing: bool = False
+    recreate: frozenset[str] = frozenset()
+    max_removals: RemovalLimit | None = None
+    dry_run: bool = False
+    run_dir: Path = rundir.DEFAULT_RUN_DIR
+
+
+@dataclass(slots=True)
+class _Pass:
+    """One pass's state between its steps: what it wants, what it saw, what it will change."""
+
+    want: Desired
+    obs: Observation
+    applied: dict
+    diff: Diff
+    managed: dict  # the runtime's containers this pass looks after (scope → Workload)
+    synced: Plan  # the desired units as a plan (what the OOM watch names)
+    mine: set[str] | None = None  # a narrow pass: its units
+    launched: dict[str, UnitPlan] = field(default_factory=dict)  # the scope a narrow pass makes around processes
+
+
 async def sync(
     sd: SystemdAPI,
     plan: Plan,
+    rules: Rules,
     *,
-    complete: bool,
-    removals_safe: bool,
-    invalid_keys: set[str],
-    allow_empty: bool = False,
-    dry_run: bool = False,
-    run_dir: Path = rundir.DEFAULT_RUN_DIR,
-    progress: Progress | None = None,
-    adopt_existing: bool = False,
-    recreate: frozenset[str] = frozenset(),
-    max_removals: RemovalLimit | None = None,
-    replan: Callable[[tuple[MachineCharge, ...]], Plan] | None = None,
     only: Narrow | None = None,
+    replan: Callable[[tuple[MachineCharge, ...]], Plan] | None = None,
     checked: KernelCheck | None = None,
+    progress: Progress | None = None,
 ) -> Report:
     """One reconciliation pass. The caller holds the sync lock. ``replan``: the plan again with
     what runs in machine.slice counted (called when that differs from what ``plan`` counted).
@@ -79,24 +103,56 @@ async def sync(
     applied while this sync planned (:mod:`sdqos.reconcile.prefetch`), for the first live read."""
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
-    report = Report(dry_run=dry_run)
-    applied = rundir.load_applied(run_dir)
+    report = Report(dry_run=rules.dry_run)
+    applied = rundir.load_applied(rules.run_dir)
+    obs, plan = await _observe(sd, plan, applied, rules, report, replan, checked)
+    want, diff = _want_and_diff(plan, obs, applied, rules)
+    report.desired = want
+    synced = report.plan = want.as_plan()  # (its units are the desired ones: what the renderers and the OOM watch name)
+    state = _Pass(want, obs, applied, diff, obs.runtime_managed, synced)
+    if only is not None:  # the rest of the tree is the next sync's; its warnings: its adjustments
+        await _narrow(sd, state, only, report)
+    runtime, inside = _report_diff(state, report)
+    if state.diff.abort:
+        report.aborted = True
+        report.duration_s = time.monotonic() - t0
+        return report
+    if rules.dry_run:
+        _report_pending(state.diff, report)
+    else:
+        await _carry_out(sd, state, rules, report, progress, runtime, inside)
+    report.duration_s = time.monotonic() - t0
+    report.dbus_calls = sd.stats.calls - calls0
+    report.disconnects = sd.stats.disconnects - disc0
+    return report
+
+
+async def _observe(sd: SystemdAPI, plan: Plan, applied: dict, rules: Rules, report: Report,
+                   replan: Callable[[tuple[MachineCharge, ...]], Plan] | None,
+                   checked: KernelCheck | None) -> tuple[Observation, Plan]:
+    """The live state, and the plan again when what runs in machine.slice changed."""
     seen: list[str] = []
-    memo = Memo(run_dir)
+    memo = Memo(rules.run_dir)
     obs = await observe(sd, plan, applied, seen, memo=memo, checked=checked)
     if replan is not None and obs.machines != plan.machines:
         plan = replan(obs.machines)  # one node budget: what runs in machine.slice is counted before pods
         seen = []
         obs = await observe(sd, plan, applied, seen, memo=memo)
-    if not dry_run:
+    if not rules.dry_run:
         memo.save()
     report.warnings.extend(seen)
     report.errors.extend(obs.errors)
-    live, scopes, bindings, unmatched = obs.live, obs.scopes, obs.bindings, obs.unmatched
-    warn_if_kubelet(live, plan, report.warnings)
+    warn_if_kubelet(obs.live, plan, report.warnings)
+    return obs, plan
 
-    policy = DiffPolicy(complete=complete, removals_safe=removals_safe, invalid_keys=invalid_keys, allow_empty=allow_empty,
-                        adopt_existing=adopt_existing, recreate=recreate, max_removals=max_removals)
+
+def _want_and_diff(plan: Plan, obs: Observation, applied: dict, rules: Rules) -> tuple[Desired, Diff]:
+    """The desired state (kept pods counted in their tiers) and the diff of the live state against it."""
+    live, scopes = obs.live, obs.scopes
+
+    policy = DiffPolicy(complete=rules.complete, removals_safe=rules.removals_safe, invalid_keys=rules.invalid_keys,
+                        allow_empty=rules.allow_empty, adopt_existing=rules.adopt_existing, recreate=rules.recreate,
+                        max_removals=rules.max_removals)
 
     def diff_against(want: Desired) -> Diff:
         return compute_diff(want, live, applied, policy, scopes=scopes, runtime_owned=obs.runtime_managed,
@@ -112,98 +168,114 @@ async def sync(
     # final desired state holds (kept pods counted, clamps in)
     if check_kernel(want, live, scopes) or again:
         diff = diff_against(want)
-    plan = want.plan
-    report.desired = want
-    synced = report.plan = want.as_plan()  # (its units are the desired ones: what the renderers and the OOM watch name)
-    mine = only.units(want, obs) if only is not None else None
-    managed = obs.runtime_managed
-    launched: dict[str, UnitPlan] = {}  # the scope a narrow pass makes around processes, as it is made
-    if only is not None and mine is not None:  # the rest of the tree is the next sync's; its warnings: its adjustments
-        made = []
-        if only.launch is not None:
-            unit = want.by_name.get(only.launch.unit.name) or only.launch.unit
-            made = launch_actions(only.launch, unit, await _state(sd, unit.name))  # (ScopeBusy: nothing written)
-            launched[unit.name] = unit
-            mine.add(unit.name)
-        diff = narrowed(diff, mine, [a.warning for a in want.adjustments if a.unit in mine],
-                        creatable=only.creatable(want), launch=made)
-        report.errors[:] = [e for e in report.errors if any(u in e for u in mine)]
-        report.warnings[:] = []
-        managed = {n: c for n, c in managed.items() if n in mine}
+    return want, diff
+
+
+async def _narrow(sd: SystemdAPI, state: _Pass, only: Narrow, report: Report) -> None:
+    """The diff narrowed to ``only``'s units, with the creation of its launched scope."""
+    want = state.want
+    mine = state.mine = only.units(want, state.obs)
+    made = []
+    if only.launch is not None:
+        unit = want.by_name.get(only.launch.unit.name) or only.launch.unit
+        made = launch_actions(only.launch, unit, await _state(sd, unit.name))  # (ScopeBusy: nothing written)
+        state.launched[unit.name] = unit
+        mine.add(unit.name)
+    state.diff = narrowed(state.diff, mine, [a.warning for a in want.adjustments if a.unit in mine],
+                          creatable=only.creatable(want), launch=made)
+    report.errors[:] = [e for e in report.errors if any(u in e for u in mine)]
+    report.warnings[:] = []
+    state.managed = {n: c for n, c in state.managed.items() if n in mine}
+
+
+def _report_diff(state: _Pass, report: Report) -> tuple[dict, dict]:
+    """What the diff found, into the report; returns the runtime's containers bound here and those
+    whose own cgroup is off the desired values."""
+    diff, want, obs = state.diff, state.want, state.obs
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
     report.invalid.extend(diff.invalid)
     report.drift = diff.drift
-    runtime = {s: c for s, c in managed.items() if s in bindings}
-    inside = container_kernel_off(want, runtime, scopes)  # a container's own cgroup off the desired values
+    runtime = {s: c for s, c in state.managed.items() if s in obs.bindings}
+    inside = container_kernel_off(want, runtime, obs.scopes)  # a container's own cgroup off the desired values
     # Drift only where it does not hold what the last sync applied either (changed behind our back);
     # one that holds it is a plan that changed: an update (podman update, below), as the diff tells them.
-    behind = container_kernel_off(want, {n: runtime[n] for n in inside}, scopes, against=applied) if inside else {}
+    behind = container_kernel_off(want, {n: runtime[n] for n in inside}, obs.scopes, against=state.applied) \
+        if inside else {}
     for name in behind:
         if not any(d["unit"] == name for d in report.drift):
             report.drift.append({"unit": name, "changes": {}, "kernel": inside[name]})
     report.kept = diff.kept
     report.kept_why = dict(diff.kept_why)
-    report.foreign = diff.foreign + unmatched
+    report.foreign = diff.foreign + obs.unmatched
     report.unchanged = list(diff.unchanged)
-    keys = recorded_keys(applied) if any(a.kind == "stop" for a in diff.actions) else {}
+    keys = recorded_keys(state.applied) if any(a.kind == "stop" for a in diff.actions) else {}
     report.whose = {a.unit: f"{o.name}/{o.container}" if o.container else o.name for a in diff.actions
                     if a.kind == "stop" and (o := recorded_owner(a.unit, keys)) is not None}
-    if diff.abort:
-        report.aborted = True
-        report.duration_s = time.monotonic() - t0
-        return report
-    if dry_run:
-        report.created = [a.unit for a in diff.actions if a.kind == "create"]
-        report.removed = [a.unit for a in diff.actions if a.kind == "stop"]
-        report.reset = [a.unit for a in diff.actions if a.kind == "reset"]
-        merged: dict[str, dict] = {}
-        for a in diff.actions:
-            if a.kind == "update":
-                merged.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
-        report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
-    else:
-        await _remove_runtime_containers(sd, plan, diff, obs, report)
-        _update_runtime_containers(plan, diff, obs, bindings, report, set(inside))  # before: systemd writes the scope last
-        readback = ReadBack.of(want, scopes)
-        done = await apply(sd, diff, report, progress, readback)
-        done -= await kernel_refusals(want, done, scopes, report, held=readback.held if readback else set())
-        done -= container_refusals(want, runtime, bindings, scopes, report)
-        removed = set(report.removed)
-        new_applied = {k: v for k, v in applied.items() if k in live and k not in removed}
-        planned = want.by_name  # what was applied: the desired values, adjustments in
-        pods = {pp.slice: pp for pp in plan.pods}
-        for name in done | set(diff.unchanged):
-            u = planned.get(name) or launched.get(name)
-            if u is not None:
-                new_applied[name] = dict(u.properties)
-                if name in pods:  # its requests, to count it in its tier should it be kept
-                    new_applied[name].update(pod_requests_record(pods[name]))
-        for name in [*removed, *diff.released]:
-            if name not in done:  # (a scope stopped and made again, --replace: recorded as made)
-                new_applied.pop(name, None)
-        if new_applied != applied:
-            try:
-                rundir.save_applied(new_applied, run_dir)
-            except HostError as e:  # the units changed; say so, and still write the OOM scores
-                report.errors.append(f"{e}; the next sync reports what it restores as updates, not drift")
-        if mine is not None:  # (a launched scope's processes get theirs from run/adopt, after)
-            bindings = {n: b for n, b in bindings.items() if n in mine and n not in launched}
-        report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
-        try:  # cpuManagerPolicy static: assignments of removed pods released, affinity re-checked
-            cpus.sync_cpus(plan, [n for n in [*live, *scopes] if n not in removed], bindings, scopes, report.warnings, full=mine is None,
-                           run_dir=run_dir)
-        except SdqosError as exc:
-            report.errors.append(str(exc))
-        if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
-            report.oom_kills, oom_error = oomwatch.track(synced, {n: sc.cgroup for n, sc in scopes.items()},
-                                                         run_dir)
-            if oom_error:
-                report.warnings.append(oom_error)
-    report.duration_s = time.monotonic() - t0
-    report.dbus_calls = sd.stats.calls - calls0
-    report.disconnects = sd.stats.disconnects - disc0
-    return report
+    return runtime, inside
+
+
+def _report_pending(diff: Diff, report: Report) -> None:
+    """A dry run: what the diff would do, as the report of a sync that did it."""
+    report.created = [a.unit for a in diff.actions if a.kind == "create"]
+    report.removed = [a.unit for a in diff.actions if a.kind == "stop"]
+    report.reset = [a.unit for a in diff.actions if a.kind == "reset"]
+    merged: dict[str, dict] = {}
+    for a in diff.actions:
+        if a.kind == "update":
+            merged.setdefault(a.unit, {}).update({p: [o, n] for p, (o, n) in a.changes.items()})
+    report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
+
+
+async def _carry_out(sd: SystemdAPI, state: _Pass, rules: Rules, report: Report, progress: Progress | None,
+                     runtime: dict, inside: dict) -> None:
+    """The diff applied, what was applied recorded, then the OOM scores, the CPUs and the OOM watch."""
+    want, obs, diff = state.want, state.obs, state.diff
+    plan, scopes, bindings = want.plan, obs.scopes, obs.bindings
+    await _remove_runtime_containers(sd, plan, diff, obs, report)
+    _update_runtime_containers(plan, diff, obs, bindings, report, set(inside))  # before: systemd writes the scope last
+    readback = ReadBack.of(want, scopes)
+    done = await apply(sd, diff, report, progress, readback)
+    done -= await kernel_refusals(want, done, scopes, report, held=readback.held if readback else set())
+    done -= container_refusals(want, runtime, bindings, scopes, report)
+    removed = set(report.removed)
+    _record_applied(state, done, removed, rules.run_dir, report)
+    mine = state.mine
+    if mine is not None:  # (a launched scope's processes get theirs from run/adopt, after)
+        bindings = {n: b for n, b in bindings.items() if n in mine and n not in state.launched}
+    report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
+    try:  # cpuManagerPolicy static: assignments of removed pods released, affinity re-checked
+        cpus.sync_cpus(plan, [n for n in [*obs.live, *scopes] if n not in removed], bindings, scopes, report.warnings,
+                       full=mine is None, run_dir=rules.run_dir)
+    except SdqosError as exc:
+        report.errors.append(str(exc))
+    if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
+        report.oom_kills, oom_error = oomwatch.track(state.synced, {n: sc.cgroup for n, sc in scopes.items()},
+                                                     rules.run_dir)
+        if oom_error:
+            report.warnings.append(oom_error)
+
+
+def _record_applied(state: _Pass, done: set[str], removed: set[str], run_dir: Path, report: Report) -> None:
+    """applied.json: the desired values (adjustments in) of every unit made, updated or found right."""
+    applied, live = state.applied, state.obs.live
+    new_applied = {k: v for k, v in applied.items() if k in live and k not in removed}
+    planned = state.want.by_name  # what was applied: the desired values, adjustments in
+    pods = {pp.slice: pp for pp in state.want.plan.pods}
+    for name in done | set(state.diff.unchanged):
+        u = planned.get(name) or state.launched.get(name)
+        if u is not None:
+            new_applied[name] = dict(u.properties)
+            if name in pods:  # its requests, to count it in its tier should it be kept
+                new_applied[name].update(pod_requests_record(pods[name]))
+    for name in [*removed, *state.diff.released]:
+        if name not in done:  # (a scope stopped and made again, --replace: recorded as made)
+            new_applied.pop(name, None)
+    if new_applied != applied:
+        try:
+            rundir.save_applied(new_applied, run_dir)
+        except HostError as e:  # the units changed; say so, and still write the OOM scores
+            report.errors.append(f"{e}; the next sync reports what it restores as updates, not drift")
 
 
 @dataclass(frozen=True, slots=True)
