@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import json
 import os
 import sys
@@ -20,13 +19,12 @@ import typer.main
 from typer.core import TyperGroup
 
 from sdqos import __version__
-from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, EXIT_OK, InvalidInput, SdqosError
+from sdqos.errors import EXIT_CODES_LINE, EXIT_ERROR, EXIT_INVALID, InvalidInput, SdqosError
 
 if TYPE_CHECKING:  # imported where used: each command loads only what it needs
     from sdqos.plan.engine import Plan
-    from sdqos.reconcile.diff import Launch
-    from sdqos.reconcile.launch import Target
     from sdqos.reconcile.report import Report
+    from sdqos.reconcile.syncpass import Options, Shell
 
 SANDBOX_HELP = "A private throwaway systemd (PID 1 of its own namespaces) to try sdqos in."
 
@@ -395,27 +393,26 @@ def sync(
     as they are), or removals were held back (--max-removals); 2 when some input was invalid or an
     edit was refused as Kubernetes refuses it (everything else was still synced); 3 when another
     sync held the lock; with --dry-run, 4 when changes are pending (0: none)."""
-    from sdqos.host import inputs
+    from sdqos.reconcile import syncpass
 
-    sync_pass = functools.partial(
-        _sync_pass, config=config, dry_run=dry_run, output=output, bus_address=bus_address, allow_empty=allow_empty,
-        lock_timeout=lock_timeout, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=quiet,
-        metrics_textfile=metrics_textfile, max_removals=max_removals, recreate=recreate, adopt_existing=adopt_existing)
+    options = syncpass.Options(
+        config=config, cgroup=cgroup.value, insecure=insecure, bus=bus_address, lock_timeout=lock_timeout,
+        dry_run=dry_run, settle=settle, allow_empty=allow_empty, max_removals=max_removals, recreate=tuple(recreate),
+        adopt_existing=adopt_existing, verbose=verbose, quiet=quiet, metrics_textfile=metrics_textfile)
     settle = settle and not dry_run
     documents: list[dict] | None = [] if settle and output == Output.json else None
     code = 0
-    for _ in range(inputs.MAX_PASSES if settle else 1):
-        before = inputs.fingerprint(config) if settle else None
+
+    def one() -> bool:
+        nonlocal code
         try:
-            sync_pass(documents=documents)
+            _sync_pass(options, output, documents)
             code = 0
         except typer.Exit as done:
             code = done.exit_code
-        # A change while this sync ran (the path unit's start request merged into the running
-        # sync): the next pass sees it, instead of the next timer tick. Changes come in bursts
-        # (libvirt writes its files over a second while a VM starts): a short quiet period first.
-        if code == EXIT_INTERRUPTED or before is None or inputs.settled(config, before):
-            break  # (Ctrl-C ends it: no further pass)
+        return code != EXIT_INTERRUPTED  # (Ctrl-C ends it: no further pass)
+
+    syncpass.settle(options, one)
     if documents:  # stdout stays one JSON document: the last pass's report, the earlier ones inside it
         last = documents[-1]
         if len(documents) > 1:
@@ -429,217 +426,69 @@ def sync(
         raise typer.Exit(code)
 
 
-def _changed_warnings(new: list[str], gone: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """(new, changed, cleared) for the timer's quiet report: a standing warning whose numbers
-    changed (same words, other figures) is ``changed:``, not a new warning plus ``cleared:`` (which
-    reads as if the problem went away)."""
-    import re
+def _shell(options: "Options", output: Output | None = None) -> "Shell":
+    """What a sync pass needs from the layers above reconcile: the loading path, the status rows and
+    metrics (sdqos.cli.status, sdqos.cli.metrics), a progress bar for text output."""
+    from sdqos.reconcile.syncpass import Shell
 
-    def shape(w: str) -> str:
-        return re.sub(r"\d+(?:[.,]\d+)*", "#", w)
-    gone_by_shape: dict[str, list[str]] = {}
-    for w in gone:
-        gone_by_shape.setdefault(shape(w), []).append(w)
-    fresh, changed = [], []
-    for w in new:
-        twins = gone_by_shape.get(shape(w))
-        if twins:
-            twins.pop(0)
-            changed.append(w)
-        else:
-            fresh.append(w)
-    cleared = [w for ws in gone_by_shape.values() for w in ws]
-    return fresh, changed, [w for w in gone if w in cleared]
+    def load(mode: str, **kw: Any):
+        return load_planned(options.config, options.insecure, mode, **kw)
 
+    async def collect(sd, plan: "Plan", report: "Report"):
+        from sdqos.cli import status as st
+        from sdqos.host import rundir
 
-async def _probe_bus(bus_address: Optional[str]) -> None:
-    """Connect to systemd once (and close): BusUnavailable when it cannot be reached."""
-    from sdqos.host.systemd import Systemd
+        return await st.collect(sd, plan, rundir.load_applied(options.run_dir), interval=0,
+                                last=st.budget_record(report))
 
-    async with Systemd(bus_address):
-        pass
+    def export(path: Path, observed, rec: dict) -> None:
+        from sdqos.cli import metrics as m
+        from sdqos.reconcile.evict import load_counts
+
+        m.write_atomic(path, m.render(observed, rec, load_counts(options.run_dir)))
+
+    return Shell(load, collect, export,
+                 progress=_progress_bar if output == Output.text else lambda: None)
 
 
-def _sync_pass(config: Path, dry_run: bool, output: Output, bus_address: Optional[str], allow_empty: bool,
-               lock_timeout: float, cgroup: CgroupMode, insecure: bool, verbose: bool, quiet: bool,
-               metrics_textfile: Optional[Path], max_removals: str, recreate: list[str], adopt_existing: bool,
-               documents: list[dict] | None = None) -> None:
+def _sync_pass(options: "Options", output: Output, documents: list[dict] | None = None) -> None:
     """One sync, as `sdqos sync` prints and exits it; with ``documents``, its JSON report is
     appended there instead of printed (--settle prints one document for all its passes)."""
-    from sdqos.errors import HostError
-    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
-    from sdqos.host.systemd import Systemd
+    from sdqos.reconcile.syncpass import SyncPass
 
     with cli_errors():
-        mode = resolve_cgroup(cgroup)
-        if not os.path.lexists(DEFAULT_RUN_DIR):
-            # A first sync on this host: no bus (no systemd as PID 1) must fail before the parse
-            # cache and the lock make /run/sdqos; a failing command leaves nothing behind.
-            run_async(_probe_bus(bus_address))
-        # The lock before the plan: a sync that planned before `sdqos podman start` added a pod's
-        # slice (under this lock) would remove it as not planned.
-        with contextlib.ExitStack() as held:
-            if not dry_run:
-                held.enter_context(SyncLock(DEFAULT_RUN_DIR, lock_timeout))
-            digest = None if dry_run else _noop_pass(
-                config, mode, bus_address, output, quiet, documents, {
-                    "insecure": insecure, "allowEmpty": allow_empty, "maxRemovals": max_removals,
-                    "adoptExisting": adopt_existing, "bus": bus_address},
-                fast=not recreate and not verbose and metrics_textfile is None)  # returns only to take the full path
-            from sdqos.reconcile.prefetch import prefetch
-
-            checked = None if dry_run else prefetch(DEFAULT_RUN_DIR, mode)  # a child checks the kernel while we plan
-            if checked is not None:
-                held.callback(checked.close)
-            from sdqos.reconcile import sync as reconcile  # (the plan's and the diff's modules: after the proof)
-            from sdqos.reconcile.diff import RemovalLimit
-
-            try:  # (a stamp is only ever made with a valid one)
-                limit = RemovalLimit.parse(max_removals)
-            except ValueError as exc:
-                raise InvalidInput(str(exc), where="--max-removals") from None
-            cfg, p = load_planned(config, insecure, mode, writes=not dry_run)
-            unknown = [k for k in recreate if p.pod(k) is None or "/" not in k]
-
-            def replan(machines):  # what runs in machine.slice changed since the last sync: count it
-                return load_planned(config, insecure, mode, writes=not dry_run, machines=machines)[1]
-            if unknown:
-                raise InvalidInput(f"no pod {', '.join(unknown)} in the config (NS/NAME)", where="--recreate")
-
-            async def run() -> "reconcile.Report":
-                async with Systemd(bus_address) as sd:
-                    major, raw = await sd.version()
-                    if major >= 258 and mode == "v1":
-                        raise SdqosError(f"systemd {raw} has no cgroup v1 properties; this host is not on cgroup v1")
-                    return await reconcile.sync(
-                        sd, p, reconcile.Rules(
-                            complete=cfg.complete, removals_safe=cfg.removals_safe,
-                            invalid_keys=frozenset(cfg.invalid_keys), allow_empty=allow_empty, dry_run=dry_run,
-                            adopt_existing=adopt_existing, recreate=frozenset(recreate), max_removals=limit),
-                        progress=_progress_bar() if output == Output.text else None, replan=replan, checked=checked,
-                    )
-
-            async def run_and_measure():
-                report = await run()
-                if metrics_textfile is None:
-                    return report, None
-                from sdqos.cli import status as st
-                from sdqos.host import rundir
-
-                async with Systemd(bus_address) as sd:  # entitlements and usage as they are now
-                    synced = report.desired.plan if report.desired is not None else p  # (collect binds and adjusts)
-                    return report, await st.collect(sd, synced, rundir.load_applied(DEFAULT_RUN_DIR),
-                                                    interval=0, last=st.budget_record(report))
-
-            report, observed = run_async(run_and_measure())
-        p = report.plan or p
-        report.warnings[:0] = [w for w in cfg.warnings if w not in report.warnings]
-        refused = list(report.invalid)  # edits the diff refused, as Kubernetes refuses them
-        report.invalid[:] = [str(e) for e in cfg.errors] + refused
-        standing = sorted(set(report.warnings))
-        changed: list[str]
-        shown, changed, cleared = report.warnings, [], []
-        if not dry_run:
-            from sdqos.cli import metrics as m
-
-            if quiet:  # the timer: a standing warning once when it appears, and once when it clears
-                before = m.load_sync_record(DEFAULT_RUN_DIR).get("warnings") or []
-                shown = [w for w in report.warnings if w not in before]
-                cleared = [w for w in before if w not in standing]
-                shown, changed, cleared = _changed_warnings(shown, cleared)
-            try:  # after the units changed: a failure here is reported with the rest, never instead of it
-                rec = m.record_sync(report, DEFAULT_RUN_DIR, warnings=standing)
-                if metrics_textfile is not None:
-                    from sdqos.reconcile.evict import load_counts
-
-                    m.write_atomic(metrics_textfile, m.render(observed, rec, load_counts(DEFAULT_RUN_DIR)))
-            except HostError as exc:
-                report.errors.append(str(exc))
-            if digest is not None:
-                _noop_stamp(report, p, (digest, cfg.inputs), bus_address)
+        out = SyncPass(options, _shell(options, output)).sync()
+        report = out.report
         if output == Output.json and documents is not None:
             documents.append(report.as_json())
         elif output == Output.json:
             typer.echo(json.dumps(report.as_json(), indent=2))
+        elif out.proven:  # sync_text's lines for a sync with nothing to do (render imports the plan's model)
+            if not options.quiet:
+                typer.echo(f"nothing to do: {len(report.unchanged)} units already match the plan\n"
+                           f"({report.duration_s:.2f}s, {report.dbus_calls} D-Bus calls)")
         else:
             from sdqos.cli.render import sync_text
-
-            text = sync_text(report, p, verbose=verbose, quiet=quiet, warnings=shown)
-            text += "".join(f"\nchanged: {w}" for w in changed) + "".join(f"\ncleared: {w}" for w in cleared)
             from sdqos.reconcile.oomwatch import lines
 
+            text = sync_text(report, out.plan, verbose=options.verbose, quiet=options.quiet, warnings=out.shown)
+            text += "".join(f"\nchanged: {w}" for w in out.changed) + "".join(f"\ncleared: {w}" for w in out.cleared)
             text += "".join(f"\n{ln}" for ln in lines(report.oom_kills))  # one journal line per OOM kill
             if text.strip():
                 typer.echo(text.strip("\n"))
-        print_errors(cfg.errors)
-        for e in refused + report.errors:
+        print_errors(out.config_errors)
+        for e in out.refused + report.errors:
             err(f"error: {e}")
-        raise typer.Exit(report.exit_code)
+        raise typer.Exit(out.exit_code)
 
 
-def _noop_pass(config: Path, mode: str, bus_address: Optional[str], output: Output, quiet: bool,
-               documents: list[dict] | None, options: dict, fast: bool) -> str | None:
-    """A sync with nothing to do, proven by the last one's stamp (sdqos.reconcile.noop) without
-    loading the plan: recorded and reported as the full sync reports it, and exit 0. Otherwise the
-    stamp is dropped and the digest of the inputs returned, for the full sync to stamp with (None:
-    not ``fast``, a sync whose options the proof does not cover, which neither uses nor stamps)."""
-    from sdqos.host.rundir import DEFAULT_RUN_DIR
-    from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import noop
+def _pass(config: Path, insecure: bool, cgroup: "CgroupMode | str", bus_address: Optional[str], **options: Any):
+    """A sync pass (sdqos.reconcile.syncpass) with these options, for run, adopt, podman, pressure."""
+    from sdqos.reconcile.syncpass import Options, SyncPass
 
-    if not fast:
-        noop.discard(DEFAULT_RUN_DIR)
-        return None
-    digest = noop.conditions(config, mode, options)
-
-    async def check(data: dict):
-        async with Systemd(bus_address) as sd:
-            return await noop.check(sd, DEFAULT_RUN_DIR, digest, data)
-    try:
-        data = noop.load(DEFAULT_RUN_DIR, digest)
-        report = run_async(check(data)) if data is not None and data.get("inputs") == digest else None
-    except SdqosError:
-        report = None  # the full path meets it again and says it properly
-    if report is None:
-        noop.discard(DEFAULT_RUN_DIR)
-        return digest
-    from sdqos.cli import metrics as m
-    from sdqos.errors import HostError
-
-    try:
-        m.record_sync(report, DEFAULT_RUN_DIR, warnings=[])
-    except HostError as exc:  # as the full path reports it
-        err(f"error: {exc}")
-        raise typer.Exit(EXIT_ERROR) from None
-    if output == Output.json and documents is not None:
-        documents.append(report.as_json())
-    elif output == Output.json:
-        typer.echo(json.dumps(report.as_json(), indent=2))
-    elif not quiet:  # sync_text's lines for a sync with nothing to do (render imports the plan's model)
-        typer.echo(f"nothing to do: {len(report.unchanged)} units already match the plan\n"
-                   f"({report.duration_s:.2f}s, {report.dbus_calls} D-Bus calls)")
-    raise typer.Exit(EXIT_OK)
-
-
-def _noop_stamp(report, plan, digest: tuple, bus_address: Optional[str]) -> None:
-    """After a full sync that found nothing to do: stamp it, for the next sync's proof."""
-    from sdqos.host import rundir
-    from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import noop
-
-    run_dir = rundir.DEFAULT_RUN_DIR
-    if not noop.nothing_done(report):  # (a sync that changed something: not even applied.json is read again)
-        return
-
-    async def write() -> None:
-        async with Systemd(bus_address) as sd:
-            await noop.stamp(sd, plan, report, run_dir, *digest)
-    try:
-        with rundir.SyncLock(run_dir, 0.0):  # taken again: another command that holds it now has changed something
-            if noop.stampable(report, plan, rundir.load_applied(run_dir), run_dir):
-                run_async(write())
-    except SdqosError:
-        noop.discard(run_dir)  # no stamp: the next sync takes the full path
+    o = Options(config=config, cgroup=cgroup.value if isinstance(cgroup, CgroupMode) else cgroup, insecure=insecure,
+                bus=bus_address, **options)
+    return SyncPass(o, _shell(o))
 
 
 @app.command("diff")
@@ -656,9 +505,10 @@ def diff(
     """What sync would change, with the values new units would get (sync --dry-run).
 
     Exit 0 when nothing is pending, 4 when changes are pending, 1 or 2 as sync."""
-    _sync_pass(config=config, dry_run=True, output=output, bus_address=bus_address, allow_empty=allow_empty,
-               lock_timeout=0.0, cgroup=cgroup, insecure=insecure, verbose=verbose, quiet=False, metrics_textfile=None,
-               max_removals=max_removals, recreate=[], adopt_existing=False)
+    from sdqos.reconcile.syncpass import Options
+
+    _sync_pass(Options(config=config, cgroup=cgroup.value, insecure=insecure, bus=bus_address, lock_timeout=0.0,
+                       dry_run=True, allow_empty=allow_empty, max_removals=max_removals, verbose=verbose), output)
 
 
 def _collect_status(config: Path, insecure: bool, cgroup: "CgroupMode", bus_address, interval: float):
@@ -791,49 +641,21 @@ def pressure(
     from sdqos.reconcile import evict
 
     with cli_errors():
+        sp = _pass(config, insecure, cgroup, bus_address, evict=do_evict, interval=interval)
         if not once:
             if interval <= 0:
                 raise InvalidInput(f"--interval must be positive, not {interval}")
-            from sdqos.host import rundir
-            from sdqos.reconcile import noop
-
-            mode = resolve_cgroup(cgroup)
-            last: list = [None, None, None]  # (conditions, plan, what its load read) of the last load
-
-            def load():
-                # a wake of the loop plans again only when an input of the plan changed: whatever
-                # the last load read (its Reads: the config dir's files, host facts, the last
-                # sync's record) or the environment (noop.conditions)
-                key = noop.conditions(config, mode, {"insecure": insecure})
-                if key == last[0] and noop.inputs_unchanged(last[2]):
-                    return last[1]
-                cfg, p = load_planned(config, insecure, mode, as_synced=True)
-                for e in cfg.errors:  # the valid rest is watched, as sync syncs it
-                    say(f"invalid, skipped: {e}")
-                last[:] = [key, p, cfg.inputs]
-                return p
 
             def say(line: str) -> None:
                 typer.echo(line)
                 sys.stdout.flush()
 
             say(f"watching node pressure every {interval:g}s" + (", evicting" if do_evict else ", not evicting"))
-            evict.serve(load, do_evict, interval, rundir.DEFAULT_RUN_DIR, say, bus_address=bus_address)
+            sp.watch(say)
             return
-        cfg, p = load_planned(config, insecure, cgroup, as_synced=True)
+        cfg, p = sp.load(as_synced=True)
         print_errors(cfg.errors)  # the valid rest is assessed (and evicted from), as sync syncs it
-        from sdqos.host import rundir
-
-        a, _ = evict.collect(p, record=evict.load_evicted(rundir.DEFAULT_RUN_DIR))
-        record = None
-        if do_evict and a.victim is not None:
-            from sdqos.host.systemd import Systemd
-
-            async def go():
-                async with Systemd(bus_address) as sd:
-                    return await evict.evict_first(sd, p, a, rundir.DEFAULT_RUN_DIR, lambda line: err(line))
-
-            record = run_async(go())
+        a, record = sp.look(p, lambda line: err(line))
         if output == Output.json:
             typer.echo(json.dumps({**evict.as_json(a), "evicted": record}, indent=2))
         else:
@@ -869,11 +691,7 @@ def run(
 
     sdqos's options go before --, everything after it is the command's. The command replaces
     sdqos (exec): its exit status and signals are its own."""
-    import os
-
-    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
-    from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import cpus, launch
+    from sdqos.reconcile.syncpass import WorkloadRef
 
     with cli_errors():
         command = list(command or [])
@@ -883,38 +701,13 @@ def run(
             raise InvalidInput("give POD and CONTAINER (or --vm NAME) before -- COMMAND")
         if not command:
             raise InvalidInput("no command to run (put it after --)")
-        # The sync lock while the scope is made (released at exec: the lock file is close-on-exec):
-        # a sync that planned without this pod or VM never removes what this run just made.
-        with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
-            cfg, p = load_planned(config, insecure, cgroup, writes=True)
-            target = _launch_target(p, vm, pod, container)
-            if vm is not None and not force:
-                from sdqos.kube.qos import value
-
-                vp = next(v for v in p.vms if v.vm.name == vm)
-                launch.check_guest_size(target, value(vp.vm.limits.get("memory")), command)
-
-            affinity: list[frozenset[int]] = []
-
-            async def prepare() -> list[str]:
-                async with Systemd(bus_address) as sd:
-                    if vm is not None and not force:
-                        owned = await launch.vm_owned_elsewhere(sd, target, vm)
-                        if owned is not None:
-                            raise InvalidInput(f"VM {vm} already runs in {owned}, which libvirt or machined manage; "
-                                               "pass --force to start another")
-                    if vm is None:  # kubelet's admission: maxPods, podsPerCore, requests beside the running pods
-                        launch.check_admission(p, launch.find_pod(p, pod or "").key, await launch.running_pods(sd, p))
-                    plan = cpus.for_launch(p, vm, pod, container, affinity,  # static: v1 its affinity, v2 AllowedCPUs
-                                           lambda: load_planned(config, insecure, cgroup, writes=True)[1])
-                    return await _narrow_pass(sd, config, insecure, cgroup, cfg, plan, vm, pod, launch=_launch_target(
-                        plan, vm, pod, container).launch([os.getpid()], replace=replace))
-
-            warnings = run_async(prepare())
-        for w in warnings + launch.set_oom([os.getpid()], target):
+        ref = WorkloadRef(vm=vm) if vm is not None else WorkloadRef(pod, container)
+        done = _pass(config, insecure, cgroup, bus_address, lock_timeout=lock_timeout, replace=replace,
+                     force=force).run(ref, command)
+        for w in done.warnings:
             warn(f"{w}")
-        for allowed in affinity:  # cgroup v1 holds no cpuset: the CPUs are the process's affinity, inherited at exec
-            os.sched_setaffinity(0, allowed)
+        if done.cpus is not None:  # cgroup v1 holds no cpuset: the CPUs are the process's affinity, inherited at exec
+            os.sched_setaffinity(0, done.cpus)
         if vm is None:  # a pod's container: its own /dev/shm, as kubelet's runtime gives a pod
             from sdqos.host.mountns import private_shm
 
@@ -946,9 +739,7 @@ def adopt(
 ) -> None:
     """Move running processes (started by anything) into a container's or VM's scope."""
     from sdqos.host import procfs
-    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
-    from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import launch
+    from sdqos.reconcile.syncpass import WorkloadRef
 
     with cli_errors():
         if vm is not None:
@@ -963,80 +754,11 @@ def adopt(
         missing = [p for p in pids if not procfs.pid_exists(p)]
         if missing:
             raise InvalidInput(f"no such process: {', '.join(map(str, missing))}")
-        cfg, p = load_planned(config, insecure, cgroup, writes=True)
-        target = _launch_target(p, vm, pod, container)
-        launch.check_adoptable(list(pids), target, force)  # a refused PID: its children are not listed too
-        all_pids = procfs.descendants(pids) if children else list(pids)
-        launch.check_adoptable(all_pids, target, force)
-
-        async def move() -> tuple[str, list[str]]:
-            async with Systemd(bus_address) as sd:
-                if vm is not None and not force:
-                    owned = await launch.vm_owned_elsewhere(sd, target, vm)
-                    if owned is not None:
-                        raise InvalidInput(f"VM {vm} runs in {owned}, which libvirt or machined manage; adopting it "
-                                           "would break them (sdqos tunes that scope by itself: spec.libvirt.domain). "
-                                           "Pass --force to take it anyway")
-                if vm is None:  # kubelet's admission, as for run (a pod already running is admitted)
-                    launch.check_admission(p, launch.find_pod(p, pod or "").key, await launch.running_pods(sd, p))
-                if await launch.attach(sd, target, all_pids):
-                    return "attached", await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod)
-                return "created", await _narrow_pass(sd, config, insecure, cgroup, cfg, p, vm, pod,
-                                                     launch=target.launch(all_pids))
-
-        with SyncLock(DEFAULT_RUN_DIR):  # the narrow pass writes what it applied, as a sync does
-            how, warnings = run_async(move())
-        for w in warnings + launch.set_oom(all_pids, target):
+        ref = WorkloadRef(vm=vm) if vm is not None else WorkloadRef(pod, container)
+        done = _pass(config, insecure, cgroup, bus_address, force=force).adopt(ref, list(pids), children)
+        for w in done.warnings:
             warn(f"{w}")
-        typer.echo(f"{how} {target.unit.name} with {len(all_pids)} process(es) of {target.label}")
-
-
-async def _narrow_pass(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, vm: str | None,
-                       pod: str | None, launch: "Launch | None" = None) -> list[str]:
-    """`run`/`adopt`: its pod's units (a VM: its scope and the node budget it changes) through the
-    sync's own desired state, diff and apply (clamps included, recorded as applied); with
-    ``launch``, the scope is created there around the processes, after the missing slices above
-    it. The caller holds the sync lock. A scope that could not be made is an error (nothing runs
-    in it); what else fails is a warning: the scope runs, and the next sync tries again."""
-    from sdqos.reconcile import launch as launching
-    from sdqos.reconcile import sync as reconcile
-
-    key = launching.find_pod(p, pod or "").key if vm is None else None
-    report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p, reconcile.Narrow(pod=key, vm=vm, launch=launch))
-    if launch is not None and launch.unit.name not in report.created:
-        _not_made(report, launch.unit.name, [launch.unit.name, *report.failed_creates])
-    return [f"{e} (the next sync tries again)" for e in report.errors]
-
-
-async def _narrow_sync(sd, config: Path, insecure: bool, cgroup, cfg, p: Plan, only) -> "Report":
-    """One narrow pass (``only``: :class:`sdqos.reconcile.sync.Narrow`) through sync's own desired
-    state, diff and apply, planned again with what runs in machine.slice when that differs from
-    what ``p`` counted; the caller holds the sync lock (run, adopt, podman start)."""
-    from sdqos.reconcile import sync as reconcile
-
-    return await reconcile.sync(
-        sd, p, reconcile.Rules(complete=cfg.complete, removals_safe=False, invalid_keys=frozenset(cfg.invalid_keys)),
-        only=only,
-        replan=lambda machines: load_planned(config, insecure, cgroup, writes=True, machines=machines)[1])
-
-
-def _not_made(report: "Report", what: str, names: list[str]) -> None:
-    """A unit a narrow pass had to make was not made: its errors (those naming ``names``), as one error."""
-    lines = [e for e in report.errors if any(n in e for n in names)] or [f"{what} was not created"]
-    exc = SdqosError(lines[0])
-    exc.errors = [SdqosError(x) for x in lines]  # type: ignore[attr-defined]
-    raise exc
-
-
-def _launch_target(p: Plan, vm: str | None, pod: str | None, container: str | None) -> Target:
-    """`run`'s and `adopt`'s target: the VM's scope, or the pod container's."""
-    from sdqos.reconcile import launch
-
-    if vm is not None:
-        return launch.vm_target(p, vm)
-    if pod is None or container is None:
-        raise InvalidInput("give POD and CONTAINER (or --vm NAME)")
-    return launch.container_target(p, pod, container)
+        typer.echo(f"{done.how} {done.target.unit.name} with {len(done.pids)} process(es) of {done.target.label}")
 
 
 podman_app = typer.Typer(
@@ -1081,65 +803,16 @@ def podman_start(
     Named <namespace>_<pod>_<container>; podman's --restart follows the pod's restartPolicy."""
     import signal
 
-    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
-    from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import cpus, launch, podman_pods
-    from sdqos.reconcile import sync as reconcile
-
     def interrupted(*_):  # systemd stopping us, or kill: the pod's containers are stopped as on Ctrl-C
         raise KeyboardInterrupt
 
     with cli_errors():
         signal.signal(signal.SIGTERM, interrupted)
-        # Under the sync lock: the plan and the pod's slice (a sync that planned without the pod
-        # never removes it). Not while containers run: an init container may take hours.
-        with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
-            cfg, p = load_planned(config, insecure, cgroup, writes=True)
-            pp = launch.find_pod(p, pod)
-            spec = _run_spec(config, insecure, pp)
-
-            async def go():
-                async with Systemd(bus_address) as sd:  # its slice and tiers, through the one writer
-                    # kubelet's admission first: a refused pod has nothing of its own removed
-                    launch.check_admission(p, pp.key, await launch.running_pods(sd, p))
-                    cpus.admit(p, pp.key)  # cpuManagerPolicy static: the pod's exclusive CPUs (--cpuset-cpus at podman run)
-                    done, prepared = podman_pods.prepare(pp, spec, replace=replace)
-                    report = await _narrow_sync(sd, config, insecure, cgroup, cfg, p,
-                                                reconcile.Narrow(pod=pp.key, create=True))
-                if report.failed_creates:
-                    _not_made(report, pp.slice, report.failed_creates)
-                return done + [f"created {name}" for name in report.created], prepared
-
-            lines, spec = run_async(go())
-            for line in lines:
-                typer.echo(line)
-        for line in podman_pods.run_containers(p, pp, spec):
-            typer.echo(line)
-        _record_pod(config, insecure, cgroup, bus_address, lock_timeout, pp.key)
-
-
-def _record_pod(config: Path, insecure: bool, cgroup, bus_address, lock_timeout: float, key: str) -> None:
-    """Right after its containers started: the pod's units through the sync's own path (its slice,
-    the slices above, its containers' scopes: updated, read back, recorded as applied), so `status`
-    shows them ok and `diff` has nothing pending, without waiting for the next sync."""
-    from sdqos.host.rundir import DEFAULT_RUN_DIR, SyncLock
-    from sdqos.host.systemd import Systemd
-    from sdqos.reconcile import sync as reconcile
-
-    with SyncLock(DEFAULT_RUN_DIR, lock_timeout):
-        mode = resolve_cgroup(cgroup) if isinstance(cgroup, CgroupMode) else cgroup
-        cfg, p = load_planned(config, insecure, mode, writes=True)
-        if p.pod(key) is None:  # left the config meanwhile: the next sync removes it
-            return
-
-        async def go():
-            async with Systemd(bus_address) as sd:
-                return await _narrow_sync(sd, config, insecure, mode, cfg, p, reconcile.Narrow(pod=key))
-
-        report = run_async(go())
-    for e in report.errors:
+        sp = _pass(config, insecure, cgroup, bus_address, lock_timeout=lock_timeout, replace=replace)
+        report = sp.podman_start(pod, lambda pp: _run_spec(config, insecure, pp), typer.echo)
+    for e in report.errors if report is not None else []:
         err(f"error: {e}")
-    if report.errors:  # (a narrow pass: invalid input elsewhere in the config is the next sync's)
+    if report is not None and report.errors:  # (a narrow pass: invalid input elsewhere in the config is the next sync's)
         raise typer.Exit(report.exit_code)
 
 
