@@ -1,6 +1,8 @@
 """cpuManagerPolicy static on cgroup v1, against the sandbox's systemd and the real kernel: `sdqos
 run` of a Guaranteed 1-CPU pod gets CPU 1 (reservedSystemCPUs "0") as its process's affinity and
-kubelet's state file in the run dir; another pod runs on the shared pool; a sync keeps the file and
+kubelet's state file in the run dir, and its scope and pod slice have no CFS quota as soon as run
+has made them (the CPUs are allocated before the plan); `sdqos adopt` allocates them the same way;
+another pod runs on the shared pool; a sync keeps the file and
 restores a changed affinity and drops the CFS quota of the pinned container and its pod; a pod that cannot have its CPUs is refused in one line (exit 2);
 removing the pod releases its CPU. The host has 2 CPUs: `capacity: {cpu: "4"}` lets the second
 Guaranteed pod pass kubelet's allocatable check, so that the CPU manager is what refuses it."""
@@ -20,7 +22,7 @@ from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
-from ..sbhelpers import cgroup_rel, sync_json, wait_for
+from ..sbhelpers import cgroup_rel, sdqos_in, sync_json, wait_for
 from .test_scopes_sandbox import kill_all, procs_of, run_bg
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not Path("/sys/devices/system/cpu/cpu1").exists(),
@@ -70,6 +72,12 @@ def _one_pid(sb, rel: str) -> int:
                     what=f"sleep alone in {rel}", timeout=90)
 
 
+def _quota(sb, rel: str) -> tuple[int, int]:
+    """cpu.cfs_quota_us of a container's scope and of its pod slice, from the kernel."""
+    cpu = Path(sb.cgroup_path("cpu")) / rel
+    return int((cpu / "cpu.cfs_quota_us").read_text()), int((cpu.parent / "cpu.cfs_quota_us").read_text())
+
+
 def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
     sb = clean_sandbox
     gu_uid, bu_uid = stable_uid("st", "gu"), stable_uid("st", "bu")
@@ -80,6 +88,8 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
     try:
         gu_pid = _one_pid(sb, gu_rel)
         assert os.sched_getaffinity(gu_pid) == {1}
+        # DisableCPUQuotaWithExclusiveCPUs, at once: run allocated the CPUs before it planned the scope
+        assert _quota(sb, gu_rel) == (-1, -1)
         st = _state(sb)
         assert st["policyName"] == "static" and st["defaultCpuSet"] == "0" and st["entries"] == {gu_uid: {"app": "1"}}
         bu = run_bg(sb, config, "st/bu", "app", "--", "sleep", "300")
@@ -98,9 +108,7 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
         assert os.sched_getaffinity(gu_pid) == {1}
         assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}  # the state survives a sync
         # DisableCPUQuotaWithExclusiveCPUs (on): no CFS quota on the container holding CPUs nor on its pod
-        cpu = Path(sb.cgroup_path("cpu"))
-        assert (cpu / gu_rel / "cpu.cfs_quota_us").read_text().strip() == "-1"
-        assert (cpu / gu_rel).parent.joinpath("cpu.cfs_quota_us").read_text().strip() == "-1"
+        assert _quota(sb, gu_rel) == (-1, -1)
 
         os.kill(gu_pid, signal.SIGKILL)  # (gu is the sandbox's entering process; the container's is this one)
         kill_all(gu)
@@ -111,3 +119,27 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
         assert st.get("entries") in ({}, None) and st["defaultCpuSet"] == "0-1", st
     finally:
         kill_all(gu, bu)
+
+
+def test_adopt_allocates_the_pods_cpus_and_its_scope_has_no_quota_at_once(clean_sandbox, config):
+    """`sdqos adopt` of a Guaranteed pod's container: its exclusive CPU allocated as `run` does
+    (state file), the adopted processes on it, and no CFS quota on the scope it made nor on the
+    pod slice, before any sync."""
+    sb = clean_sandbox
+    gu_uid = stable_uid("st", "gu")
+    gu_rel = cgroup_rel(container_scope(gu_uid, "app"), f"kubepods-pod{gu_uid.replace('-', '_')}.slice")
+    sbx.run(sb, ["rm", "-f", "/run/sdqos/cpu_manager_state"])  # (an earlier test's assignments: none)
+    outside = sbx.popen(sb, ["/bin/sh", "-c", "sleep 302 & exec sleep 303"])
+    try:
+        wait_for(lambda: len(sbx.run(sb, ["pgrep", "-f", "sleep 30[23]"]).stdout.split()) == 2, what="both sleeps")
+        inner = sbx.run(sb, ["pgrep", "-f", "sleep 30[23]"]).stdout.split()
+        r = sdqos_in(sb, "adopt", "--config", str(config), "st/gu", "app", *inner)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert r.stdout.strip().startswith(f"created {container_scope(gu_uid, 'app')} with 2 process(es)"), r.stdout
+        assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}
+        pids = procs_of(sb, gu_rel)
+        assert len(pids) == 2 and all(os.sched_getaffinity(pid) == {1} for pid in pids), pids
+        assert _quota(sb, gu_rel) == (-1, -1)
+    finally:
+        kill_all(outside)
+        sbx.run(sb, ["pkill", "-f", "sleep 30[23]"])
