@@ -29,7 +29,6 @@ from sdqos.reconcile.diff import (
     Diff,
     Launch,
     DiffPolicy,
-    RemovalLimit,
     compute_diff,
     kept_pods,
     launch_actions,
@@ -55,19 +54,13 @@ def warn_if_kubelet(live: dict, plan: Plan, warnings: list[str]) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class Rules:
-    """What one pass may do, as one record: what the config allows (``complete``,
-    ``removals_safe``, ``invalid_keys``: the loader's verdict on the config dir) and the sync's
-    options (sdqos.reconcile.syncpass.Options, checked). A narrow pass removes nothing
-    (``removals_safe`` False)."""
+class Settings:
+    """What one pass may do, as one record: the diff's rules (``policy``: what the config allows,
+    the loader's verdict on the config dir, and what the sync's options ask: :class:`DiffPolicy`;
+    a narrow pass removes nothing, ``removals_safe`` False), whether it only reports (``dry_run``),
+    and where its records live (``run_dir``). sdqos.reconcile.syncpass builds it from its Options."""
 
-    complete: bool
-    removals_safe: bool
-    invalid_keys: frozenset[str] = frozenset()
-    allow_empty: bool = False
-    adopt_existing: bool = False
-    recreate: frozenset[str] = frozenset()
-    max_removals: RemovalLimit | None = None
+    policy: DiffPolicy = DiffPolicy()
     dry_run: bool = False
     run_dir: Path = rundir.DEFAULT_RUN_DIR
 
@@ -89,7 +82,7 @@ class _Pass:
 async def sync(
     sd: SystemdAPI,
     plan: Plan,
-    rules: Rules,
+    settings: Settings,
     *,
     only: Narrow | None = None,
     replan: Callable[[tuple[MachineCharge, ...]], Plan] | None = None,
@@ -103,10 +96,10 @@ async def sync(
     applied while this sync planned (:mod:`sdqos.reconcile.prefetch`), for the first live read."""
     t0 = time.monotonic()
     calls0, disc0 = sd.stats.calls, sd.stats.disconnects
-    report = Report(dry_run=rules.dry_run)
-    applied = rundir.load_applied(rules.run_dir)
-    obs, plan = await _observe(sd, plan, applied, rules, report, replan, checked)
-    want, diff = _want_and_diff(plan, obs, applied, rules)
+    report = Report(dry_run=settings.dry_run)
+    applied = rundir.load_applied(settings.run_dir)
+    obs, plan = await _observe(sd, plan, applied, settings, report, replan, checked)
+    want, diff = _want_and_diff(plan, obs, applied, settings)
     report.desired = want
     synced = report.plan = want.as_plan()  # (its units are the desired ones: what the renderers and the OOM watch name)
     state = _Pass(want, obs, applied, diff, obs.runtime_managed, synced)
@@ -117,28 +110,28 @@ async def sync(
         report.aborted = True
         report.duration_s = time.monotonic() - t0
         return report
-    if rules.dry_run:
+    if settings.dry_run:
         _report_pending(state.diff, report)
     else:
-        await _carry_out(sd, state, rules, report, progress, runtime, inside)
+        await _carry_out(sd, state, settings, report, progress, runtime, inside)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0
     report.disconnects = sd.stats.disconnects - disc0
     return report
 
 
-async def _observe(sd: SystemdAPI, plan: Plan, applied: dict, rules: Rules, report: Report,
+async def _observe(sd: SystemdAPI, plan: Plan, applied: dict, settings: Settings, report: Report,
                    replan: Callable[[tuple[MachineCharge, ...]], Plan] | None,
                    checked: KernelCheck | None) -> tuple[Observation, Plan]:
     """The live state, and the plan again when what runs in machine.slice changed."""
     seen: list[str] = []
-    memo = Memo(rules.run_dir)
+    memo = Memo(settings.run_dir)
     obs = await observe(sd, plan, applied, seen, memo=memo, checked=checked)
     if replan is not None and obs.machines != plan.machines:
         plan = replan(obs.machines)  # one node budget: what runs in machine.slice is counted before pods
         seen = []
         obs = await observe(sd, plan, applied, seen, memo=memo)
-    if not rules.dry_run:
+    if not settings.dry_run:
         memo.save()
     report.warnings.extend(seen)
     report.errors.extend(obs.errors)
@@ -146,13 +139,9 @@ async def _observe(sd: SystemdAPI, plan: Plan, applied: dict, rules: Rules, repo
     return obs, plan
 
 
-def _want_and_diff(plan: Plan, obs: Observation, applied: dict, rules: Rules) -> tuple[Desired, Diff]:
+def _want_and_diff(plan: Plan, obs: Observation, applied: dict, settings: Settings) -> tuple[Desired, Diff]:
     """The desired state (kept pods counted in their tiers) and the diff of the live state against it."""
-    live, scopes = obs.live, obs.scopes
-
-    policy = DiffPolicy(complete=rules.complete, removals_safe=rules.removals_safe, invalid_keys=rules.invalid_keys,
-                        allow_empty=rules.allow_empty, adopt_existing=rules.adopt_existing, recreate=rules.recreate,
-                        max_removals=rules.max_removals)
+    live, scopes, policy = obs.live, obs.scopes, settings.policy
 
     def diff_against(want: Desired) -> Diff:
         return compute_diff(want, live, applied, policy, scopes=scopes, runtime_owned=obs.runtime_managed,
@@ -227,7 +216,7 @@ def _report_pending(diff: Diff, report: Report) -> None:
     report.updated = [{"unit": u, "changes": ch} for u, ch in merged.items()]
 
 
-async def _carry_out(sd: SystemdAPI, state: _Pass, rules: Rules, report: Report, progress: Progress | None,
+async def _carry_out(sd: SystemdAPI, state: _Pass, settings: Settings, report: Report, progress: Progress | None,
                      runtime: dict, inside: dict) -> None:
     """The diff applied, what was applied recorded, then the OOM scores, the CPUs and the OOM watch."""
     want, obs, diff = state.want, state.obs, state.diff
@@ -239,19 +228,19 @@ async def _carry_out(sd: SystemdAPI, state: _Pass, rules: Rules, report: Report,
     done -= await kernel_refusals(want, done, scopes, report, held=readback.held if readback else set())
     done -= container_refusals(want, runtime, bindings, scopes, report)
     removed = set(report.removed)
-    _record_applied(state, done, removed, rules.run_dir, report)
+    _record_applied(state, done, removed, settings.run_dir, report)
     mine = state.mine
     if mine is not None:  # (a launched scope's processes get theirs from run/adopt, after)
         bindings = {n: b for n, b in bindings.items() if n in mine and n not in state.launched}
     report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
     try:  # cpuManagerPolicy static: assignments of removed pods released, affinity re-checked
         cpus.sync_cpus(plan, [n for n in [*obs.live, *scopes] if n not in removed], bindings, scopes, report.warnings,
-                       full=mine is None, run_dir=rules.run_dir)
+                       full=mine is None, run_dir=settings.run_dir)
     except SdqosError as exc:
         report.errors.append(str(exc))
     if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
         report.oom_kills, oom_error = oomwatch.track(state.synced, {n: sc.cgroup for n, sc in scopes.items()},
-                                                     rules.run_dir)
+                                                     settings.run_dir)
         if oom_error:
             report.warnings.append(oom_error)
 

@@ -270,7 +270,7 @@ class SyncPass:
     def _full(self, checked: KernelCheck | None) -> tuple[Report, Any, Plan, Any]:
         """The plan, systemd's version, the sync (and with --metrics-textfile the status rows)."""
         from sdqos.reconcile import sync as reconcile  # (the plan's and the diff's modules: after the proof)
-        from sdqos.reconcile.diff import RemovalLimit
+        from sdqos.reconcile.diff import DiffPolicy, RemovalLimit
 
         o = self.options
         try:  # (a stamp is only ever made with a valid one)
@@ -281,10 +281,10 @@ class SyncPass:
         unknown = [k for k in o.recreate if p.pod(k) is None or "/" not in k]
         if unknown:
             raise InvalidInput(f"no pod {', '.join(unknown)} in the config (NS/NAME)", where="--recreate")
-        rules = reconcile.Rules(
-            complete=cfg.complete, removals_safe=cfg.removals_safe, invalid_keys=frozenset(cfg.invalid_keys),
+        settings = reconcile.Settings(DiffPolicy(
+            complete=cfg.complete, removals_safe=cfg.removals_safe, invalid_keys=cfg.invalid_keys,
             allow_empty=o.allow_empty, adopt_existing=o.adopt_existing, recreate=frozenset(o.recreate),
-            max_removals=limit, dry_run=o.dry_run, run_dir=o.run_dir)
+            max_removals=limit), dry_run=o.dry_run, run_dir=o.run_dir)
 
         def replan(machines: tuple[MachineCharge, ...]) -> Plan:  # what runs in machine.slice changed: count it
             return self.load(writes=not o.dry_run, machines=machines)[1]
@@ -294,7 +294,7 @@ class SyncPass:
                 major, raw = await sd.version()
                 if major >= 258 and self.mode == "v1":
                     raise SdqosError(f"systemd {raw} has no cgroup v1 properties; this host is not on cgroup v1")
-                report = await reconcile.sync(sd, p, rules, progress=self.shell.progress(), replan=replan,
+                report = await reconcile.sync(sd, p, settings, progress=self.shell.progress(), replan=replan,
                                               checked=checked)
             if o.metrics_textfile is None:
                 return report, None
@@ -420,9 +420,10 @@ class SyncPass:
         caller holds the sync lock."""
         from sdqos.reconcile import sync as reconcile
 
-        rules = reconcile.Rules(complete=cfg.complete, removals_safe=False, invalid_keys=frozenset(cfg.invalid_keys),
-                                run_dir=self.options.run_dir)
-        return await reconcile.sync(sd, p, rules, only=only,
+        from sdqos.reconcile.diff import DiffPolicy
+
+        policy = DiffPolicy(complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys)
+        return await reconcile.sync(sd, p, reconcile.Settings(policy, run_dir=self.options.run_dir), only=only,
                                     replan=lambda machines: self.load(writes=True, machines=machines)[1])
 
     async def _launch(self, sd: SystemdAPI, cfg: Any, p: Plan, ref: WorkloadRef,

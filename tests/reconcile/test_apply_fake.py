@@ -16,11 +16,11 @@ from sdqos.errors import AccessDenied, CallTimeout, InvalidProperty, JobFailed, 
 from sdqos.host import cgroupfs, rundir
 from sdqos.plan.engine import Plan, build_plan
 from sdqos.reconcile.apply import apply
-from sdqos.reconcile.diff import PHASE_CREATE, PHASE_REMOVE, Action, Diff, compute_diff
+from sdqos.reconcile.diff import PHASE_CREATE, PHASE_REMOVE, Action, Diff, DiffPolicy, compute_diff
 from sdqos.reconcile.live import read_live
 from sdqos.reconcile.report import Report
 from sdqos.reconcile.launch import container_target, vm_target
-from sdqos.reconcile.sync import Narrow, Rules, sync
+from sdqos.reconcile.sync import Narrow, Settings, sync
 
 from ..fakesystemd import FakeSystemd
 from ..helpers import node, pod_from
@@ -57,7 +57,7 @@ def mem(cgroup: str) -> str:
 
 
 def run_sync(fake: FakeSystemd, plan: Plan, run_dir: Path) -> Report:
-    return asyncio.run(sync(fake, plan, Rules(complete=True, removals_safe=True, run_dir=run_dir)))
+    return asyncio.run(sync(fake, plan, Settings(DiffPolicy(), run_dir=run_dir)))
 
 
 def diff_of(fake: FakeSystemd, plan: Plan) -> Diff:
@@ -331,7 +331,7 @@ def test_creations_skip_only_below_the_unit_that_failed():
 
 
 def narrow(fake: FakeSystemd, plan: Plan, run_dir: Path, launch=None, **kw) -> Report:
-    return asyncio.run(sync(fake, plan, Rules(complete=True, removals_safe=False, run_dir=run_dir),
+    return asyncio.run(sync(fake, plan, Settings(DiffPolicy(removals_safe=False), run_dir=run_dir),
                             only=Narrow(launch=launch, **kw)))
 
 
