@@ -58,7 +58,7 @@ class Record:
 LOCK = Record("sync.lock", 1, "the holder's PID", "host/rundir.py (SyncLock)", input=False)
 APPLIED = Record("applied.json", 1, "JSON {unit: {property: value}}", "reconcile/sync.py (save_applied)",
                  durable=False)  # transient units: no OS crash leaves them behind
-LAST_SYNC = Record("last-sync.json", 1, "JSON (record_sync below)", "cli/app.py (record_sync)", durable=False,
+LAST_SYNC = Record("last-sync.json", 1, "JSON (record_sync below)", "reconcile/syncpass.py (record_sync)", durable=False,
                    input=False)  # rewritten by every sync: the proof reads what it needs of it
 CPU_STATE = Record("cpu_manager_state", 2, "kubelet's CPUManagerCheckpointV2", "host/cpustate.py")
 PARSE_CACHE = Record("parsed.json", 10, "lines of JSON (loading/cache.py)", "loading/cache.py", durable=False)

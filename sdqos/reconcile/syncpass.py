@@ -419,7 +419,6 @@ class SyncPass:
         again with what runs in machine.slice when that differs from what ``p`` counted; the
         caller holds the sync lock."""
         from sdqos.reconcile import sync as reconcile
-
         from sdqos.reconcile.diff import DiffPolicy
 
         policy = DiffPolicy(complete=cfg.complete, removals_safe=False, invalid_keys=cfg.invalid_keys)
