@@ -128,7 +128,6 @@ def test_adopt_allocates_the_pods_cpus_and_its_scope_has_no_quota_at_once(clean_
     sb = clean_sandbox
     gu_uid = stable_uid("st", "gu")
     gu_rel = cgroup_rel(container_scope(gu_uid, "app"), f"kubepods-pod{gu_uid.replace('-', '_')}.slice")
-    sbx.run(sb, ["rm", "-f", "/run/sdqos/cpu_manager_state"])  # (an earlier test's assignments: none)
     outside = sbx.popen(sb, ["/bin/sh", "-c", "sleep 302 & exec sleep 303"])
     try:
         wait_for(lambda: len(sbx.run(sb, ["pgrep", "-f", "sleep 30[23]"]).stdout.split()) == 2, what="both sleeps")
