@@ -976,13 +976,17 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C outside a command's own handling (starting up, parsing)
         print("sdqos: interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED
-    except Exception as exc:  # a bug: one line, the traceback only when asked for
-        if os.environ.get("SDQOS_DEBUG") == "1":
-            import traceback
+    except Exception as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # a Ctrl-C while a module made a class: Python
+            print("sdqos: interrupted", file=sys.stderr)  # 3.11 wraps it ("Error calling __set_name__")
+            code = EXIT_INTERRUPTED
+        else:  # a bug: one line, the traceback only when asked for
+            if os.environ.get("SDQOS_DEBUG") == "1":
+                import traceback
 
-            traceback.print_exc()
-        print(f"sdqos: internal error: {type(exc).__name__}: {exc} (SDQOS_DEBUG=1 shows where)", file=sys.stderr)
-        code = EXIT_ERROR
+                traceback.print_exc()
+            print(f"sdqos: internal error: {type(exc).__name__}: {exc} (SDQOS_DEBUG=1 shows where)", file=sys.stderr)
+            code = EXIT_ERROR
     if code is None:
         code = 0
     elif not isinstance(code, int):
