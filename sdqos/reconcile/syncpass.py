@@ -1,7 +1,7 @@
 """One owner for a sync's life: the sync pass.
 
 A :class:`SyncPass` is handed one record of options (:class:`Options`: what the command line
-asked, checked) and what it needs from the layers above reconcile, which reconcile may not import
+asked) and what it needs from the layers above reconcile, which reconcile may not import
 (:class:`Shell`: the one loading path, the status rows and metrics), as kubelet hands one
 config to each of its managers. It sequences every pass that changes systemd's units:
 
