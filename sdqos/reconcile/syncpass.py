@@ -35,7 +35,6 @@ from sdqos.host import rundir
 
 if TYPE_CHECKING:  # (the modules a pass uses are imported where it uses them: a proven no-op loads none)
     from sdqos.host.systemd import SystemdAPI
-    from sdqos.kube.cpumanager import CPUManagerState
     from sdqos.plan.engine import MachineCharge, Plan, PodPlan
     from sdqos.reconcile.apply import Progress
     from sdqos.reconcile.diff import Launch
@@ -117,8 +116,9 @@ class Outcome:
 @dataclass(slots=True)
 class Launched:
     """What ``run`` and ``adopt`` did: how the scope came to hold the processes ("created" or
-    "attached"), the target, the processes, the warnings, and the CPUs ``run``'s command gets as
-    its affinity (cpuManagerPolicy static on cgroup v1; None: no policy, or a VM)."""
+    "attached"), the target, the processes, the warnings, and the CPUs they get as their affinity
+    (cpuManagerPolicy static on cgroup v1; None: no policy, or cgroup v2, where the scope's
+    AllowedCPUs hold them)."""
 
     how: str
     target: Target
@@ -204,16 +204,20 @@ async def _probe_bus(bus: str | None) -> None:
         pass
 
 
-def _pin(state: CPUManagerState, pp: PodPlan, container: str, done: Launched) -> None:
-    """Adopted processes of a pod under cpuManagerPolicy static: the container's CPUs (its
-    exclusive ones, else the shared pool) as their affinity, as ``run`` sets its own."""
+def _pin(done: Launched) -> None:
+    """Adopted processes under cpuManagerPolicy static on cgroup v1: their container's CPUs (its
+    exclusive ones, else the shared pool) as their affinity, as ``run`` sets its own; a refusal is
+    a warning naming the container."""
+    from sdqos.host import procfs
+    from sdqos.kube import cpuset
     from sdqos.kube.naming import cgroup_path
-    from sdqos.reconcile import cpus
 
+    assert done.cpus is not None
     unit = done.target.unit
-    done.cpus = cpus.cpus_of(state, pp.uid, container)
-    cpus.apply_affinity(state, [(pp.key, pp.uid, container, cgroup_path(unit.name, unit.slice), done.pids)],
-                        done.warnings)
+    refused = sum(procfs.set_affinity(pid, done.cpus, cgroup_path(unit.name, unit.slice))[1] for pid in done.pids)
+    if refused:
+        done.warnings.append(f"{done.target.label}: the kernel refused CPU affinity {cpuset.CPUSet(done.cpus)} for "
+                             f"{refused} thread(s)")
 
 
 class SyncPass:
@@ -385,34 +389,37 @@ class SyncPass:
 
     # --- narrow passes: run, adopt, podman start -----------------------------------------------
 
-    async def _admit(self, sd: SystemdAPI, cfg: Any, p: Plan, pod: str) -> tuple[CPUManagerState | None, Any, Plan]:
-        """kubelet's admission (maxPods, podsPerCore, requests beside the running pods), then
-        cpuManagerPolicy static: the pod's exclusive CPUs allocated, and the plan made again when
-        that changed what the pod holds — the plan reads the assignments, and a container holding
-        CPUs has no CFS quota (DisableCPUQuotaWithExclusiveCPUs), so the narrow pass writes the
-        right values at once. Returns the CPU manager's state (None: no policy), config and plan."""
+    async def _admit(self, sd: SystemdAPI, cfg: Any, p: Plan, ref: WorkloadRef) -> tuple[frozenset[int] | None, Any, Plan]:
+        """``run``/``adopt``: kubelet's admission of a pod (maxPods, podsPerCore, requests beside
+        the running pods), then cpuManagerPolicy static: the CPUs of the pod's container (or of a
+        VM with dedicatedCpuPlacement) allocated (:func:`sdqos.reconcile.cpus.launch_cpus`) before
+        the plan the narrow pass writes (:meth:`_allocated`). Returns the CPUs its processes run
+        on (exclusive, else the shared pool; None: no policy), config and plan."""
         from sdqos.reconcile import cpus, launch
 
-        pp = launch.find_pod(p, pod)
-        launch.check_admission(p, pp.key, await launch.running_pods(sd, p))
-        state = cpus.admit(p, pp.key, self.options.run_dir)
-        if state is not None and cpus.assignments(state, pp.pod) != {c.name: c.cpus for c in pp.containers if c.cpus}:
-            cfg, p = self.load(writes=True)
-        return state, cfg, p
+        key = None
+        if ref.vm is None:
+            key = launch.find_pod(p, ref.pod or "").key
+            launch.check_admission(p, key, await launch.running_pods(sd, p))
+        held, cfg, p = self._allocated(cfg, p, lambda: cpus.launch_cpus(p, ref.vm, key, ref.container,
+                                                                         self.options.run_dir))
+        return (held[0] if held else None), cfg, p
 
-    def _admit_vm(self, cfg: Any, p: Plan, name: str) -> tuple[frozenset[int] | None, Any, Plan]:
-        """``run --vm`` under cpuManagerPolicy static: a VM with dedicatedCpuPlacement gets its
-        exclusive CPUs (sdqos.reconcile.cpus.admit_vm), and the plan is made again when they are not
-        the ones it was planned with (its scope then has no CFS quota). Returns the CPUs its process
-        runs on (exclusive, else the shared pool; None: no policy), config and plan."""
-        from sdqos.kube import cpuset
+    def _allocated(self, cfg: Any, p: Plan, allocate: Callable[[], Any]) -> tuple[Any, Any, Plan]:
+        """``allocate()`` (the static CPU manager's admission), and the plan made again when it
+        changed the state file the plan read: a container (a VM) holding exclusive CPUs has no CFS
+        quota (DisableCPUQuotaWithExclusiveCPUs), on cgroup v2 a scope's AllowedCPUs are its CPUs —
+        so the units are created with their values at once, not set by the next sync."""
+        from sdqos.host import cpustate
         from sdqos.reconcile import cpus
 
-        held = cpus.admit_vm(p, name, self.options.run_dir)
-        vp = next(v for v in p.vms if v.vm.name == name)
-        if held is not None and vp.vm.dedicated_cpu_placement and str(cpuset.CPUSet(held)) != vp.cpus:
+        if not cpus.static(p.node):
+            return allocate(), cfg, p
+        before = cpustate.read(self.options.run_dir)
+        out = allocate()
+        if cpustate.read(self.options.run_dir) != before:
             cfg, p = self.load(writes=True)
-        return held, cfg, p
+        return out, cfg, p
 
     async def _narrow(self, sd: SystemdAPI, cfg: Any, p: Plan, only: Narrow) -> Report:
         """One narrow pass (``only``) through sync's own desired state, diff and apply, planned
@@ -445,7 +452,7 @@ class SyncPass:
         """``sdqos run``: under the sync lock (released at exec: the lock file is close-on-exec, so
         a sync that planned without this pod or VM never removes what this run just made), the
         scope made around this process, then its OOM score. The caller execs the command."""
-        from sdqos.reconcile import cpus, launch
+        from sdqos.reconcile import launch
 
         o = self.options
         with rundir.SyncLock(o.run_dir, o.lock_timeout):
@@ -464,15 +471,11 @@ class SyncPass:
                         if owned is not None:
                             raise InvalidInput(f"VM {ref.vm} already runs in {owned}, which libvirt or machined "
                                                "manage; pass --force to start another")
-                    if ref.vm is not None:  # static: a dedicated VM's exclusive CPUs, else the shared pool
-                        held, cfg2, p2 = self._admit_vm(cfg, p, ref.vm)  # allocate, then plan
-                    else:
-                        state, cfg2, p2 = await self._admit(sd, cfg, p, ref.pod or "")  # allocate, then plan
-                        found = launch.find_pod(p2, ref.pod or "")
-                        held = cpus.cpus_of(state, found.uid, ref.container or "") if state is not None else None
+                    held, cfg2, p2 = await self._admit(sd, cfg, p, ref)  # allocate, then plan
                     made = launch_target(p2, ref)
                     warnings = await self._launch(sd, cfg2, p2, ref, launch=made.launch([os.getpid()], replace=o.replace))
-                    return Launched("created", made, [os.getpid()], warnings, held)
+                    # cgroup v1 holds no cpuset: the CPUs are the process's affinity (on v2 its scope's AllowedCPUs)
+                    return Launched("created", made, [os.getpid()], warnings, held if p2.cgroup == "v1" else None)
 
             done = _run(prepare())
         done.warnings += launch.set_oom(done.pids, done.target)
@@ -492,7 +495,7 @@ class SyncPass:
         all_pids = procfs.descendants(pids) if children else list(pids)
         launch.check_adoptable(all_pids, target, o.force)
 
-        async def move() -> tuple[Launched, tuple[CPUManagerState, PodPlan] | None]:
+        async def move() -> Launched:
             async with _connect(o.bus) as sd:
                 if ref.vm is not None and not o.force:
                     owned = await launch.vm_owned_elsewhere(sd, target, ref.vm)
@@ -500,21 +503,21 @@ class SyncPass:
                         raise InvalidInput(f"VM {ref.vm} runs in {owned}, which libvirt or machined manage; adopting "
                                            "it would break them (sdqos tunes that scope by itself: "
                                            "spec.libvirt.domain). Pass --force to take it anyway")
-                pin, cfg2, p2, made = None, cfg, p, target
-                if ref.vm is None:  # kubelet's admission, as for run (a pod already running is admitted)
-                    state, cfg2, p2 = await self._admit(sd, cfg, p, ref.pod or "")  # allocate, then plan
-                    made = launch_target(p2, ref)
-                    pin = (state, launch.find_pod(p2, ref.pod or "")) if state is not None else None
+                held, cfg2, p2 = None, cfg, p
+                if ref.vm is None:  # kubelet's admission and the pod's CPUs, as for run (a running pod is admitted)
+                    held, cfg2, p2 = await self._admit(sd, cfg, p, ref)  # allocate, then plan
+                made = launch_target(p2, ref)
+                cpus = held if p2.cgroup == "v1" else None  # (v2: the scope's AllowedCPUs hold them)
                 if await launch.attach(sd, made, all_pids):
-                    return Launched("attached", made, all_pids, await self._launch(sd, cfg2, p2, ref)), pin
+                    return Launched("attached", made, all_pids, await self._launch(sd, cfg2, p2, ref), cpus)
                 warnings = await self._launch(sd, cfg2, p2, ref, launch=made.launch(all_pids))
-                return Launched("created", made, all_pids, warnings), pin
+                return Launched("created", made, all_pids, warnings, cpus)
 
         with rundir.SyncLock(o.run_dir, o.lock_timeout):  # the narrow pass writes what it applied, as a sync does
-            done, pin = _run(move())
+            done = _run(move())
         done.warnings += launch.set_oom(all_pids, done.target)
-        if pin is not None:
-            _pin(pin[0], pin[1], ref.container or "", done)
+        if done.cpus is not None:
+            _pin(done)
         return done
 
     def podman_start(self, pod: str, run_spec: Callable[[PodPlan], Any], say: Callable[[str], None]) -> Report | None:
@@ -522,7 +525,7 @@ class SyncPass:
         plan again), its run spec (``run_spec``: the manifest read above reconcile), its slice and
         tiers by a narrow pass that creates without PIDs — not while containers run (an init
         container may take hours) — then the containers, then :meth:`record_pod`. ``say``: each line."""
-        from sdqos.reconcile import launch, podman_pods
+        from sdqos.reconcile import cpus, launch, podman_pods
         from sdqos.reconcile.sync import Narrow
 
         o = self.options
@@ -534,7 +537,9 @@ class SyncPass:
             async def go() -> tuple[list[str], Any, Plan]:
                 async with _connect(o.bus) as sd:  # its slice and tiers, through the one writer
                     # kubelet's admission first: a refused pod has nothing of its own removed
-                    _, cfg2, p2 = await self._admit(sd, cfg, p, pp.key)
+                    launch.check_admission(p, pp.key, await launch.running_pods(sd, p))
+                    # cpuManagerPolicy static: the pod's exclusive CPUs (--cpuset-cpus at podman run), then the plan
+                    _, cfg2, p2 = self._allocated(cfg, p, lambda: cpus.admit(p, pp.key, o.run_dir))
                     done, prepared = podman_pods.prepare(p2.pod(pp.key) or pp, spec, replace=o.replace)
                     report = await self._narrow(sd, cfg2, p2, Narrow(pod=pp.key, create=True))
                 if report.failed_creates:
