@@ -20,7 +20,8 @@ from sdqos.plan import properties as P
 from sdqos.plan.engine import Plan, assemble, plan_basis, plan_pod
 from sdqos.reconcile.launch import container_target
 from sdqos.reconcile.report import Report
-from sdqos.reconcile.sync import Narrow, sync
+from sdqos.reconcile.diff import DiffPolicy
+from sdqos.reconcile.sync import Narrow, Settings, sync
 
 from ..fakesystemd import FakeSystemd
 from ..helpers import node, pod_from
@@ -52,8 +53,7 @@ def plan_of(*, shared: str, held: str = "", policy: str = "static") -> Plan:
 
 
 def run_sync(fake: FakeSystemd, plan: Plan, run_dir: Path, only: Narrow | None = None) -> Report:
-    return asyncio.run(sync(fake, plan, complete=True, removals_safe=only is None, invalid_keys=set(),
-                            run_dir=run_dir, only=only))
+    return asyncio.run(sync(fake, plan, Settings(DiffPolicy(removals_safe=only is None), run_dir=run_dir), only=only))
 
 
 def launch(fake: FakeSystemd, plan: Plan, run_dir: Path, pod: str, pid: int) -> str:
