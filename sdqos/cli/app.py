@@ -182,12 +182,6 @@ def run_async(coro: Any) -> Any:
     return run(coro)
 
 
-def resolve_cgroup(mode: CgroupMode) -> str:
-    from sdqos.host.facts import detect_cgroup_mode
-
-    return detect_cgroup_mode() if mode == CgroupMode.auto else mode.value
-
-
 def print_errors(errors: list[InvalidInput]) -> None:
     for e in errors:
         err(f"error: {e}")
