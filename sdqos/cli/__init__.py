@@ -16,7 +16,9 @@ def main() -> None:
         from sdqos.cli.app import main as run
 
         run()  # (never returns: it ends the process)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and not isinstance(exc.__cause__, KeyboardInterrupt):
+            raise  # (Python 3.11 wraps a Ctrl-C while a module makes a class: "Error calling __set_name__")
         import os
         import sys
 

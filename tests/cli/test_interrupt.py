@@ -91,3 +91,29 @@ app.main()
 """
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stderr) == (130, "sdqos: interrupted\n"), (r.returncode, r.stderr)
+
+
+def test_a_ctrl_c_while_the_commands_module_makes_a_class_is_interrupted_too():
+    """The same while sdqos.cli.app itself loads (the console script's own guard): seen once at a
+    delay of 0 s in test_ctrl_c_sandbox's `status --watch`, in the standard library's platform."""
+    import subprocess
+    import sys
+
+    script = """
+import sys, types
+
+class Loading(types.ModuleType):
+    def __getattr__(self, name):
+        class Hit:
+            def __set_name__(self, owner, attr):
+                raise KeyboardInterrupt  # the SIGINT, while the module makes a class
+
+        class Model:
+            field = Hit()
+
+sys.modules["sdqos.cli.app"] = Loading("sdqos.cli.app")
+from sdqos.cli import main
+main()
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr) == (130, "sdqos: interrupted\n"), (r.returncode, r.stderr)
