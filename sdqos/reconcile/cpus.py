@@ -11,7 +11,7 @@ The decisions are sdqos.kube.cpumanager's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sdqos.host import cpustate, procfs, rundir
@@ -106,31 +106,6 @@ def launch_cpus(plan: Plan, vm: str | None, pod_ref: str | None, container: str 
     assert pp is not None  # (run found it)
     state = admit(plan, pp.key, run_dir)
     return [cpus_of(state, pp.uid, container or "")] if state is not None else []
-
-
-def for_launch(plan: Plan, vm: str | None, pod_ref: str | None, container: str | None,
-               affinity: list[frozenset[int]], replan: Callable[[], Plan],
-               run_dir: Path = rundir.DEFAULT_RUN_DIR) -> Plan:
-    """``sdqos run``, after kubelet's admission: the workload admitted (:func:`launch_cpus`); the
-    plan to create its scope from is returned. cgroup v1: ``plan``, and ``affinity`` gets the CPUs
-    its process takes before exec. cgroup v2: no affinity (the scope's AllowedCPUs hold them, and
-    an affinity of the process's own would stay when its pool grows back), and ``replan()``'s plan
-    when the admission changed the state file the plan was made from, so the scope is created with
-    its CPUs."""
-    path = cpustate.state_path(run_dir)
-    before = _read(path)
-    cpus = launch_cpus(plan, vm, pod_ref, container, run_dir)
-    if plan.cgroup == "v1" or not static(plan.node):
-        affinity.extend(cpus)
-        return plan
-    return replan() if _read(path) != before else plan
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
 
 
 def cpus_of(state: cm.CPUManagerState, pod_uid: str, container: str) -> frozenset[int]:

@@ -8,7 +8,6 @@ tests/v2/test_v2_cpu_static.py's, in a real cgroup v2 guest."""
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
@@ -139,39 +138,6 @@ def test_with_the_policy_none_no_cpuset_is_written(tmp_path):
     launch(fake, plan, tmp_path, "st/bu", 4243)
     run_sync(fake, plan, tmp_path)
     assert allowed_writes(fake) == {}
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not Path("/sys/devices/system/cpu/cpu1").exists(),
-                    reason="needs CPUs 0 and 1")
-@pytest.mark.parametrize("cgroup", ["v1", "v2"])
-def test_run_admits_then_plans_again_on_v2_and_sets_an_affinity_only_on_v1(tmp_path, cgroup):
-    """`sdqos run` (reconcile/cpus.for_launch): the pod's CPUs allocated in the state file (this
-    host's CPUs, reservedSystemCPUs "0": CPU 1); on v2 the plan is made again, so the scope is
-    created with them (AllowedCPUs), and the process takes no affinity of its own; on v1 the
-    affinity is how they are held."""
-    from sdqos.reconcile import cpus
-
-    one = _pod("one", "1", True)
-    basis = plan_basis(node("4", cpu_manager_policy="static", reserved_system_cpus="0"), cgroup=cgroup,
-                       shared_cpus="0-1")
-    plan = assemble(basis, [plan_pod(one, basis.context)])
-    replanned = assemble(basis, [plan_pod(one, basis.context, exclusive={"app": "1"})])
-    calls: list[int] = []
-
-    def replan() -> Plan:
-        calls.append(1)
-        return replanned
-
-    affinity: list[frozenset[int]] = []
-    got = cpus.for_launch(plan, None, "st/one", "app", affinity, replan, run_dir=tmp_path)
-    assert cpus.cpustate.state_path(tmp_path).exists()
-    if cgroup == "v2":
-        assert got is replanned and affinity == [] and calls == [1]
-        assert got.pods[0].containers[0].properties["AllowedCPUs"] == 0b10
-        again = cpus.for_launch(got, None, "st/one", "app", affinity, replan, run_dir=tmp_path)  # nothing new: as it is
-        assert again is got and calls == [1]
-    else:
-        assert got is plan and affinity == [frozenset({1})] and calls == []
 
 
 def test_a_vm_scope_carries_allowed_cpus_on_v2_from_the_same_field():
