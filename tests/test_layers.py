@@ -25,7 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "top": {"cli"},  # sdqos/__init__.py, __main__.py
 }
 # What loading may use of the host side: facts about the machine, the run dir (the CPU manager state in it) and forked children, never D-Bus.
-LOADING_HOST = {"sdqos.host.facts", "sdqos.host.rundir", "sdqos.host.children", "sdqos.host.cpustate"}
+LOADING_HOST = {"sdqos.host.facts", "sdqos.host.rundir", "sdqos.host.children", "sdqos.host.cpustate",
+                "sdqos.host.topology"}
 # Pure layers compute; they never talk to a bus, spawn a process or open a socket.
 PURE = {"base", "kube", "plan"}
 NOT_IN_PURE = {"dbus_next", "dbus_fast", "typer", "click", "rich", "asyncio", "subprocess", "socket", "tenacity"}

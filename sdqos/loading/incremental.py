@@ -23,8 +23,10 @@ from typing import Callable, Iterator, Mapping, Sequence
 from sdqos.host import cpustate, rundir
 from sdqos.host.rundir import Reads
 from sdqos.host import facts
+from sdqos.errors import HostError
 from sdqos.kube import cpumanager, cpuset
 from sdqos.kube.cpuset import CPUSet
+from sdqos.kube.cputopology import CPUTopology
 from sdqos.kube.manifests import ParseResult, PodIdentity, check_duplicate_vms, duplicate_pods
 from sdqos.kube.model import NodeConfig, Pod
 from sdqos.kube.quantity import Quantity
@@ -142,6 +144,18 @@ def _vm_files(scan: Scan) -> tuple[ParseResult, list[str], ParseResult]:
     return vm_files, vm_failed, vms
 
 
+def _topology() -> CPUTopology | None:
+    """The host's CPU topology for explain's words on exclusive CPUs ("whole core 2"); None when
+    /sys cannot tell (explain then names the CPUs only). Not an input of the no-op proof: an
+    explained plan is never stamped."""
+    from sdqos.host.topology import read_topology  # explain only: not on a sync's import path
+
+    try:
+        return read_topology()
+    except HostError:
+        return None
+
+
 def _plan_pod(p: Pod, ctx: engine.PodContext, explain: bool, exclusive: Mapping[str, dict[str, str]],
               result: ParseResult) -> engine.PodPlan | None:
     """A pod's plan; None (its problems into ``result``, its keys invalid) when it cannot be sent."""
@@ -216,7 +230,8 @@ def load_plan(
     vm_files, vm_failed, vms = _vm_files(scan)
     exclusive = cpu_assignments(reads=scan.reads) if scan.node.cpu_manager_policy == "static" else {}
     basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain, exclusive=exclusive,
-                              shared_cpus=shared_cpus(scan.node, cgroup, reads=scan.reads))
+                              shared_cpus=shared_cpus(scan.node, cgroup, reads=scan.reads),
+                              topology=_topology() if explain and exclusive else None)
     ctx = basis.context
     # (plans with exclusive CPUs are not cached: a fragment holds no assignment; a VM's are not a pod's)
     pods_hold = set(exclusive) - {v.uid for v in vms.vms}

@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Mapping
 
 from sdqos import humanize as H
 from sdqos.kube import admission, cpuset, naming, qos
+from sdqos.kube.cputopology import CPUTopology, describe
 from sdqos.kube.model import (
     BESTEFFORT,
     BURSTABLE,
@@ -528,6 +529,9 @@ class PodContext:
     # cpuManagerPolicy static on cgroup v2: the shared pool (kubelet's default cpuset, a CPU list) every
     # container without exclusive CPUs runs on, as its scope's AllowedCPUs; "": none is set
     shared_cpus: str = ""
+    # explain only: the host's CPU topology, to say where exclusive CPUs lie ("whole core 2"); not
+    # part of the context's key (an explained plan is never cached)
+    topology: CPUTopology | None = None
 
 
 @dataclass(slots=True)
@@ -557,12 +561,14 @@ STATIC_ON_V1 = ("cpuManagerPolicy static on cgroup v1: systemd cannot hold a cpu
 
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
                explain: bool = False, machines: Iterable[MachineCharge] = (),
-               exclusive: Mapping[str, Mapping[str, str]] | None = None, shared_cpus: str = "") -> PlanBasis:
+               exclusive: Mapping[str, Mapping[str, str]] | None = None, shared_cpus: str = "",
+               topology: CPUTopology | None = None) -> PlanBasis:
     """Node values and VMs: VMs, and whatever else runs in machine.slice (``machines``), take
     their share of the node first (one node budget). ``exclusive``: the static CPU manager's
     assignments (uid → container → CPU list), a VM's under its uid and container ``compute``;
     ``shared_cpus``: its shared pool (cgroup v2: every container's and VM's scope without exclusive
-    CPUs gets it as AllowedCPUs)."""
+    CPUs gets it as AllowedCPUs); ``topology``: the host's CPUs, for explain's words on where
+    exclusive CPUs lie."""
     warnings = list(node.warnings)
     if node.cpu_manager_policy == "static" and cgroup == "v1":
         warnings.append(STATIC_ON_V1)
@@ -571,7 +577,7 @@ def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str
     vms = list(vms)
     pool = shared_cpus if node.cpu_manager_policy == "static" and cgroup == "v2" else ""
     vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain, (exclusive or {}).get(vm.uid, {}).get("compute", ""),
-                         pool) for vm in vms]
+                         pool, topology) for vm in vms]
     warnings += _dedicated_vm_warnings(node, vms)
     machines = tuple(sorted(machines, key=lambda m: m.unit))
     declared_cpu = sum(v.requests[CPU] for v in vm_plans)
@@ -595,7 +601,7 @@ def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str
             warnings.append(f"{m.unit} ({m.what}) in machine.slice has no memory limit: counted by its usage "
                             f"{H.size(m.memory)}; machine.slice gets no memory limit while it runs (give it one, "
                             "or declare it as a VM)")
-    context = PodContext(node, cgroup, capacity[MEMORY], allocatable[MEMORY], pool)
+    context = PodContext(node, cgroup, capacity[MEMORY], allocatable[MEMORY], pool, topology)
     return PlanBasis(node, cgroup, capacity, allocatable, enforced, budget, vm_plans, vm_cpu, vm_mem, warnings, context,
                      machines, declared_cpu)
 
@@ -644,7 +650,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False,
                 cwhy["cpus"] = f"the shared pool: CPUs {ctx.shared_cpus} (the CPUs no container or VM holds exclusively)"
         if cwhy is not None and mine:
             n = len(cpuset.parse(mine))
-            cwhy["cpus"] = f"exclusive: {cls}, {n} integer CPU{'s' if n != 1 else ''}, CPUs {mine}"
+            cwhy["cpus"] = f"exclusive: {cls}, {n} integer CPU{'s' if n != 1 else ''}, {_where(mine, ctx.topology)}"
             if drop_quota:
                 cwhy["cpu_quota"] = NO_QUOTA_EXCLUSIVE.format(what="the container holds", unit="container")
         adj = qos.container_oom_score_adj(pod, c, ctx.capacity_memory, qos=cls, pod_level=pod_level)
@@ -1075,7 +1081,7 @@ def _dedicated_vm_warnings(node: NodeConfig, vms: Iterable[VirtualMachine]) -> l
 
 
 def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity: int, explain: bool,
-             cpus: str = "", pool: str = "") -> VMPlan:
+             cpus: str = "", pool: str = "", topology: CPUTopology | None = None) -> VMPlan:
     """``cpus``: the VM's exclusive CPUs when it holds them (dedicatedCpuPlacement); with
     DisableCPUQuotaWithExclusiveCPUs its scope then has no CFS quota, as kubelet gives
     KubeVirt's virt-launcher pod and its compute container none. ``pool``: the shared pool on
@@ -1124,7 +1130,7 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
         else:
             why["cpu_quota"] = "no cpu limit" if not lims[CPU] else "cpuCFSQuota is off in node.yaml"
         if vm.dedicated_cpu_placement:
-            why["cpus"] = _why_vm_cpus(vm, node, cpus)
+            why["cpus"] = _why_vm_cpus(vm, node, cpus, topology)
         elif pool:
             why["cpus"] = f"the shared pool: CPUs {pool} (the CPUs no container or VM holds exclusively)"
         why["memory"] = (f"limits.memory {H.size(lims[MEMORY] - oh_mem)} (guest RAM) + overhead {H.size(oh_mem)}"
@@ -1139,12 +1145,17 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
     return VMPlan(vm, cls, scope, reqs, lims, adj, rc, props, why, cpus)
 
 
-def _why_vm_cpus(vm: VirtualMachine, node: NodeConfig, cpus: str) -> str:
+def _where(cpus: str, topology: CPUTopology | None) -> str:
+    """Exclusive CPUs for explain: "whole core 2 (CPUs 2-3)" when the topology is known."""
+    return f"{describe(cpuset.parse(cpus), topology)} (CPUs {cpus})" if topology is not None else f"CPUs {cpus}"
+
+
+def _why_vm_cpus(vm: VirtualMachine, node: NodeConfig, cpus: str, topology: CPUTopology | None = None) -> str:
     n = _resource_int(vm.limits, CPU) // 1000
     text = f"exclusive: dedicatedCpuPlacement, {n} integer CPU{'s' if n != 1 else ''}, "
     if node.cpu_manager_policy != "static":
         return text + f"not applied: cpuManagerPolicy is {node.cpu_manager_policy}"
-    return text + (f"CPUs {cpus}" if cpus else "none held yet (allocated by `sdqos run --vm`, or by sync when found running)")
+    return text + (_where(cpus, topology) if cpus else "none held yet (allocated by `sdqos run --vm`, or by sync when found running)")
 
 
 def _why_oom(pod: Pod, c: Container, cls: str, adj: int, capacity: int) -> str:

@@ -59,3 +59,17 @@ def test_explain_says_the_cpus_in_text_and_json():
     app, side = explain_json(pp)["containers"]
     assert app["cpus"] == "2-3" and app["cpusWhy"] == "exclusive: Guaranteed, 2 integer CPUs, CPUs 2-3"
     assert "cpus" not in side
+
+
+def test_with_the_hosts_topology_explain_says_where_the_cpus_lie():
+    """explain reads the topology (loading/incremental): "whole core 2" as the issue's operator
+    would read it, on kubelet's single-socket HT test topology (cores 0-3, threads c and c+4)."""
+    from ..kube.test_cpumanager import topo
+
+    t = topo("topoSingleSocketHT")
+    ctx = plan_basis(node("4"), cgroup="v1", explain=True, topology=t).context
+    app = plan_pod(_pod(), ctx, explain=True, exclusive={"app": "2,6"}).containers[0]
+    assert app.why["cpus"] == "exclusive: Guaranteed, 2 integer CPUs, whole core 2 (CPUs 2,6)"
+    app = plan_pod(_pod(), ctx, explain=True, exclusive={"app": "1-2"}).containers[0]
+    assert app.why["cpus"] == ("exclusive: Guaranteed, 2 integer CPUs, core 1 (1 of 2 threads), "
+                               "core 2 (1 of 2 threads) (CPUs 1-2)")

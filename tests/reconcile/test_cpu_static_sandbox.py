@@ -22,6 +22,8 @@ from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
+from sdqos.kube import cpuset
+
 from ..sbhelpers import cgroup_rel, sdqos_in, sync_json, wait_for
 from .test_scopes_sandbox import kill_all, procs_of, run_bg
 
@@ -107,6 +109,10 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
         assert any("CPU affinity" in w for w in report["warnings"]), report["warnings"]
         assert os.sched_getaffinity(gu_pid) == {1}
         assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}  # the state survives a sync
+        r = sdqos_in(sb, "explain", "--config", str(config), "st/gu")  # where the CPUs lie, on this host's /sys
+        siblings = Path("/sys/devices/system/cpu/cpu1/topology/thread_siblings_list").read_text().strip()
+        where = "whole core 1" if siblings == "1" else f"core {min(cpuset.parse(siblings))} (1 of {len(cpuset.parse(siblings))} threads)"
+        assert r.returncode == 0 and f"exclusive: Guaranteed, 1 integer CPU, {where} (CPUs 1)" in r.stdout, r
         # DisableCPUQuotaWithExclusiveCPUs (on): no CFS quota on the container holding CPUs nor on its pod
         assert _quota(sb, gu_rel) == (-1, -1)
 

@@ -112,6 +112,9 @@ def test_static_cpus_are_held_by_systemd_on_cgroup_v2(v2cpu):
         assert _cat(g, f"{gu_dir}/cpu.max").split()[0] == "max"
         assert _cat(g, f"{gu_slice}/cpu.max").split()[0] == "max"
         assert _cat(g, f"{gu_slice}/cpuset.cpus") == ""  # kubelet sets no cpuset on a pod's cgroup
+        first = min(int(c) for c in core.replace("-", ",").split(","))  # a core's id: its lowest CPU (kubelet's)
+        assert f"exclusive: Guaranteed, 2 integer CPUs, whole core {first} (CPUs {core})" in \
+            g.check(f"sdqos explain --config {CFG} st/gu")
         # the non-integer Guaranteed container started after: on the pool, with its quota
         assert _allowed(g, pids["gf"]) == pool and _cat(g, f"{gf_dir}/cpuset.cpus.effective") == pool
         assert _cat(g, f"{gf_dir}/cpu.max") == "30000 100000"
