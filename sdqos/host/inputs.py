@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sdqos.host import rundir
+
 LIBVIRT_STATE = "/run/libvirt/qemu"  # a status file per running domain (sdqos.host.libvirt)
 MACHINED_STATE = "/run/systemd/machines"  # a file per registered machine
 MAX_PASSES = 5
@@ -30,19 +32,31 @@ def _dir(path: str) -> tuple:
         return ()
 
 
-def fingerprint(config_dir: Path | str) -> tuple:
+def _file(path: Path) -> tuple:
+    try:
+        st = path.stat()
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+    except OSError:
+        return ()
+
+
+def fingerprint(config_dir: Path | str, run_dir: Path | str | None = None) -> tuple:
     """Names, inodes, mtimes and sizes of the config dir's files (node.yaml, pods/, vms/) and of the
-    VM managers' state dirs. Equal fingerprints: nothing a sync reads has changed (to the ns)."""
+    VM managers' state dirs, and with ``run_dir`` the CPU manager's state file (a sync that gives a
+    leaving pod's CPUs back widens the shared pool: the next pass plans it, the scopes' AllowedCPUs
+    on cgroup v2). Equal fingerprints: nothing a sync reads has changed (to the ns)."""
     base = str(config_dir)
-    return tuple(_dir(p) for p in (base, os.path.join(base, "pods"), os.path.join(base, "vms"),
+    dirs = tuple(_dir(p) for p in (base, os.path.join(base, "pods"), os.path.join(base, "vms"),
                                    LIBVIRT_STATE, MACHINED_STATE))
+    return dirs if run_dir is None else (*dirs, _file(rundir.CPU_STATE.path(Path(run_dir))))
 
 
-def settled(config_dir: Path | str, before: tuple, quiet_s: float = QUIET_S) -> bool:
+def settled(config_dir: Path | str, before: tuple, quiet_s: float = QUIET_S,
+            run_dir: Path | str | None = None) -> bool:
     """Whether nothing changed since ``before`` was taken, and nothing changes for ``quiet_s`` more."""
     import time
 
-    if fingerprint(config_dir) != before:
+    if fingerprint(config_dir, run_dir) != before:
         return False
     time.sleep(quiet_s)
-    return fingerprint(config_dir) == before
+    return fingerprint(config_dir, run_dir) == before

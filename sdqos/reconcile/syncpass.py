@@ -131,15 +131,16 @@ def settle(options: Options, one: Callable[[], bool]) -> None:
     """``one`` pass, and with ``options.settle`` (not for a dry run) again, up to
     :data:`sdqos.host.inputs.MAX_PASSES` passes, while the config dir or libvirt's or machined's
     state changed during the pass: a change while a sync ran (the path unit's start request merged
-    into the running sync) is synced by the next pass, not the next timer tick. Changes come in
+    into the running sync) is synced by the next pass, not the next timer tick; so is a CPU
+    manager state the pass changed (CPUs given back: the next pass plans the wider pool). Changes come in
     bursts (libvirt writes its files over a second while a VM starts): a short quiet period first.
     ``one`` returns False to end it (Ctrl-C: no further pass)."""
     from sdqos.host import inputs
 
     again = options.settle and not options.dry_run
     for _ in range(inputs.MAX_PASSES if again else 1):
-        before = inputs.fingerprint(options.config) if again else None
-        if not one() or before is None or inputs.settled(options.config, before):
+        before = inputs.fingerprint(options.config, options.run_dir) if again else None
+        if not one() or before is None or inputs.settled(options.config, before, run_dir=options.run_dir):
             break
 
 

@@ -34,3 +34,21 @@ def test_fingerprint_moves_with_config_edits_and_vm_state(tmp_path, monkeypatch)
     os.rename(cfg / "node.yaml", cfg / "node.yaml.tmp")
     os.rename(cfg / "node.yaml.tmp", cfg / "node.yaml")  # an editor's save: same file, same name
     assert inputs.fingerprint(cfg) == inputs.fingerprint(cfg)
+
+
+def test_with_the_run_dir_the_cpu_managers_state_moves_it(tmp_path):
+    """A sync that gives a leaving pod's CPUs back writes the state file: --settle's next pass
+    plans the wider shared pool (the scopes' AllowedCPUs on cgroup v2) at once."""
+    from sdqos.host import rundir
+
+    cfg, run = tmp_path / "cfg", tmp_path / "run"
+    cfg.mkdir()
+    run.mkdir()
+    none = inputs.fingerprint(cfg, run)
+    assert inputs.fingerprint(cfg) == none[:-1] and none[-1] == ()  # no file yet
+    rundir.CPU_STATE.path(run).write_text('{"policyName":"static","defaultCpuSet":"0","checksum":1}')
+    one = inputs.fingerprint(cfg, run)
+    assert one != none
+    rundir.CPU_STATE.path(run).write_text('{"policyName":"static","defaultCpuSet":"0-1","checksum":2}')
+    assert inputs.fingerprint(cfg, run) != one
+    assert inputs.fingerprint(cfg, run) == inputs.fingerprint(cfg, run)

@@ -147,11 +147,17 @@ def test_static_cpus_are_held_by_systemd_on_cgroup_v2(v2cpu):
         assert _cat(g, f"{bu_dir}/cpuset.cpus") == pool and _allowed(g, pids["bu"]) == pool
 
         # the exclusive pod leaves: its core goes back to the pool, and the shared containers grow
+        # in that same start of the service (the timer stopped: no other sync may do it): the sync
+        # that stops gu's units releases its CPUs, and --settle's next pass plans the wider pool
+        g.check("systemctl stop sdqos-sync.timer")
+        _wait(g, "the running sync to end", lambda: g.check(f"systemctl show -P ActiveState {SERVICE}").strip()
+              in ("inactive", "failed"))
         g.check(f"rm {CFG}/pods/gu.yaml")  # the path unit starts a sync, which stops its units
         _wait(g, "gu's container to be stopped", lambda: g.run(f"test -e /proc/{pids['gu']}").rc != 0)
         _wait(g, "gu's CPUs released", lambda: json.loads(_cat(g, "/run/sdqos/cpu_manager_state"))
               .get("entries") in (None, {}))
-        _sync(g)
+        _wait(g, "the path unit's sync to end", lambda: g.check(f"systemctl show -P ActiveState {SERVICE}").strip()
+              in ("inactive", "failed"))
         assert json.loads(_cat(g, "/run/sdqos/cpu_manager_state"))["defaultCpuSet"] == "0-3"
         for name, d in (("bu", bu_dir), ("gf", gf_dir)):
             assert _allowed(g, pids[name]) == "0-3", name
