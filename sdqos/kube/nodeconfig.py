@@ -12,7 +12,7 @@ from typing import Mapping
 
 from sdqos import humanize
 from sdqos.errors import CPUPolicyOptionError, CPUSetError, InvalidInput, QuantityError, TopologyPolicyOptionError
-from sdqos.kube import cpumanager, cpuset, topologymanager
+from sdqos.kube import cpuset
 from sdqos.kube import dispositions as disp
 from sdqos.kube.duration import parse_go_duration
 from sdqos.kube.kubelet_fields import KUBELET_CONFIG_FIELDS, KUBELET_FEATURE_GATE_DEFAULTS_1_36
@@ -489,6 +489,8 @@ def _managers(raw: Mapping, kube: Mapping[str, Quantity], system: Mapping[str, Q
     if cpu_policy not in CPU_POLICIES:
         errors.append(_err("cpuManagerPolicy", f'unknown policy: "{cpu_policy}" (one of none, static)'))
     elif cpu_policy == "static":
+        from sdqos.kube import cpumanager  # (only when set: policy none loads no CPU manager)
+
         try:  # cpu_manager.go NewManager: zero reserved CPU refused (reservedSystemCPUs already replaced the cpu of both)
             cpumanager.num_reserved_cpus(_milli(kube.get(CPU)), _milli(system.get(CPU)))
         except CPUPolicyOptionError as exc:
@@ -552,6 +554,8 @@ def _topology_manager(raw: Mapping, cpu_policy: str, numa_nodes: int, errors: li
     if topo_options is not None and not isinstance(topo_options, dict):
         errors.append(_err("topologyManagerPolicyOptions", "must be a mapping of option name to value"))
     if topo in TOPOLOGY_POLICIES and topo != "none":
+        from sdqos.kube import topologymanager  # (only when set, as the CPU manager)
+
         if isinstance(topo_options, dict):
             try:  # topology_manager.go NewManager: the options, then the NUMA nodes against max-allowable-numa-nodes
                 topologymanager.new_manager(topo, scope if scope in TOPOLOGY_SCOPES else "container", topo_options,

@@ -18,21 +18,21 @@ import dataclasses
 import functools
 import json
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
-from sdqos.host import cpustate, rundir
+from sdqos.host import rundir
 from sdqos.host.rundir import Reads
 from sdqos.host import facts
 from sdqos.errors import HostError
-from sdqos.kube import cpumanager, cpuset
-from sdqos.kube.cpuset import CPUSet
-from sdqos.kube.cputopology import CPUTopology
 from sdqos.kube.manifests import ParseResult, PodIdentity, check_duplicate_vms, duplicate_pods
 from sdqos.kube.model import NodeConfig, Pod
 from sdqos.kube.quantity import Quantity
 from sdqos.loading import cache as pc
 from sdqos.loading.configdir import DEFAULT_DIR, Config, Scan, ScannedFile, add_entry, scan_config
 from sdqos.plan import engine
+
+if TYPE_CHECKING:
+    from sdqos.kube.cputopology import CPUTopology
 
 
 def _canonical(v: object) -> object:
@@ -51,7 +51,9 @@ def cpu_assignments(run_dir: Path | None = None, reads: Reads | None = None) -> 
     """The static CPU manager's assignments (pod uid → container → CPU list) from its state file
     in the run dir (host/cpustate.py, its one reader): an input of the plan, as the last sync's
     record is. Missing, untrusted or unreadable: none (the sync that restores and validates the
-    file reports what is wrong)."""
+    file reports what is wrong). Called under cpuManagerPolicy static only."""
+    from sdqos.host import cpustate  # (policy none loads no CPU manager)
+
     run_dir = Path(run_dir or rundir.DEFAULT_RUN_DIR)
     if reads is not None:
         reads.file(cpustate.state_path(run_dir))
@@ -66,6 +68,10 @@ def shared_cpus(node: NodeConfig, cgroup: str, run_dir: Path | None = None, read
     policy's choice: none until the sync's CPU manager has written the file). "": none."""
     if node.cpu_manager_policy != "static" or cgroup != "v2":
         return ""
+    from sdqos.host import cpustate  # (policy none loads no CPU manager)
+    from sdqos.kube import cpumanager, cpuset
+    from sdqos.kube.cpuset import CPUSet
+
     run_dir = Path(run_dir or rundir.DEFAULT_RUN_DIR)
     if reads is not None:
         reads.file(cpustate.state_path(run_dir))

@@ -22,11 +22,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from sdqos import humanize as H
 from sdqos.kube import admission, cpuset, naming, qos
-from sdqos.kube.cputopology import CPUTopology, describe
 from sdqos.kube.model import (
     BESTEFFORT,
     BURSTABLE,
@@ -45,6 +44,9 @@ from sdqos.errors import InvalidInput
 EPHEMERAL_STORAGE = "ephemeral-storage"
 from sdqos.plan import properties
 from sdqos.plan.properties import ResourceConfig, oomd_preference, to_properties
+
+if TYPE_CHECKING:
+    from sdqos.kube.cputopology import CPUTopology
 
 TIER_NAMES = naming.TIERS
 TIERED = "TieredReservation"
@@ -1147,7 +1149,11 @@ def _vm_plan(vm: VirtualMachine, node: NodeConfig, cgroup: str, memory_capacity:
 
 def _where(cpus: str, topology: CPUTopology | None) -> str:
     """Exclusive CPUs for explain: "whole core 2 (CPUs 2-3)" when the topology is known."""
-    return f"{describe(cpuset.parse(cpus), topology)} (CPUs {cpus})" if topology is not None else f"CPUs {cpus}"
+    if topology is None:
+        return f"CPUs {cpus}"
+    from sdqos.kube.cputopology import describe  # (explain only)
+
+    return f"{describe(cpuset.parse(cpus), topology)} (CPUs {cpus})"
 
 
 def _why_vm_cpus(vm: VirtualMachine, node: NodeConfig, cpus: str, topology: CPUTopology | None = None) -> str:

@@ -15,9 +15,8 @@ that alone never makes a container sdqos's to remove).
 from __future__ import annotations
 
 from sdqos.errors import HostError, InvalidInput, PodRunning, SdqosError
-from sdqos.host import cgroupfs, cpustate, podman
+from sdqos.host import cgroupfs, podman
 from sdqos.host import volumes as host_volumes
-from sdqos.kube import cpuset
 from sdqos.kube.naming import cgroup_path, podman_scope
 from sdqos.kube.runspec import PodRunSpec
 from sdqos.kube.security import non_root_error
@@ -25,7 +24,7 @@ from sdqos.plan import podman as flags
 from sdqos.plan import engine
 from sdqos.plan.creation import MINIMUM_GRACE_PERIOD_S
 from sdqos.plan.engine import Plan, PodPlan
-from sdqos.reconcile import cpus, launch
+from sdqos.reconcile import launch
 
 
 # podman's states in which a container's processes may run (podman ps's State)
@@ -129,8 +128,12 @@ def cpu_placement(plan: Plan, pp: PodPlan) -> tuple[PodPlan, dict[str, str]]:
     assignments when ``plan`` had others, so that a container holding CPUs starts without the CFS
     quota (DisableCPUQuotaWithExclusiveCPUs) rather than having it removed by an update after.
     Under policy none: ``pp`` and no flags."""
-    if not cpus.static(plan.node):
+    if plan.node.cpu_manager_policy != "static":
         return pp, {}
+    from sdqos.host import cpustate  # (only under cpuManagerPolicy static: policy none loads no CPU manager)
+    from sdqos.kube import cpuset
+    from sdqos.reconcile import cpus
+
     state = cpustate.load(cpus.policy_for(plan.node))
     held = dict(cpus.assignments(state, pp.pod))
     if plan.basis is not None and held != {c.name: c.cpus for c in pp.containers if c.cpus}:

@@ -37,7 +37,7 @@ from sdqos.reconcile.diff import (
     recorded_keys,
     recorded_owner,
 )
-from sdqos.reconcile import cpus, oomwatch
+from sdqos.reconcile import oomwatch
 from sdqos.reconcile.live import (KUBELET, Observation, ReadBack, check_kernel, container_kernel_off,
                                   container_refusals, kernel_refusals, observe)
 from sdqos.reconcile.memo import Memo
@@ -233,16 +233,26 @@ async def _carry_out(sd: SystemdAPI, state: _Pass, settings: Settings, report: R
     if mine is not None:  # (a launched scope's processes get theirs from run/adopt, after)
         bindings = {n: b for n, b in bindings.items() if n in mine and n not in state.launched}
     report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
-    try:  # cpuManagerPolicy static: assignments of removed pods released, affinity re-checked
-        cpus.sync_cpus(plan, [n for n in [*obs.live, *scopes] if n not in removed], bindings, scopes, report.warnings,
-                       full=mine is None, run_dir=settings.run_dir)
-    except SdqosError as exc:
-        report.errors.append(str(exc))
+    if plan.node.cpu_manager_policy == "static":  # assignments of removed pods released, affinity re-checked
+        _sync_cpus(plan, [n for n in [*obs.live, *scopes] if n not in removed], bindings, scopes, mine is None,
+                   settings.run_dir, report)
     if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
         report.oom_kills, oom_error = oomwatch.track(state.synced, {n: sc.cgroup for n, sc in scopes.items()},
                                                      settings.run_dir)
         if oom_error:
             report.warnings.append(oom_error)
+
+
+def _sync_cpus(plan: Plan, units: list[str], bindings: dict, scopes: dict, full: bool, run_dir: Path,
+               report: Report) -> None:
+    """cpuManagerPolicy static: the CPU manager's part of a sync (:func:`sdqos.reconcile.cpus.sync_cpus`);
+    imported only then (policy none loads no CPU manager)."""
+    from sdqos.reconcile import cpus
+
+    try:
+        cpus.sync_cpus(plan, units, bindings, scopes, report.warnings, full=full, run_dir=run_dir)
+    except SdqosError as exc:
+        report.errors.append(str(exc))
 
 
 def _record_applied(state: _Pass, done: set[str], removed: set[str], run_dir: Path, report: Report) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sdqos.host import cpustate
 from sdqos.kube import cpuset
 from sdqos.kube.quantity import Quantity
 from sdqos.loading import cache as pc
@@ -315,7 +316,7 @@ def test_the_shared_cpu_pool_is_part_of_the_context_and_of_the_fragments(tmp_pat
     cfg, run = config(tmp_path), tmp_path / "run"
     write(cfg / "node.yaml", NODE + 'cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n')
     pool = ["0-3"]
-    monkeypatch.setattr(incremental.cpustate, "decoded",
+    monkeypatch.setattr(cpustate, "decoded",
                         lambda run_dir=None: CPUManagerState("static", default_cpuset=cpuset.parse(pool[0])))
     c = load_config(cfg, detected=CAPACITY)
     for _ in range(2):  # cold, then warm from the fragments
