@@ -293,3 +293,30 @@ def test_the_cycle_checker_accepts_a_package_that_imports_its_children():
     assert strongly_connected(module_graph(_synthetic({
         "p": "from p.app import run\n", "p.app": "from p import VERSION, render\n", "p.render": ""}))) \
         == [frozenset({"p", "p.app"})]
+
+
+# --- short functions ------------------------------------------------------------------------------
+# A function over 80 lines hides its steps; tables (module-level data) may be as long as they are.
+
+FUNCTION_MAX_LINES = 80
+
+
+def long_functions(source: str, module: str) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            n = (node.end_lineno or node.lineno) - node.lineno + 1
+            if n > FUNCTION_MAX_LINES:
+                out.append(f"{module}.{node.name} (line {node.lineno}): {n} lines")
+    return out
+
+
+def test_no_function_is_over_80_lines():
+    found = [f for p in all_modules() for f in long_functions(p.read_text(), module_name(p))]
+    assert found == [], "functions over 80 lines:\n" + "\n".join(found)
+
+
+def test_the_length_check_finds_a_long_function_and_not_a_long_table():
+    body = "\n".join(f"    x{i} = {i}" for i in range(80))
+    assert long_functions(f"def f():\n{body}\n", "m") == ["m.f (line 1): 81 lines"]
+    assert long_functions("TABLE = [\n" + ",\n".join(str(i) for i in range(200)) + "]\n", "m") == []
