@@ -1,0 +1,83 @@
+"""A VM with spec.cpu.dedicatedCpuPlacement that libvirt runs (declared in vms/ with its libvirt
+domain, found by a sync), under cpuManagerPolicy static on cgroup v1: real libvirtd and qemu in the
+sandbox (started as tests/reconcile/test_vms_sandbox.py starts libvirt domains), the kernel's record
+of each qemu thread's CPUs (/proc/PID/task/*/status Cpus_allowed_list) and the state file. node.yaml
+reserves CPU 0: the sync that finds the domain gives it CPU 1 (keyed by the VM's uid, container
+"compute"), a Guaranteed 1-CPU pod is then refused, and the sync after the domain is destroyed gives
+the CPU back."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sdqos import sandbox as sbx
+from sdqos.kube.manifests import stable_uid
+
+from .. import vmtools as vm
+from ..sandbox.test_vmtools import vm_sandbox  # noqa: F401 (fixture)
+from ..sbhelpers import active_state, sdqos_in, sync_json, wait_for
+from .test_vm_cpus_sandbox import STATIC, _pod, _state, _threads_cpus, _vm
+
+pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not Path("/sys/devices/system/cpu/cpu1").exists(),
+                                reason="needs CPUs 0 and 1")
+
+LV_UID = stable_uid("VirtualMachine", "lv")
+
+
+@pytest.fixture
+def lv_sandbox(vm_sandbox):  # noqa: F811
+    """The sandbox with libvirtd and machined, cleaned as test_vms_sandbox cleans it, with no CPU
+    manager state before and after (a VM's CPUs are given back only by a sync after it is gone)."""
+    sbx.reset_units(vm_sandbox)
+    sbx.run(vm_sandbox, ["systemctl", "revert", "machine.slice"])
+    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json",
+                         "/run/sdqos/cpu_manager_state"])
+    yield vm_sandbox
+    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/cpu_manager_state"])
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    d = tmp_path / "cfg"
+    (d / "pods").mkdir(parents=True)
+    (d / "vms").mkdir()
+    (d / "node.yaml").write_text(STATIC)
+    (d / "vms" / "lv.yaml").write_text(_vm("lv", True) + "  libvirt: {domain: lvded}\n")
+    (d / "pods" / "gu.yaml").write_text(_pod("gu", "1", True))
+    return d
+
+
+def test_a_dedicated_libvirt_vm_gets_cpu_1_at_sync_and_gives_it_back_when_destroyed(lv_sandbox, config):
+    sb = lv_sandbox
+    dom = vm.libvirt_start_domain(sb, "lvded")
+    try:
+        host = vm.host_pid(sb, dom.inner_pid)
+        assert host is not None
+        assert set(_threads_cpus(host).values()) != {"1"}  # libvirt started it on every CPU
+        report = sync_json(sb, config)
+        assert report["errors"] == [], report
+        assert not any("dedicatedCpuPlacement" in w for w in report["warnings"]), report["warnings"]
+        threads = _threads_cpus(host)
+        assert len(threads) > 1 and set(threads.values()) == {"1"}, threads  # every qemu thread: CPU 1
+        st = _state(sb)
+        assert st["defaultCpuSet"] == "0" and st["entries"] == {LV_UID: {"compute": "1"}}, st
+
+        r = sdqos_in(sb, "run", "--config", str(config), "st/gu", "app", "--", "true")
+        assert r.returncode == 2, (r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and "pod st/gu: container app needs 1 exclusive CPUs (cpuManagerPolicy " \
+            "static), CPUs free: 0 (none)" in r.stderr, r.stderr
+
+        again = sync_json(sb, config)  # kept while the domain runs
+        assert again["errors"] == [] and _state(sb)["entries"] == {LV_UID: {"compute": "1"}}
+        assert set(_threads_cpus(host).values()) == {"1"}
+
+        vm.libvirt_destroy_domain(sb, "lvded")
+        wait_for(lambda: active_state(sb, dom.scope) in ("inactive", "failed", ""), f"{dom.scope} gone", timeout=60)
+        sync_json(sb, config)
+        st = _state(sb)
+        assert st.get("entries") in ({}, None) and st["defaultCpuSet"] == "0-1", st  # the pool grew back
+    finally:
+        vm.libvirt_destroy_domain(sb, "lvded")
