@@ -504,9 +504,8 @@ class SyncPass:
                         raise InvalidInput(f"VM {ref.vm} runs in {owned}, which libvirt or machined manage; adopting "
                                            "it would break them (sdqos tunes that scope by itself: "
                                            "spec.libvirt.domain). Pass --force to take it anyway")
-                held, cfg2, p2 = None, cfg, p
-                if ref.vm is None:  # kubelet's admission and the pod's CPUs, as for run (a running pod is admitted)
-                    held, cfg2, p2 = await self._admit(sd, cfg, p, ref)  # allocate, then plan
+                # kubelet's admission and the pod's CPUs (a dedicated VM's), as for run (a running pod is admitted)
+                held, cfg2, p2 = await self._admit(sd, cfg, p, ref)  # allocate, then plan
                 made = launch_target(p2, ref)
                 cpus = held if p2.cgroup == "v1" else None  # (v2: the scope's AllowedCPUs hold them)
                 if await launch.attach(sd, made, all_pids):

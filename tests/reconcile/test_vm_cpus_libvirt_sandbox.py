@@ -81,3 +81,26 @@ def test_a_dedicated_libvirt_vm_gets_cpu_1_at_sync_and_gives_it_back_when_destro
         assert st.get("entries") in ({}, None) and st["defaultCpuSet"] == "0-1", st  # the pool grew back
     finally:
         vm.libvirt_destroy_domain(sb, "lvded")
+
+
+def test_adopt_vm_of_a_dedicated_vm_allocates_its_cpu_at_once(lv_sandbox, config):
+    """`sdqos adopt --vm` of a dedicated VM's qemu started outside sdqos (as test_vms_sandbox's adopt
+    tests start one): its CPU is allocated and set on every qemu thread by adopt, before any sync."""
+    sb = lv_sandbox
+    (config / "vms" / "lv.yaml").unlink()
+    (config / "vms" / "ad.yaml").write_text(_vm("ad", True))
+    ad, ad_pid = vm.start_qemu(sb, "ad")
+    try:
+        host = vm.host_pid(sb, ad_pid)
+        assert host is not None
+        r = sdqos_in(sb, "adopt", "--config", str(config), "--vm", "ad", str(ad_pid))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "created machine-ad.scope with 1 process(es) of vm ad"
+        st = _state(sb)  # no sync yet
+        assert st["defaultCpuSet"] == "0" and st["entries"] == {stable_uid("VirtualMachine", "ad"): {"compute": "1"}}, st
+        threads = _threads_cpus(host)
+        assert len(threads) > 1 and set(threads.values()) == {"1"}, threads
+        r = sdqos_in(sb, "run", "--config", str(config), "st/gu", "app", "--", "true")
+        assert r.returncode == 2 and "CPUs free: 0 (none)" in r.stderr, (r.stdout, r.stderr)
+    finally:
+        vm.stop_qemu(ad)
