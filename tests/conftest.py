@@ -38,6 +38,12 @@ _HOST_BEFORE: dict = {}
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     _HOST_BEFORE.update(hostguard.snapshot())
+    # A session started in the background by a non-interactive shell (`cmd &`, nohup) inherits
+    # SIGINT ignored, and so would every process it starts: the Ctrl-C tests' SIGINT would be
+    # lost on sdqos before it ran (Python keeps an ignored SIGINT ignored). Python's own handler
+    # here makes the children start with the default again (a handler is reset by exec).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
