@@ -300,8 +300,11 @@ def test_an_empty_pod_file_removes_nothing(clean_sandbox, cfg):
 # --- run/adopt never steal another owner's process -----------------------------------------------
 
 
-def inner_pid_of(sb, pattern: str) -> str:
-    return wait_for(lambda: sb.run(["pgrep", "-f", pattern]).stdout.split(), what=pattern)[0]
+def inner_pid_of(sb, command: str) -> str:
+    """The PID of the process whose whole command line is ``command`` (anchored: `systemd-run ...
+    sleep N` matches an unanchored pattern too, before it has made its scope and exec'd sleep; the
+    command may be spelt with its path)."""
+    return wait_for(lambda: sb.run(["pgrep", "-f", f"^([^ ]*/)?{command}$"]).stdout.split(), what=command)[0]
 
 
 def test_adopt_refuses_a_process_of_another_runtime_unless_forced(clean_sandbox, cfg):
