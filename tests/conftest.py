@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 from sdqos import sandbox as sbx
 
 from . import hostguard
+from .sbhelpers import forget_cpu_state
 
 # --- Hypothesis: deterministic in CI, exploring locally (docs/testing.md) ------------------------
 #
@@ -216,7 +217,7 @@ def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     sbx.run(sandbox, ["systemctl", "stop", "machine.slice"], timeout=60)
     sbx.run(sandbox, ["systemctl", "revert", "machine.slice"])
     sbx.run(sandbox, ["systemctl", "start", "machine.slice"])  # as the instance boots it
-    sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json",
-                      "/run/sdqos/noop.json", "/run/sdqos/cpu_manager_state"])
+    sbx.run(sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json", "/run/sdqos/noop.json"])
+    forget_cpu_state(sandbox)
     forget_oom_kills(sandbox)
     return sandbox

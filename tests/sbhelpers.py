@@ -151,6 +151,38 @@ def remove_sync_units(sb: sbx.Sandbox, directory: str = "/run/systemd/system") -
     sbx.run(sb, ["systemctl", "daemon-reload"])
 
 
+# --- the static CPU manager -----------------------------------------------------------------------
+
+CPU_STATE = "/run/sdqos/cpu_manager_state"  # kubelet's checkpoint, in the sandbox's (or guest's) run dir
+CAPACITY = '{cpu: "4", memory: 4Gi, pids: "100000"}'  # 4 CPUs on a host of 2: kubelet's allocatable check passes
+
+
+def static_node(reserved: str = "0", *, capacity: str | None = CAPACITY, policy: str | None = "static",
+                **extra: str | None) -> str:
+    """node.yaml of the static CPU manager's tests: capacity, reservedSystemCPUs, cpuManagerPolicy,
+    then each of ``extra`` as `key: value`, in that order; a field given None is left out (capacity:
+    detected; cpuManagerPolicy: the default, none)."""
+    fields = {"capacity": capacity, "reservedSystemCPUs": f'"{reserved}"', "cpuManagerPolicy": policy, **extra}
+    return "".join(f"{k}: {v}\n" for k, v in fields.items() if v is not None)
+
+
+def static_config(cfg_dir: Path, reserved: str = "0", **node: str | None) -> Path:
+    """``cfg_dir`` with a pods/ folder and static_node(reserved, **node) as its node.yaml."""
+    (cfg_dir / "pods").mkdir(parents=True, exist_ok=True)
+    (cfg_dir / "node.yaml").write_text(static_node(reserved, **node))
+    return cfg_dir
+
+
+def forget_cpu_state(sb: sbx.Sandbox) -> None:
+    """No CPUs given to any container: the CPU manager's state file removed from the sandbox."""
+    sbx.run(sb, ["rm", "-f", CPU_STATE])
+
+
+def cpu_state(sb: sbx.Sandbox) -> dict:
+    """The CPU manager's state file in the sandbox's run dir, read from the host."""
+    return json.loads((Path(sb.run_dir) / CPU_STATE.removeprefix("/run/")).read_text())
+
+
 # --- processes a test starts: always ended, whatever happens --------------------------------------
 
 

@@ -14,9 +14,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
-from ..reconcile.test_cpu_static_sandbox import _one_pid, config, pytestmark  # noqa: F401 (fixture, skip mark)
+from ..cpufixtures import needs_cpus_0_and_1, one_pid
+from ..reconcile.test_cpu_static_sandbox import config  # noqa: F401 (fixture)
 from ..reconcile.test_scopes_sandbox import kill_all, run_bg
 from ..sbhelpers import cgroup_rel, sdqos_in, sync_json
+
+pytestmark = needs_cpus_0_and_1
 
 
 def _status(sb, config, *extra) -> tuple[dict, str]:
@@ -43,9 +46,9 @@ def test_status_and_metrics_show_cpus_and_affinity_drift(clean_sandbox, config):
     gu = run_bg(sb, config, "st/gu", "app", "--", "sleep", "300")
     bu = None
     try:
-        gu_pid = _one_pid(sb, gu_rel)
+        gu_pid = one_pid(sb, gu_rel)
         bu = run_bg(sb, config, "st/bu", "app", "--", "sleep", "300")
-        _one_pid(sb, bu_rel)
+        one_pid(sb, bu_rel)
         sync_json(sb, config)
         st, text = _status(sb, config)
         units = {u["unit"]: u for u in st["units"]}

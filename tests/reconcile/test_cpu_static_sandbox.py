@@ -9,10 +9,8 @@ Guaranteed pod pass kubelet's allocatable check, so that the CPU manager is what
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,54 +22,20 @@ from sdqos.kube.naming import container_scope
 
 from sdqos.kube import cpuset
 
-from ..sbhelpers import cgroup_rel, sdqos_in, sync_json, wait_for
+from ..cpufixtures import needs_cpus_0_and_1, one_pid, pod_yaml
+from ..sbhelpers import cgroup_rel, cpu_state, sdqos_in, static_config, sync_json, wait_for
 from .test_scopes_sandbox import kill_all, procs_of, run_bg
 
-pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not Path("/sys/devices/system/cpu/cpu1").exists(),
-                                reason="needs CPUs 0 and 1")
-
-
-def _pod(name: str, cpu: str, limit: bool) -> str:
-    res = f'{{cpu: "{cpu}", memory: 16Mi}}'
-    return f"""\
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: st}}
-spec:
-  containers:
-  - name: app
-    resources: {{requests: {res}{", limits: " + res if limit else ""}}}
-"""
+pytestmark = needs_cpus_0_and_1
 
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    d = tmp_path / "cfg"
-    (d / "pods").mkdir(parents=True)
-    (d / "node.yaml").write_text('capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\n'
-                                 'reservedSystemCPUs: "0"\ncpuManagerPolicy: static\n')
-    (d / "pods" / "gu.yaml").write_text(_pod("gu", "1", True))
-    (d / "pods" / "gu2.yaml").write_text(_pod("gu2", "1", True))
-    (d / "pods" / "bu.yaml").write_text(_pod("bu", "100m", False))
+    d = static_config(tmp_path / "cfg")
+    (d / "pods" / "gu.yaml").write_text(pod_yaml("gu", "1", True))
+    (d / "pods" / "gu2.yaml").write_text(pod_yaml("gu2", "1", True))
+    (d / "pods" / "bu.yaml").write_text(pod_yaml("bu", "100m", False))
     return d
-
-
-def _state(sb) -> dict:
-    return json.loads((Path(sb.run_dir) / "sdqos" / "cpu_manager_state").read_text())
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _one_pid(sb, rel: str) -> int:
-    """The container's one process once it runs the command (`sdqos run` is in the scope before
-    it sets the affinity and execs)."""
-    return wait_for(lambda: (lambda ps: ps[0] if len(ps) == 1 and _comm(ps[0]) == "sleep" else None)(procs_of(sb, rel)),
-                    what=f"sleep alone in {rel}", timeout=90)
 
 
 def _quota(sb, rel: str) -> tuple[int, int]:
@@ -88,27 +52,27 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
     gu = run_bg(sb, config, "st/gu", "app", "--", "sleep", "300")
     bu = None
     try:
-        gu_pid = _one_pid(sb, gu_rel)
+        gu_pid = one_pid(sb, gu_rel)
         assert os.sched_getaffinity(gu_pid) == {1}
         # DisableCPUQuotaWithExclusiveCPUs, at once: run allocated the CPUs before it planned the scope
         assert _quota(sb, gu_rel) == (-1, -1)
-        st = _state(sb)
+        st = cpu_state(sb)
         assert st["policyName"] == "static" and st["defaultCpuSet"] == "0" and st["entries"] == {gu_uid: {"app": "1"}}
         bu = run_bg(sb, config, "st/bu", "app", "--", "sleep", "300")
-        assert os.sched_getaffinity(_one_pid(sb, bu_rel)) == {0}  # the shared pool (the reserved CPU is in it)
+        assert os.sched_getaffinity(one_pid(sb, bu_rel)) == {0}  # the shared pool (the reserved CPU is in it)
 
         r = sbx.run(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "st/gu2", "app", "--", "true"],
                     timeout=120)
         assert r.returncode == 2, (r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and "pod st/gu2: container app needs 1 exclusive CPUs (cpuManagerPolicy " \
             "static), CPUs free: 0 (none): not enough cpus available to satisfy request" in r.stderr, r.stderr
-        assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}
+        assert cpu_state(sb)["entries"] == {gu_uid: {"app": "1"}}
 
         os.sched_setaffinity(gu_pid, {0, 1})  # changed behind sdqos's back: the sync sets it again
         report = sync_json(sb, config)
         assert any("CPU affinity" in w for w in report["warnings"]), report["warnings"]
         assert os.sched_getaffinity(gu_pid) == {1}
-        assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}  # the state survives a sync
+        assert cpu_state(sb)["entries"] == {gu_uid: {"app": "1"}}  # the state survives a sync
         r = sdqos_in(sb, "explain", "--config", str(config), "st/gu")  # where the CPUs lie, on this host's /sys
         siblings = Path("/sys/devices/system/cpu/cpu1/topology/thread_siblings_list").read_text().strip()
         where = "whole core 1" if siblings == "1" else f"core {min(cpuset.parse(siblings))} (1 of {len(cpuset.parse(siblings))} threads)"
@@ -121,7 +85,7 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
         (config / "pods" / "gu.yaml").unlink()
         wait_for(lambda: not procs_of(sb, gu_rel), what="gu's scope empty", timeout=60)
         sync_json(sb, config)
-        st = _state(sb)
+        st = cpu_state(sb)
         assert st.get("entries") in ({}, None) and st["defaultCpuSet"] == "0-1", st
     finally:
         kill_all(gu, bu)
@@ -141,7 +105,7 @@ def test_adopt_allocates_the_pods_cpus_and_its_scope_has_no_quota_at_once(clean_
         r = sdqos_in(sb, "adopt", "--config", str(config), "st/gu", "app", *inner)
         assert r.returncode == 0, (r.stdout, r.stderr)
         assert r.stdout.strip().startswith(f"created {container_scope(gu_uid, 'app')} with 2 process(es)"), r.stdout
-        assert _state(sb)["entries"] == {gu_uid: {"app": "1"}}
+        assert cpu_state(sb)["entries"] == {gu_uid: {"app": "1"}}
         pids = procs_of(sb, gu_rel)
         assert len(pids) == 2 and all(os.sched_getaffinity(pid) == {1} for pid in pids), pids
         assert _quota(sb, gu_rel) == (-1, -1)

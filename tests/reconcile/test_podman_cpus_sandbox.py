@@ -13,10 +13,12 @@ import sys
 
 from sdqos import sandbox as sbx
 
-from ..sbhelpers import sdqos_in
-from .test_cpu_static_sandbox import pytestmark  # noqa: F401 (needs CPUs 0 and 1)
+from ..cpufixtures import needs_cpus_0_and_1
+from ..sbhelpers import sdqos_in, static_node
 from .test_podman_sandbox import cgroup_file, inspect, podman, podman_env  # noqa: F401 (fixture)
 from .test_scopes_sandbox import can_lower_oom
+
+pytestmark = needs_cpus_0_and_1
 
 # The container's first act: print its own status (cat inherits the shell's affinity), then wait.
 REPORT = '["/bin/sh", "-c", "cat /proc/self/status; trap \'exit 0\' TERM; sleep 100000 & wait"]'
@@ -36,7 +38,7 @@ spec:
     command: {REPORT}
     resources: {{requests: {{cpu: 500m, memory: 32Mi}}, limits: {{cpu: 500m, memory: 32Mi}}}}
 """
-NODE = 'capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\nreservedSystemCPUs: "0"\ncpuManagerPolicy: static\n'
+NODE = static_node()
 
 
 # Only where root may not lower oom_score_adj (no CAP_SYS_RESOURCE, as on our CI VMs): crun would

@@ -8,50 +8,41 @@ the CPU back."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
 
 from .. import vmtools as vm
+from ..cpufixtures import needs_cpus_0_and_1, vm_cpu_config, vm_yaml  # noqa: F401 (fixture)
 from ..sandbox.test_vmtools import vm_sandbox  # noqa: F401 (fixture)
-from ..sbhelpers import active_state, sdqos_in, sync_json, wait_for
-from .test_vm_cpus_sandbox import STATIC, _pod, _state, _threads_cpus, _vm
+from ..sbhelpers import active_state, cpu_state, forget_cpu_state, sdqos_in, sync_json, wait_for
+from .test_vm_cpus_sandbox import _threads_cpus
+from .test_vms_sandbox import lv_sandbox  # noqa: F401 (fixture)
 
-pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not Path("/sys/devices/system/cpu/cpu1").exists(),
-                                reason="needs CPUs 0 and 1")
+pytestmark = needs_cpus_0_and_1
 
 LV_UID = stable_uid("VirtualMachine", "lv")
 
 
 @pytest.fixture
-def lv_sandbox(vm_sandbox):  # noqa: F811
-    """The sandbox with libvirtd and machined, cleaned as test_vms_sandbox cleans it, with no CPU
-    manager state before and after (a VM's CPUs are given back only by a sync after it is gone)."""
-    sbx.reset_units(vm_sandbox)
-    sbx.run(vm_sandbox, ["systemctl", "revert", "machine.slice"])
-    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json",
-                         "/run/sdqos/cpu_manager_state"])
-    yield vm_sandbox
-    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/cpu_manager_state"])
+def lv_cpu_sandbox(lv_sandbox):
+    """test_vms_sandbox's sandbox with libvirtd and machined, with no CPU manager state before and
+    after (a VM's CPUs are given back only by a sync after it is gone)."""
+    forget_cpu_state(lv_sandbox)
+    yield lv_sandbox
+    forget_cpu_state(lv_sandbox)
 
 
 @pytest.fixture
-def config(tmp_path: Path) -> Path:
-    d = tmp_path / "cfg"
-    (d / "pods").mkdir(parents=True)
-    (d / "vms").mkdir()
-    (d / "node.yaml").write_text(STATIC)
-    (d / "vms" / "lv.yaml").write_text(_vm("lv", True) + "  libvirt: {domain: lvded}\n")
-    (d / "pods" / "gu.yaml").write_text(_pod("gu", "1", True))
-    return d
+def config(vm_cpu_config: Path) -> Path:
+    (vm_cpu_config / "vms" / "lv.yaml").write_text(vm_yaml("lv", True) + "  libvirt: {domain: lvded}\n")
+    return vm_cpu_config
 
 
-def test_a_dedicated_libvirt_vm_gets_cpu_1_at_sync_and_gives_it_back_when_destroyed(lv_sandbox, config):
-    sb = lv_sandbox
+def test_a_dedicated_libvirt_vm_gets_cpu_1_at_sync_and_gives_it_back_when_destroyed(lv_cpu_sandbox, config):
+    sb = lv_cpu_sandbox
     dom = vm.libvirt_start_domain(sb, "lvded")
     try:
         host = vm.host_pid(sb, dom.inner_pid)
@@ -62,7 +53,7 @@ def test_a_dedicated_libvirt_vm_gets_cpu_1_at_sync_and_gives_it_back_when_destro
         assert not any("dedicatedCpuPlacement" in w for w in report["warnings"]), report["warnings"]
         threads = _threads_cpus(host)
         assert len(threads) > 1 and set(threads.values()) == {"1"}, threads  # every qemu thread: CPU 1
-        st = _state(sb)
+        st = cpu_state(sb)
         assert st["defaultCpuSet"] == "0" and st["entries"] == {LV_UID: {"compute": "1"}}, st
 
         r = sdqos_in(sb, "run", "--config", str(config), "st/gu", "app", "--", "true")
@@ -71,24 +62,24 @@ def test_a_dedicated_libvirt_vm_gets_cpu_1_at_sync_and_gives_it_back_when_destro
             "static), CPUs free: 0 (none)" in r.stderr, r.stderr
 
         again = sync_json(sb, config)  # kept while the domain runs
-        assert again["errors"] == [] and _state(sb)["entries"] == {LV_UID: {"compute": "1"}}
+        assert again["errors"] == [] and cpu_state(sb)["entries"] == {LV_UID: {"compute": "1"}}
         assert set(_threads_cpus(host).values()) == {"1"}
 
         vm.libvirt_destroy_domain(sb, "lvded")
         wait_for(lambda: active_state(sb, dom.scope) in ("inactive", "failed", ""), f"{dom.scope} gone", timeout=60)
         sync_json(sb, config)
-        st = _state(sb)
+        st = cpu_state(sb)
         assert st.get("entries") in ({}, None) and st["defaultCpuSet"] == "0-1", st  # the pool grew back
     finally:
         vm.libvirt_destroy_domain(sb, "lvded")
 
 
-def test_adopt_vm_of_a_dedicated_vm_allocates_its_cpu_at_once(lv_sandbox, config):
+def test_adopt_vm_of_a_dedicated_vm_allocates_its_cpu_at_once(lv_cpu_sandbox, config):
     """`sdqos adopt --vm` of a dedicated VM's qemu started outside sdqos (as test_vms_sandbox's adopt
     tests start one): its CPU is allocated and set on every qemu thread by adopt, before any sync."""
-    sb = lv_sandbox
+    sb = lv_cpu_sandbox
     (config / "vms" / "lv.yaml").unlink()
-    (config / "vms" / "ad.yaml").write_text(_vm("ad", True))
+    (config / "vms" / "ad.yaml").write_text(vm_yaml("ad", True))
     ad, ad_pid = vm.start_qemu(sb, "ad")
     try:
         host = vm.host_pid(sb, ad_pid)
@@ -96,7 +87,7 @@ def test_adopt_vm_of_a_dedicated_vm_allocates_its_cpu_at_once(lv_sandbox, config
         r = sdqos_in(sb, "adopt", "--config", str(config), "--vm", "ad", str(ad_pid))
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == "created machine-ad.scope with 1 process(es) of vm ad"
-        st = _state(sb)  # no sync yet
+        st = cpu_state(sb)  # no sync yet
         assert st["defaultCpuSet"] == "0" and st["entries"] == {stable_uid("VirtualMachine", "ad"): {"compute": "1"}}, st
         threads = _threads_cpus(host)
         assert len(threads) > 1 and set(threads.values()) == {"1"}, threads

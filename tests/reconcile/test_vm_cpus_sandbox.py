@@ -22,68 +22,33 @@ from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
 from .. import vmtools as vm
+from ..cpufixtures import needs_cpus_0_and_1, one_pid, pod_yaml, vm_yaml, vm_cpu_config  # noqa: F401 (fixture)
 from ..sandbox.test_vmtools import need
-from ..sbhelpers import active_state, cgroup_rel, sdqos_in, sync_json, wait_for
+from ..sbhelpers import active_state, cgroup_rel, cpu_state, forget_cpu_state, sdqos_in, static_node, sync_json, \
+    wait_for
 from .test_scopes_sandbox import kill_all, procs_of, run_bg
 
-pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not Path("/sys/devices/system/cpu/cpu1").exists(),
-                                reason="needs CPUs 0 and 1")
+pytestmark = needs_cpus_0_and_1
 
-STATIC = 'capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\nreservedSystemCPUs: "0"\ncpuManagerPolicy: static\n'
-NONE = 'capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\nreservedSystemCPUs: "0"\n'
+STATIC = static_node()
+NONE = static_node(policy=None)
 DV_UID = stable_uid("VirtualMachine", "dv")  # no metadata.uid: derived from the name, as a pod's is
-
-
-def _vm(name: str, dedicated: bool) -> str:
-    return f"""\
-apiVersion: sdqos.io/v1alpha1
-kind: VirtualMachine
-metadata: {{name: {name}}}
-spec:
-  resources:
-    limits: {{cpu: "1", memory: 64Mi}}
-  overhead: {{cpu: 100m, memory: 64Mi}}
-{"  cpu: {dedicatedCpuPlacement: true}" if dedicated else ""}
-"""
-
-
-def _pod(name: str, cpu: str, limit: bool) -> str:
-    res = f'{{cpu: "{cpu}", memory: 16Mi}}'
-    return f"""\
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: st}}
-spec:
-  containers:
-  - name: app
-    resources: {{requests: {res}{", limits: " + res if limit else ""}}}
-"""
 
 
 @pytest.fixture
 def qsb(clean_sandbox):
-    """The sandbox with no CPU manager state before and after (clean_sandbox keeps that file, and
-    a VM's CPUs are given back only by a sync after it is gone: the next test must not find them)."""
+    """The sandbox with no CPU manager state before (clean_sandbox) and after (a VM's CPUs are given
+    back only by a sync after it is gone: the next test must not find them)."""
     need(vm.qemu_available())
-    sbx.run(clean_sandbox, ["rm", "-f", "/run/sdqos/cpu_manager_state"])
     yield clean_sandbox
-    sbx.run(clean_sandbox, ["rm", "-f", "/run/sdqos/cpu_manager_state"])
+    forget_cpu_state(clean_sandbox)
 
 
 @pytest.fixture
-def config(tmp_path: Path) -> Path:
-    d = tmp_path / "cfg"
-    (d / "pods").mkdir(parents=True)
-    (d / "vms").mkdir()
-    (d / "node.yaml").write_text(STATIC)
-    (d / "vms" / "dv.yaml").write_text(_vm("dv", True))
-    (d / "pods" / "gu.yaml").write_text(_pod("gu", "1", True))
-    (d / "pods" / "bu.yaml").write_text(_pod("bu", "100m", False))
-    return d
-
-
-def _state(sb) -> dict:
-    return json.loads((Path(sb.run_dir) / "sdqos" / "cpu_manager_state").read_text())
+def config(vm_cpu_config: Path) -> Path:
+    (vm_cpu_config / "vms" / "dv.yaml").write_text(vm_yaml("dv", True))
+    (vm_cpu_config / "pods" / "bu.yaml").write_text(pod_yaml("bu", "100m", False))
+    return vm_cpu_config
 
 
 def _threads_cpus(pid: int) -> dict[int, str]:
@@ -120,18 +85,6 @@ def _run_vm(sb, config: Path, name: str) -> tuple[subprocess.Popen, int]:
     return p, host
 
 
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _one_pid(sb, rel: str) -> int:
-    return wait_for(lambda: (lambda ps: ps[0] if len(ps) == 1 and _comm(ps[0]) == "sleep" else None)(procs_of(sb, rel)),
-                    what=f"sleep alone in {rel}", timeout=90)
-
-
 def _rel(name: str, tier: str) -> str:
     uid = stable_uid("st", name)
     return cgroup_rel(container_scope(uid, "app"), f"kubepods{tier}-pod{uid.replace('-', '_')}.slice")
@@ -144,13 +97,13 @@ def _gone(sb, p: subprocess.Popen, scope: str) -> None:
 
 def test_a_dedicated_vm_takes_cpu_1_from_the_pods_pool_and_gives_it_back(qsb, config):
     sb = qsb
-    (config / "vms" / "sv.yaml").write_text(_vm("sv", False))
+    (config / "vms" / "sv.yaml").write_text(vm_yaml("sv", False))
     dv = sv = bu = gu = None
     try:
         dv, dv_pid = _run_vm(sb, config, "dv")
         threads = _threads_cpus(dv_pid)
         assert len(threads) > 1 and set(threads.values()) == {"1"}, threads  # every qemu thread: CPU 1
-        st = _state(sb)
+        st = cpu_state(sb)
         assert st["defaultCpuSet"] == "0" and st["entries"] == {DV_UID: {"compute": "1"}}, st
         sv, sv_pid = _run_vm(sb, config, "sv")  # no dedicatedCpuPlacement: the shared pool
         assert set(_threads_cpus(sv_pid).values()) == {"0"}
@@ -160,7 +113,7 @@ def test_a_dedicated_vm_takes_cpu_1_from_the_pods_pool_and_gives_it_back(qsb, co
         assert r.stderr.count("\n") == 1 and "pod st/gu: container app needs 1 exclusive CPUs (cpuManagerPolicy " \
             "static), CPUs free: 0 (none)" in r.stderr, r.stderr
         bu = run_bg(sb, config, "st/bu", "app", "--", "sleep", "300")
-        bu_pid = _one_pid(sb, _rel("bu", "-burstable"))
+        bu_pid = one_pid(sb, _rel("bu", "-burstable"))
         assert os.sched_getaffinity(bu_pid) == {0}
 
         tid = next(iter(threads))
@@ -173,16 +126,16 @@ def test_a_dedicated_vm_takes_cpu_1_from_the_pods_pool_and_gives_it_back(qsb, co
         assert vms["sv"]["cpus"] == {"cpus": "0", "count": 1, "exclusive": False, "affinityOff": {}}, vms["sv"]
         report = sync_json(sb, config)
         assert set(_threads_cpus(dv_pid).values()) == {"1"} and set(_threads_cpus(sv_pid).values()) == {"0"}
-        assert _state(sb)["entries"] == {DV_UID: {"compute": "1"}}  # kept while the VM runs
+        assert cpu_state(sb)["entries"] == {DV_UID: {"compute": "1"}}  # kept while the VM runs
         assert not any("dedicatedCpuPlacement" in w for w in report["warnings"]), report["warnings"]
 
         _gone(sb, dv, "machine-dv.scope")
         sync_json(sb, config)
-        st = _state(sb)
+        st = cpu_state(sb)
         assert st.get("entries") in ({}, None) and st["defaultCpuSet"] == "0-1", st  # the pool grew back
         assert set(_threads_cpus(sv_pid).values()) == {"0-1"} and os.sched_getaffinity(bu_pid) == {0, 1}
         gu = run_bg(sb, config, "st/gu", "app", "--", "sleep", "300")
-        assert os.sched_getaffinity(_one_pid(sb, _rel("gu", ""))) == {1}
+        assert os.sched_getaffinity(one_pid(sb, _rel("gu", ""))) == {1}
     finally:
         kill_all(bu, gu)
         for p in (dv, sv):
@@ -204,7 +157,7 @@ def test_a_dedicated_vm_found_running_without_cpus_gets_them_when_free_and_a_war
         (config / "node.yaml").write_text(STATIC)
         gu = run_bg(sb, config, "st/gu", "app", "--", "sleep", "300")  # the pod takes CPU 1 first
         gu_rel = _rel("gu", "")
-        gu_pid = _one_pid(sb, gu_rel)
+        gu_pid = one_pid(sb, gu_rel)
         assert os.sched_getaffinity(gu_pid) == {1}
         report = sync_json(sb, config)
         assert any(w.startswith("VM dv needs 1 exclusive CPUs (spec.cpu.dedicatedCpuPlacement, cpuManagerPolicy "
@@ -220,7 +173,7 @@ def test_a_dedicated_vm_found_running_without_cpus_gets_them_when_free_and_a_war
         wait_for(lambda: not procs_of(sb, gu_rel), what="gu's scope empty", timeout=60)
         report = sync_json(sb, config)  # gu's CPU back in the pool, and the running VM takes it
         assert not any(w.startswith("VM dv needs") for w in report["warnings"]), report["warnings"]
-        assert _state(sb)["entries"] == {DV_UID: {"compute": "1"}}
+        assert cpu_state(sb)["entries"] == {DV_UID: {"compute": "1"}}
         assert set(_threads_cpus(dv_pid).values()) == {"1"}
     finally:
         kill_all(gu)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import time
 
+from ..sbhelpers import static_node
 from .test_v2_guest import cgroup_dir
 
 CFG = "/root/cpu"
 # capacity 8: kubelet's allocatable check passes the second 2-CPU pod, so the CPU manager refuses it
-NODE = 'capacity: {cpu: "8", memory: 2Gi, pids: "100000"}\nreservedSystemCPUs: "0"\ncpuManagerPolicy: static\n'
+NODE = static_node(capacity='{cpu: "8", memory: 2Gi, pids: "100000"}')
 
 
 def _pod(name: str, requests: str, limits: str | None) -> str:

@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from ..sbhelpers import static_node
 from . import guest as g
 from .conftest import _require_prerequisites
 from .suites import one_suite_name
@@ -23,11 +24,6 @@ from .suites import one_suite_name
 pytestmark = pytest.mark.v2
 
 CONFIG = "/root/numa"
-NODE = """\
-reservedSystemCPUs: "0"
-cpuManagerPolicy: static
-topologyManagerPolicy: {policy}
-"""
 
 
 def _pod(name: str, cpus: int) -> str:
@@ -74,7 +70,7 @@ def _configure(guest, policy: str, node_extra: str = "") -> None:
     pods = "".join(f"cat > {CONFIG}/pods/{n}.yaml <<'X'\n{_pod(n, c)}X\n" for n, c in (("one", 1), ("two", 2), ("big", 3)))
     pods += f"cat > {CONFIG}/pods/duo.yaml <<'X'\n{DUO}X\n"
     guest.check(f"rm -rf {CONFIG} && mkdir -p {CONFIG}/pods && cat > {CONFIG}/node.yaml <<'X'\n"
-                f"{NODE.format(policy=policy)}{node_extra}X\n{pods}")
+                f"{static_node(capacity=None, topologyManagerPolicy=policy)}{node_extra}X\n{pods}")
 
 
 def _cpus_allowed(guest, pid: int) -> str:
