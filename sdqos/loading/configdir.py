@@ -550,14 +550,17 @@ def _scan_files(config_dir: Path, real_dir: Path, insecure: bool, cache: pc.Pars
         real_sub = str(real_parent) if real_parent is not None else None
         for name in names:
             rel = f"{sub}/{name}"
+            key = f"{abs_sub}/{name}"  # = str(path.absolute())
             file_real: str | Path  # a str on the fast path: no Path object per plain file
             try:
                 file_real, file_st = _checked_plain(sub_str, real_sub, name, rel, insecure)
                 if file_st is None:  # a symlink, or something to word an error about: resolve it
                     reads.file(sub_dir / name)
                     file_real, file_st = _checked(config_dir, real_dir, sub_dir / name, insecure)
-                else:
-                    reads.file(f"{sub_str}/{name}", file_st)
+                    identity = pc.file_identity(file_st)
+                else:  # one key and one identity list, shared by the inputs and the parse cache
+                    identity = pc.file_identity(file_st)
+                    reads.file(key, identity=identity)
             except InvalidInput as exc:
                 reads.file(sub_dir / name)
                 found.errors.append(exc)
@@ -570,8 +573,6 @@ def _scan_files(config_dir: Path, real_dir: Path, insecure: bool, cache: pc.Pars
                                       "has content")
                 found.failed.append(rel)
                 continue
-            key = f"{abs_sub}/{name}"  # = str(path.absolute())
-            identity = pc.file_identity(file_st)
             text = cache.lookup(key, identity)
             if text is None or not _entry_of(text, rel):
                 misses.append((sub_dir / name, Path(file_real), sub, rel, key, identity))
