@@ -103,6 +103,7 @@ _ERRORS: dict[str, type[SystemdError]] = {
 }
 _STU = "ssa(sv)a(sa(sv))"
 _CGROUP_KINDS = (".Slice", ".Scope", ".Service", ".Socket", ".Mount", ".Swap")
+_STATE_WORDS: dict[str, str] = {}  # "loaded", "active", "running", ...: the few words units' states are
 _LISTED = ("Id", "Description", "LoadState", "ActiveState", "SubState", "Following")  # in ListUnits rows
 _TRANSIENT = "/run/systemd/transient/"
 _MODULES = {"dbus-fast": "dbus_fast", "dbus-next": "dbus_next"}
@@ -952,8 +953,9 @@ class Systemd:
     async def _read_units(self, patterns: list[str], interfaces_props: Mapping[str, Sequence[str]]) -> dict[str, UnitState]:
         (rows,) = await self._call(MANAGER_PATH, MANAGER, "ListUnitsByPatterns", "asas", [[], patterns])
         units, reqs, owners = {}, [], []
+        word = _STATE_WORDS.setdefault  # (one string per state word, not three per unit: ~0.3 MB at 2000 units)
         for row in rows:
-            u = units[row[0]] = UnitState(row[0], row[2], row[3], row[4], row[6])
+            u = units[row[0]] = UnitState(row[0], word(row[2], row[2]), word(row[3], row[3]), word(row[4], row[4]), row[6])
             kind = f"{SYSTEMD}.{u.name.rsplit('.', 1)[-1].capitalize()}"
             for iface, names in interfaces_props.items():
                 if iface == UNIT:
@@ -967,6 +969,7 @@ class Systemd:
                 if names:
                     reqs.append((u.path, iface, names))
                     owners.append(u)
+        del rows  # (each row's other fields go before the properties are read)
         for u, props in zip(owners, await self._read(reqs)):
             u.props.update(props)
         for u in units.values():

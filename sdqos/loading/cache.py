@@ -25,7 +25,7 @@ from sdqos.kube.manifests import PodIdentity
 from sdqos.kube.model import CPU, MEMORY, Container, Pod, PodResources, Source, VirtualMachine
 from sdqos.kube.quantity import Quantity
 from sdqos.plan.engine import ContainerPlan, PodContext, PodPlan
-from sdqos.plan.properties import ResourceConfig, to_properties
+from sdqos.plan.properties import ResourceConfig, shared
 
 CACHE_NAME = rundir.PARSE_CACHE.name
 FORMAT = rundir.PARSE_CACHE.schema  # (the store's table says what each version added)
@@ -148,21 +148,11 @@ def pod_plan_to_json(pp: PodPlan) -> list:
             pp.grace_period, list(pp.unenforced)]
 
 
-_UNITS: dict[tuple, tuple[ResourceConfig, dict[str, int]]] = {}  # decoded (resources, properties), shared
-
-
 def _unit(v: list, cgroup: str, period: int, container: bool) -> tuple[ResourceConfig, dict[str, int]]:
     """Encoded resources → (ResourceConfig, its properties): the properties follow from the
-    resources in a plan context, so they are not stored. Pods with the same resources share one
-    dict, as they share the ResourceConfig: nothing changes a plan's properties in place (the
-    desired state and the diff copy them), and at 1000 pods the copies were ~0.5 MB of a
-    sync's peak RSS."""
-    key = (*v, cgroup, period, container)
-    hit = _UNITS.get(key)
-    if hit is None:
-        rc = _unrc(v)
-        hit = _UNITS[key] = (rc, to_properties(rc, cgroup, period, container=container))
-    return hit
+    resources in a plan context, so they are not stored; pods with the same resources share the
+    pair (:func:`sdqos.plan.properties.shared`)."""
+    return shared(_unrc(v), cgroup, period, container=container)
 
 
 def pod_plan_from_json(v: list, ctx: PodContext, manifest: Callable[[], Pod]) -> PodPlan:

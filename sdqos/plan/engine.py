@@ -658,6 +658,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False,
         adj = qos.container_oom_score_adj(pod, c, ctx.capacity_memory, qos=cls, pod_level=pod_level)
         if cwhy is not None:
             cwhy["oom_score_adj"] = _why_oom(pod, c, cls, adj, ctx.capacity_memory)
+        crc, cprops = properties.shared(crc, cgroup, period, container=True)
         containers.append(
             ContainerPlan(
                 name=c.name,
@@ -665,11 +666,12 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False,
                 scope=naming.container_scope(pod.uid, c.name),
                 oom_score_adj=adj,
                 resources=crc,
-                properties=to_properties(crc, cgroup, period, container=True),
+                properties=cprops,
                 why=cwhy or {},
                 cpus=mine,
             )
         )
+    rc, props = properties.shared(rc, cgroup, period)
     return PodPlan(
         key=pod.key,
         uid=pod.uid,
@@ -678,7 +680,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False,
         requests=reqs,
         limits=lims,
         resources=rc,
-        properties=to_properties(rc, cgroup, period),
+        properties=props,
         containers=containers,
         why=why or {},
         manifest=pod,

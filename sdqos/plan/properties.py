@@ -35,7 +35,7 @@ from sdqos.kube import cpuset, qos
 DEFAULT_PERIOD_US = qos.QUOTA_PERIOD_US
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResourceConfig:
     """kubelet's ResourceConfig for one cgroup. None = kubelet leaves it unset.
 
@@ -389,6 +389,24 @@ def of_kind(kind: str, cgroup: str) -> str:
     """The property that carries ``kind`` on this cgroup version (WEIGHT on v1: CPUShares)."""
     v = "v1" if cgroup == "v1" else "v2"
     return next(p.name for p in PROPERTIES if p.kind == kind and v in p.versions)
+
+
+_SHARED: dict[tuple, tuple[ResourceConfig, dict[str, int]]] = {}
+_SHARED_MAX = 20_000  # then start over: a long-running pressure loop must not grow it without bound
+
+
+def shared(rc: ResourceConfig, cgroup: str, period_us: int, *, container: bool = False) -> tuple[ResourceConfig, dict[str, int]]:
+    """``rc`` and :func:`to_properties` of it, one pair for all units with equal values: pods
+    repeat a few resource shapes, and at 1000 pods a pair per unit was ~1 MB of a sync's peak
+    RSS. Nothing changes a plan's properties in place (the desired state and the diff copy them),
+    so sharing the dict is safe; a caller that must change one copies it."""
+    key = (rc, cgroup, period_us, container)
+    hit = _SHARED.get(key)
+    if hit is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()
+        hit = _SHARED[key] = (rc, to_properties(rc, cgroup, period_us, container=container))
+    return hit
 
 
 def to_properties(rc: ResourceConfig, cgroup: str, period_us: int, *, container: bool = False) -> dict[str, int]:
