@@ -60,13 +60,13 @@ APPLIED = Record("applied.json", 1, "JSON {unit: {property: value}}", "reconcile
 LAST_SYNC = Record("last-sync.json", 1, "JSON (record_sync below)", "reconcile/syncpass.py (record_sync)", durable=False,
                    input=False)  # rewritten by every sync: the proof reads what it needs of it
 CPU_STATE = Record("cpu_manager_state", 2, "kubelet's CPUManagerCheckpointV2", "host/cpustate.py")
-PARSE_CACHE = Record("parsed.json", 10, "lines of JSON (loading/cache.py)", "loading/cache.py", durable=False)
+PARSE_CACHE = Record("parsed.json", 11, "lines of JSON (loading/cache.py)", "loading/cache.py", durable=False)
 # 10: containers' cpuset (AllowedCPUs, cgroup v2 static CPU manager); 9: VMs keep their uid and spec.cpu.dedicatedCpuPlacement; 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM
 # group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry)
 OBSERVED = Record("observed.json", 1, "JSON {runtime: [key, answer]}", "reconcile/memo.py")
 OOM_KILLS = Record("oom-kills.json", 1, "JSON", "reconcile/oomwatch.py (host/oomevents.py)")
 EVICTED = Record("evicted.json", 1, "JSON {evicted, counts}", "reconcile/evict.py")
-NOOP = Record("noop.json", 5, "JSON (reconcile/noop.py)", "reconcile/noop.py", input=False)
+NOOP = Record("noop.json", 6, "JSON (reconcile/noop.py)", "reconcile/noop.py", input=False)
 # 5: the inputs the loader read (Reads); 4: the node's and tiers' kernel files; 3: the memory-limit
 # property names come from the stamp
 RECORDS = (LOCK, APPLIED, LAST_SYNC, CPU_STATE, PARSE_CACHE, OBSERVED, OOM_KILLS, EVICTED, NOOP)
@@ -88,10 +88,12 @@ def schemas() -> str:
     return ",".join(f"{r.name}:{r.schema}" for r in RECORDS)
 
 
-def identity(st: os.stat_result) -> list[int]:
+def identity(st: os.stat_result) -> str:
     """A file's identity: device, inode, size, mtime, ctime (which only the kernel sets), mode and
-    owner. Equal identities: the same bytes, as far as the kernel tells (to the ns)."""
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid]
+    owner. Equal identities: the same bytes, as far as the kernel tells (to the ns). One string,
+    not eight ints: the loader keeps one per config file (at 1000 pods a list of ints each was
+    ~0.17 MB more of a sync's peak RSS)."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_mode}:{st.st_uid}:{st.st_gid}"
 
 
 def trust(path: str | Path) -> list[int]:
@@ -105,23 +107,22 @@ def trust(path: str | Path) -> list[int]:
     return [st.st_mode, st.st_uid, st.st_gid, st.st_ino, st.st_dev]
 
 
-def identify(path: str | Path) -> list | None:
-    """:func:`identity` of a path as it is named (not followed: lstat), and for a symlink its
-    target and the identity of the file it leads to; None when missing, [errno] when it cannot
-    be looked at."""
+def identify(path: str | Path) -> str | list | None:
+    """:func:`identity` of a path as it is named (not followed: lstat); for a symlink [its
+    identity, its target, the identity of the file it leads to (or the errno)]; None when missing,
+    [errno] when it cannot be looked at."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         return [exc.errno]
-    out: list = identity(st)
-    if stat.S_ISLNK(st.st_mode):
-        try:
-            out += [os.readlink(path), identity(os.stat(path))]
-        except OSError as exc:
-            out += [exc.errno]
-    return out
+    if not stat.S_ISLNK(st.st_mode):
+        return identity(st)
+    try:
+        return [identity(st), os.readlink(path), identity(os.stat(path))]
+    except OSError as exc:
+        return [identity(st), exc.errno]
 
 
 def trusted(st: os.stat_result) -> bool:
@@ -399,18 +400,19 @@ class Reads:
     whole unstable: nothing is proven from it."""
 
     def __init__(self) -> None:
-        self.files: dict[str, list | None] = {}
+        self.files: dict[str, str | list | None] = {}
         self.dirs: dict[str, list] = {}
         self.calls: list[list] = []  # [module:function, args, result, paths]
         self.stable = True
 
-    def file(self, path: str | Path, st: os.stat_result | None = None, *, identity: list | None = None) -> None:
-        """A file about to be read (or looked for); ``st``: its lstat, already taken; ``identity``:
-        :func:`identity` of a regular file's lstat, already made (kept as it is, not copied: at
-        1000 pods a second list per file was ~0.4 MB of a sync's peak)."""
-        if identity is None:
-            identity = globals()["identity"](st) if st is not None and not stat.S_ISLNK(st.st_mode) else identify(path)
-        self._put(self.files, str(path), identity)
+    def file(self, path: str | Path, st: os.stat_result | None = None, *, known: str | None = None) -> None:
+        """A file about to be read (or looked for); ``st``: its lstat, already taken; ``known``:
+        :func:`identity` of a regular file's lstat, already made (the parse cache's: one string
+        for both)."""
+        got: str | list | None = known
+        if got is None:
+            got = identity(st) if st is not None and not stat.S_ISLNK(st.st_mode) else identify(path)
+        self._put(self.files, str(path), got)
 
     def listing(self, path: str | Path, st: os.stat_result | None, names: list[str]) -> None:
         """A directory listed (``st``: its stat, followed, taken before the listing)."""

@@ -211,7 +211,7 @@ def decode_file(text: str) -> tuple[str, dict[str, list], str | None] | None:
         return None
     entries: dict[str, list] = {}
     for i, k in enumerate(keys):
-        if not (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str) and isinstance(k[1], list)):
+        if not (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str) and isinstance(k[1], str)):
             return None
         entries[k[0]] = [k[1], texts[2 * i], texts[2 * i + 1]]
     return head["tag"], entries, head["context"]
@@ -242,7 +242,7 @@ class ParseCache:
             return
         _, self.entries, self.context = decoded
 
-    def lookup(self, path: Path | str, identity: list[int]) -> str | None:
+    def lookup(self, path: Path | str, identity: str) -> str | None:
         """The entry's JSON text while the file has this identity, undecoded; else None."""
         e = self.entries.get(str(path))
         if e is not None and e[0] == identity:
@@ -250,7 +250,7 @@ class ParseCache:
             return e[1]
         return None
 
-    def get(self, path: Path | str, identity: list[int]) -> dict | None:
+    def get(self, path: Path | str, identity: str) -> dict | None:
         text = self.lookup(path, identity)
         if text is not None:
             try:
@@ -261,10 +261,10 @@ class ParseCache:
                 return entry
         return None
 
-    def put(self, path: Path | str, identity: list[int], entry: dict) -> None:
+    def put(self, path: Path | str, identity: str, entry: dict) -> None:
         self.put_text(path, identity, json.dumps(entry, separators=(",", ":")))
 
-    def put_text(self, path: Path | str, identity: list[int], text: str) -> None:
+    def put_text(self, path: Path | str, identity: str, text: str) -> None:
         """Store an entry already encoded as compact JSON (as a parsing child hands it over); the
         plan fragment of the file's earlier content is dropped."""
         key = str(path)

@@ -258,7 +258,7 @@ def _json_documents(text: str) -> list:
 
 
 # A file the parse cache could not answer for: (path, real path, sub dir, rel, cache key, identity).
-_Miss = tuple[Path, Path, str, str, str, list[int]]
+_Miss = tuple[Path, Path, str, str, str, str]
 
 
 def _parse_files(config_dir: Path, misses: list[_Miss], apply_defaults: bool, workers: int | None,
@@ -398,7 +398,7 @@ class ScannedFile(NamedTuple):
     key: str  # its cache key: the absolute path
     text: str
     real: str
-    identity: list[int]
+    identity: str
 
 
 @dataclass
@@ -560,7 +560,7 @@ def _scan_files(config_dir: Path, real_dir: Path, insecure: bool, cache: pc.Pars
                     identity = pc.file_identity(file_st)
                 else:  # one key and one identity list, shared by the inputs and the parse cache
                     identity = pc.file_identity(file_st)
-                    reads.file(key, identity=identity)
+                    reads.file(key, known=identity)
             except InvalidInput as exc:
                 reads.file(sub_dir / name)
                 found.errors.append(exc)

@@ -34,7 +34,7 @@ class KernelCheck:
     """The child :func:`prefetch` started to check the kernel: what it found is taken once, by the
     first live read; :meth:`close` stops and reaps it if nothing took it (the sync ended before)."""
 
-    def __init__(self, child: children.Child, path: Path, identity: list[int]):
+    def __init__(self, child: children.Child, path: Path, identity: str):
         self._child: children.Child | None = child
         self._path, self._identity = path, identity
 
@@ -62,9 +62,13 @@ def prefetch(run_dir: Path, mode: str) -> KernelCheck | None:
     if children.usable_cpus() < 2 or not children.may_fork() or not cgroupfs.available():
         return None
     path = rundir.APPLIED.path(run_dir)
-    before = _identity(path)
-    if before is None or before[2] < MIN_BYTES:  # (identity[2]: its size)
+    try:
+        st = os.stat(path)
+    except OSError:
         return None
+    if st.st_size < MIN_BYTES:
+        return None
+    before = rundir.identity(st)
     raw = rundir.read_private(path)
     if raw is None or _identity(path) != before:
         return None  # (changed while read: no claim about what the sync will load)
@@ -72,7 +76,7 @@ def prefetch(run_dir: Path, mode: str) -> KernelCheck | None:
     return KernelCheck(child, path, before) if child is not None else None
 
 
-def _identity(path: Path) -> list[int] | None:
+def _identity(path: Path) -> str | None:
     """applied.json's identity (the store's): while it holds, the sync loads the bytes the child
     checked against (every write of it changes its ctime)."""
     try:

@@ -126,7 +126,7 @@ def test_untrusted_or_damaged_cache_is_ignored(tmp_path, damage, loader):
         entries[a][1] = '{"pods":[{"name":"a"}],"vms":[],"errors":[],"invalid":[],"failed":false,"rel":"pods/a.yaml"}'
         rewrite(path, tag, entries)
     elif damage == "forged-identity":  # an entry for another version of the file (other identity) is not used
-        entries[a][0] = [0, 0, 0, 0, 0]
+        entries[a][0] = "0:0:0:0:0"
         entries[a][1] = forged
         rewrite(path, tag, entries)
     elif damage == "cut-short":  # a write that stopped half-way (lines no longer match the keys)
@@ -141,8 +141,8 @@ def test_untrusted_or_damaged_cache_is_ignored(tmp_path, damage, loader):
 
 
 def test_cache_file_round_trip():
-    entries = {"/c/pods/a.yaml": [[1, 2, 3, 4, 5], '{"x":"a\\nb"}', '[{"y":1}]'],
-               "/c/p\u00e4th\nnew.yaml": [[6, 7, 8, 9, 10], "{}", ""]}
+    entries = {"/c/pods/a.yaml": ["1:2:3:4:5", '{"x":"a\\nb"}', '[{"y":1}]'],
+               "/c/p\u00e4th\nnew.yaml": ["6:7:8:9:10", "{}", ""]}
     text = "".join(pc.encode_file("t", entries, "ctx"))
     assert text.isascii()
     assert pc.decode_file(text) == ("t", entries, "ctx")
@@ -183,7 +183,7 @@ from hypothesis import given, strategies as st  # noqa: E402
 
 
 def _entries(n: int) -> dict[str, list]:
-    return {f"/c/pods/p{i}.yaml": [[1, i, 100, 7, 7], f'{{"n":{i}}}', f"[{i}]"] for i in range(n)}
+    return {f"/c/pods/p{i}.yaml": [f"1:{i}:100:7:7", f'{{"n":{i}}}', f"[{i}]"] for i in range(n)}
 
 
 def _base(run: Path, n: int, context: str | None = "ctx") -> None:
@@ -208,7 +208,7 @@ def test_a_few_changes_rewrite_the_one_file_and_a_leftover_delta_is_not_read(tmp
     base = run / pc.CACHE_NAME
     c = pc.ParseCache(run, "t")
     _use_all(c)
-    c.put_text("/c/pods/p3.yaml", [1, 3, 101, 8, 8], '{"n":"3b"}')
+    c.put_text("/c/pods/p3.yaml", "1:3:101:8:8", '{"n":"3b"}')
     c.used.discard("/c/pods/p5.yaml")  # not looked up: its file is gone
     want = {k: list(e) for k, e in c.entries.items() if k != "/c/pods/p5.yaml"}
     c.save()
@@ -217,7 +217,7 @@ def test_a_few_changes_rewrite_the_one_file_and_a_leftover_delta_is_not_read(tmp
     st_ = os.stat(base)
     head = {"tag": "t", "format": pc.FORMAT, "context": "ctx",
             "base": [st_.st_dev, st_.st_ino, st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns], "removed": []}
-    forged = {"/c/pods/p1.yaml": [[1, 1, 100, 7, 7], '{"n":"forged"}', ""]}
+    forged = {"/c/pods/p1.yaml": ["1:1:100:7:7", '{"n":"forged"}', ""]}
     lines = list(pc.encode_file("t", forged, "ctx"))
     lines[0] = json.dumps(head) + "\n"
     (run / "parsed.delta.json").write_text("".join(lines))
@@ -255,7 +255,7 @@ def test_what_a_cache_holds_after_a_save_is_what_the_next_load_finds(tmp_path_fa
         for op, i, v in ops:
             k = f"/c/p{i}.yaml"
             if op == "put":
-                model[k] = [[i, v, n, 0, 0], f'{{"v":{v},"n":{n}}}', ""]
+                model[k] = [f"{i}:{v}:{n}:0:0", f'{{"v":{v},"n":{n}}}', ""]
                 c.put_text(k, *model[k][:2])
                 dropped.discard(k)
             elif op == "fragment" and k in model and k not in dropped:
