@@ -115,25 +115,26 @@ class PlannedPods(Sequence[Pod]):
 
 
 class _Manifest:
-    """The ``index``-th pod of a file, decoded from its entry when asked (a damaged entry: the
-    file is parsed again). A plan holds this, not the pod: a sync seldom asks for a pod, and at
-    1000 pods the decoded pods were ~1.5 MB of a cold sync's peak RSS (the entries' texts, which
-    this reads, ~0.8 MB); a slotted object, not a closure: ~70 bytes a pod, not ~330."""
+    """The ``index``-th pod of the scan's ``file``-th file, decoded from its entry when asked (a
+    damaged entry: the file is parsed again). A plan holds this, not the pod: a sync seldom asks
+    for a pod, and at 1000 pods the decoded pods were ~1.5 MB of a cold sync's peak RSS; a
+    slotted object, not a closure: ~70 bytes a pod, not ~330. It names the file by its place in
+    the scan, which lets go of the entries' texts once the cache file holds them."""
 
     __slots__ = ("scan", "file", "index")
 
-    def __init__(self, scan: Scan, file: ScannedFile, index: int) -> None:
+    def __init__(self, scan: Scan, file: int, index: int) -> None:
         self.scan, self.file, self.index = scan, file, index
 
     def __call__(self) -> Pod:
-        return self.scan.objects(self.file)[0][self.index]
+        return self.scan.objects(self.scan.files[self.file])[0][self.index]
 
 
 def _encode(plans: list[engine.PodPlan]) -> str:
     return json.dumps([pc.pod_plan_to_json(pp) for pp in plans], separators=(",", ":"))
 
 
-def _reuse(fragment: str | None, scan: Scan, f: ScannedFile,
+def _reuse(fragment: str | None, scan: Scan, n: int,
            ctx: engine.PodContext) -> tuple[list[engine.PodPlan], list[PodIdentity]] | None:
     """A file's pod plans and identities from its fragment; None without one, or when it does
     not decode (then the file is planned again)."""
@@ -141,7 +142,7 @@ def _reuse(fragment: str | None, scan: Scan, f: ScannedFile,
         return None
     try:
         encoded = json.loads(fragment)
-        return ([pc.pod_plan_from_json(v, ctx, _Manifest(scan, f, i)) for i, v in enumerate(encoded)],
+        return ([pc.pod_plan_from_json(v, ctx, _Manifest(scan, n, i)) for i, v in enumerate(encoded)],
                 [pc.pod_identity(v) for v in encoded])
     except (ValueError, TypeError, KeyError, IndexError):
         return None
@@ -193,10 +194,10 @@ def _plan_pod_files(scan: Scan, ctx: engine.PodContext, key: str, explain: bool,
     pod_files = ParseResult()
     plans: list[engine.PodPlan] = []
     idents: list[Pod | PodIdentity] = []
-    for f in scan.files:
+    for n, f in enumerate(scan.files):
         if f.rel.startswith("vms/"):
             continue
-        reused = _reuse(cache.fragment(f.key, key), scan, f, ctx) if key else None
+        reused = _reuse(cache.fragment(f.key, key), scan, n, ctx) if key else None
         if reused is not None:
             plans += reused[0]
             idents += reused[1]
@@ -211,7 +212,7 @@ def _plan_pod_files(scan: Scan, ctx: engine.PodContext, key: str, explain: bool,
             if pp is not None:
                 fresh.append(pp)
                 idents.append(p)
-                later.append((pp, _Manifest(scan, f, i)))
+                later.append((pp, _Manifest(scan, n, i)))
         plans += fresh
         if key and not (file_vms or errs or invalid or file_failed or len(pod_files.errors) > n_errors):
             cache.put_fragment(f.key, key, functools.partial(_encode, fresh))
@@ -256,10 +257,12 @@ def load_plan(
     key = context_key(ctx) if cache.path is not None and not explain and not pods_hold else ""
     later: list[tuple[engine.PodPlan, _Manifest]] = []
     pod_files, plans, idents = _plan_pod_files(scan, ctx, key, explain, exclusive, later)
-    cache.save()
+    on_disk = cache.save()
     cache.release()
-    for made, manifest in later:  # the pods go, their entries' texts stay (see _Manifest)
+    for made, manifest in later:  # the pods go (see _Manifest)
         made.manifest = manifest
+    if on_disk:
+        scan.drop_texts()  # and their texts, once the cache file holds them
 
     if what_if:
         replaced = {p.key for p in what_if}
