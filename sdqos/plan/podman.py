@@ -78,7 +78,7 @@ def owned_by(labels_: dict[str, str], uid: str | None = None) -> bool:
 # memory limit, since podman 4.3 takes no -1 for --memory (memory+swap the same: no swap above it).
 UNLIMITED_MEMORY = 0x7FFFFFFFFFFFF000
 # The largest CFS quota the kernel takes, in µs (kernel/sched: max_cfs_runtime, 2^44 - 1): what
-# `podman update` is given on cgroup v1 to lift a quota set before. podman 4.3 drops a quota <= 0
+# `podman update` is given to lift a quota set before. podman 4.3 drops a quota <= 0
 # (--cpu-quota=-1 and --cpus=0 send crun no quota: the old one stays) and crun 1.8 writes -1 as an
 # unsigned number the kernel refuses, so no podman flag makes the file -1 again; this one can never
 # throttle. The container's cgroup is read back holding it as holding no quota (reconcile/live.py).
@@ -211,7 +211,7 @@ def update_args(c: ContainerPlan, cgroup: str) -> list[str]:
     for a container whose CPUs changed, pkg/kubelet/cm/cpumanager/cpu_manager.go): crun keeps a
     container's limits and its cpuset in its own cgroup below the scope, where the scope's values
     alone would not reach. (podman 4.3 takes no -1 for a memory limit: the kernel's own no-limit
-    value clears one set before; nor for a quota: on v1 :data:`MAX_CFS_QUOTA_US` lifts one.)
+    value clears one set before; nor for a quota: :data:`MAX_CFS_QUOTA_US` lifts one.)
 
     ``--cpuset-cpus`` where the plan holds the container's CPUs (cgroup v2, cpuManagerPolicy
     static: its exclusive CPUs, else the shared pool as the state file has it now).
@@ -220,8 +220,7 @@ def update_args(c: ContainerPlan, cgroup: str) -> list[str]:
     1.8: linear, 256 shares → weight 10, where kubelet's is 35) and writes it to the scope through
     systemd, over the CPUWeight sync just gave it; the weight that counts is the scope's (crun's
     ``container`` cgroup below it has no siblings), and systemd sets it."""
-    no_quota = ([f"--cpu-quota={MAX_CFS_QUOTA_US}", f"--cpu-period={c.resources.cpu_period or qos.QUOTA_PERIOD_US}"]
-                if cgroup == "v1" else ["--cpu-quota=-1"])
+    no_quota = [f"--cpu-quota={MAX_CFS_QUOTA_US}", f"--cpu-period={c.resources.cpu_period or qos.QUOTA_PERIOD_US}"]
     flags = _cpu_memory_flags(c, cgroup, no_quota=no_quota,
                               no_memory=[f"--memory={UNLIMITED_MEMORY}", f"--memory-swap={UNLIMITED_MEMORY}"])
     if c.resources.cpuset:  # (a CPU list the plan made from the state file: "0", "2-3")

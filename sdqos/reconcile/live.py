@@ -281,14 +281,17 @@ async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bo
 CONTAINER_PROPERTIES = {"v1": ("CPUShares", QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES),
                         "v2": (QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES, "AllowedCPUs")}
 _PERIOD_FILE = "cpu/cpu.cfs_period_us"  # v1: with no quota podman is not asked for a period
-_QUOTA_FILE = "cpu/cpu.cfs_quota_us"
+_QUOTA_FILE, _MAX_FILE = "cpu/cpu.cfs_quota_us", "cpu.max"
 
 
 def _as_planned(want: Mapping[str, object], have: dict[str, object]) -> dict[str, object]:
-    """v1: a container's own cgroup holding the kernel's largest quota holds no quota — what
-    ``podman update`` can write to lift one (plan/podman.py MAX_CFS_QUOTA_US)."""
+    """A container's own cgroup holding the kernel's largest quota holds no quota: what ``podman
+    update`` can write to lift one (plan/podman.py MAX_CFS_QUOTA_US)."""
     if want.get(_QUOTA_FILE) == -1 and have.get(_QUOTA_FILE) == MAX_CFS_QUOTA_US:
         return {**have, _QUOTA_FILE: -1}
+    cpu_max, held = want.get(_MAX_FILE), have.get(_MAX_FILE)
+    if isinstance(cpu_max, tuple) and cpu_max[0] == "max" and isinstance(held, tuple) and held[0] == MAX_CFS_QUOTA_US:
+        return {**have, _MAX_FILE: cpu_max}
     return have
 
 

@@ -106,6 +106,7 @@ def test_update_args_bring_a_running_container_to_the_current_values():
     shipper = next(c for c in pp.containers if c.name == "shipper")
     no_limit = 0x7FFFFFFFFFFFF000  # the kernel's own: podman takes no -1 for a memory limit
     # no limits: both removed (podman 4.3 drops --cpu-quota=-1: the kernel's largest quota lifts one)
+    assert update_args(shipper, "v2")[:3] == ["update", "--cpu-quota=17592186044415", "--cpu-period=100000"]
     assert update_args(shipper, "v1") == ["update", "--cpu-shares=2", "--cpu-quota=17592186044415",
                                           "--cpu-period=100000", f"--memory={no_limit}", f"--memory-swap={no_limit}"]
     # v2: the weight is the scope's, set by systemd; crun would overwrite it with its own conversion

@@ -107,6 +107,15 @@ def test_podman_pod_gets_kubelets_v2_values_and_keeps_no_swap_through_updates(v2
     assert again["updated"] == again["drift"] == again["errors"] == [], again
     assert g.run(f"sdqos diff --config {cfg}", env=PODMAN_ENV).rc == 0
 
+    # A removed CPU limit: podman 4.3 sends crun no quota for --cpu-quota=-1, so the container gets
+    # the kernel's largest (it can never throttle), read back as none; the scope's is systemd's "max".
+    sh(g, f"sed -i 's/limits: {{cpu: 300m}}/limits: {{}}/' {cfg}/pods/shop.yaml")
+    report = sync(g, cfg)
+    assert report["errors"] == [] and scope.rsplit("/", 1)[1] in {u["unit"] for u in report["updated"]}, report
+    assert files(g, own)["cpu.max"] == f"{2**44 - 1} 100000" and files(g, scope)["cpu.max"] == "max 100000"
+    again = sync(g, cfg)
+    assert again["updated"] == again["drift"] == again["errors"] == [], again
+
     stop = g.run(f"sdqos podman stop shop/web --config {cfg}", env=PODMAN_ENV)
     assert stop.rc == 0 and stop.stdout.split() == ["removed", "shop_web_nginx"], stop.stdout + stop.stderr
     assert sh(g, "$SDQOS_PODMAN ps --all --format '{{.Names}}'").strip() == ""
