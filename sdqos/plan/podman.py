@@ -20,6 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from sdqos.kube import qos
 from sdqos.plan.creation import DEFAULT_GRACE_PERIOD_S, MINIMUM_GRACE_PERIOD_S
 from sdqos.plan.engine import ContainerPlan, PodPlan
 
@@ -76,6 +77,12 @@ def owned_by(labels_: dict[str, str], uid: str | None = None) -> bool:
 # The kernel's own "no limit" (page-rounded LONG_MAX): what `podman update` is given to clear a
 # memory limit, since podman 4.3 takes no -1 for --memory (memory+swap the same: no swap above it).
 UNLIMITED_MEMORY = 0x7FFFFFFFFFFFF000
+# The largest CFS quota the kernel takes, in µs (kernel/sched: max_cfs_runtime, 2^44 - 1): what
+# `podman update` is given to lift a quota set before. podman 4.3 drops a quota <= 0
+# (--cpu-quota=-1 and --cpus=0 send crun no quota: the old one stays) and crun 1.8 writes -1 as an
+# unsigned number the kernel refuses, so no podman flag makes the file -1 again; this one can never
+# throttle. The container's cgroup is read back holding it as holding no quota (reconcile/live.py).
+MAX_CFS_QUOTA_US = (1 << 44) - 1
 
 
 def _cpu_memory_flags(c: ContainerPlan, cgroup: str, *, no_quota: list[str], no_memory: Sequence[str] = ()) -> list[str]:
@@ -200,14 +207,22 @@ def run_args(pp: PodPlan, c: ContainerPlan, spec: RunSpec, restart_policy: str, 
 
 def update_args(c: ContainerPlan, cgroup: str) -> list[str]:
     """``podman update`` arguments bringing a running container to kubelet's current values (what
-    kubelet's UpdateContainerResources does for a resized pod): crun keeps a container's limits in
-    its own cgroup below the scope, where the scope's values alone would not reach. (podman 4.3
-    takes no -1 for a memory limit: the kernel's own no-limit value clears one set before.)
+    kubelet's UpdateContainerResources does for a resized pod, and its CPU manager's reconcileState
+    for a container whose CPUs changed, pkg/kubelet/cm/cpumanager/cpu_manager.go): crun keeps a
+    container's limits and its cpuset in its own cgroup below the scope, where the scope's values
+    alone would not reach. (podman 4.3 takes no -1 for a memory limit: the kernel's own no-limit
+    value clears one set before; nor for a quota: :data:`MAX_CFS_QUOTA_US` lifts one.)
+
+    ``--cpuset-cpus`` where the plan holds the container's CPUs (cgroup v2, cpuManagerPolicy
+    static: its exclusive CPUs, else the shared pool as the state file has it now).
 
     No ``--cpu-shares`` on cgroup v2: crun converts shares to a weight with its own formula (crun
     1.8: linear, 256 shares → weight 10, where kubelet's is 35) and writes it to the scope through
     systemd, over the CPUWeight sync just gave it; the weight that counts is the scope's (crun's
     ``container`` cgroup below it has no siblings), and systemd sets it."""
-    flags = _cpu_memory_flags(c, cgroup, no_quota=["--cpu-quota=-1"],  # -1: a quota set before goes
+    no_quota = [f"--cpu-quota={MAX_CFS_QUOTA_US}", f"--cpu-period={c.resources.cpu_period or qos.QUOTA_PERIOD_US}"]
+    flags = _cpu_memory_flags(c, cgroup, no_quota=no_quota,
                               no_memory=[f"--memory={UNLIMITED_MEMORY}", f"--memory-swap={UNLIMITED_MEMORY}"])
+    if c.resources.cpuset:  # (a CPU list the plan made from the state file: "0", "2-3")
+        flags.append(f"--cpuset-cpus={c.resources.cpuset}")
     return ["update", *(f for f in flags if not (cgroup == "v2" and f.startswith("--cpu-shares=")))]

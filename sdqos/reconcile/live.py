@@ -25,6 +25,7 @@ from sdqos.kube.naming import (
     tree_globs,
 )
 from sdqos.plan.engine import MachineCharge, Plan, UnitPlan
+from sdqos.plan.podman import MAX_CFS_QUOTA_US
 from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, from_dbus, owned
 from sdqos.reconcile.binding import (
     Binding,
@@ -276,10 +277,22 @@ async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bo
 
 # What `podman update` is asked to set in a container's own cgroup (plan/podman.py update_args):
 # the CPU weight on v1 (on v2 crun's formula is not kubelet's: systemd sets the scope's), the quota
-# (the period with it), the memory limit.
+# (the period with it), the memory limit; on v2 its CPUs (cpuset.cpus, cpuManagerPolicy static).
 CONTAINER_PROPERTIES = {"v1": ("CPUShares", QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES),
-                        "v2": (QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES)}
+                        "v2": (QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES, "AllowedCPUs")}
 _PERIOD_FILE = "cpu/cpu.cfs_period_us"  # v1: with no quota podman is not asked for a period
+_QUOTA_FILE, _MAX_FILE = "cpu/cpu.cfs_quota_us", "cpu.max"
+
+
+def _as_planned(want: Mapping[str, object], have: dict[str, object]) -> dict[str, object]:
+    """A container's own cgroup holding the kernel's largest quota holds no quota: what ``podman
+    update`` can write to lift one (plan/podman.py MAX_CFS_QUOTA_US)."""
+    if want.get(_QUOTA_FILE) == -1 and have.get(_QUOTA_FILE) == MAX_CFS_QUOTA_US:
+        return {**have, _QUOTA_FILE: -1}
+    cpu_max, held = want.get(_MAX_FILE), have.get(_MAX_FILE)
+    if isinstance(cpu_max, tuple) and cpu_max[0] == "max" and isinstance(held, tuple) and held[0] == MAX_CFS_QUOTA_US:
+        return {**have, _MAX_FILE: cpu_max}
+    return have
 
 
 def container_expected(props: Mapping[str, int], mode: str, page: int) -> dict[str, object] | None:
@@ -317,7 +330,7 @@ def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: 
             continue
         want = container_expected(props, plan.cgroup, page)
         have = cgroupfs.read(f"{sc.cgroup}/{rt.inner_cgroup}", want) if want else None
-        if want and have is not None and have != want:
+        if want and have is not None and (have := _as_planned(want, have)) != want:
             out[name] = cgroupfs.differing(want, have)
     return out
 

@@ -222,10 +222,16 @@ async def _carry_out(sd: SystemdAPI, state: _Pass, settings: Settings, report: R
     want, obs, diff = state.want, state.obs, state.diff
     plan, scopes, bindings = want.plan, obs.scopes, obs.bindings
     await _remove_runtime_containers(sd, plan, diff, obs, report)
-    _update_runtime_containers(plan, diff, obs, bindings, report, set(inside))  # before: systemd writes the scope last
+    tried = {a.unit for a in diff.actions if a.kind == "update"} | set(inside)
+    failed = _update_runtime_containers(plan, tried, obs, bindings)  # before: systemd writes the scope last
     readback = ReadBack.of(want, scopes)
     done = await apply(sd, diff, report, progress, readback)
     done -= await kernel_refusals(want, done, scopes, report, held=readback.held if readback else set())
+    if tried & set(obs.runtime_managed):  # once more where it failed or the container is still off: on v1
+        # the kernel refuses a container a quota above its scope's, so a raised or lifted one goes after systemd's
+        off = container_kernel_off(want, {n: w for n, w in obs.runtime_managed.items() if n in tried}, scopes)
+        failed = _update_runtime_containers(plan, set(failed) | set(off), obs, bindings)
+    report.errors.extend(failed[n] for n in sorted(failed))
     done -= container_refusals(want, runtime, bindings, scopes, report)
     removed = set(report.removed)
     _record_applied(state, done, removed, settings.run_dir, report)
@@ -378,13 +384,15 @@ async def _remove_runtime_containers(sd: SystemdAPI, plan: Plan, diff, obs, repo
                 diff.actions[:] = [a for a in diff.actions if a.unit != slice_name]
 
 
-def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report, inside: set[str]) -> None:
+def _update_runtime_containers(plan: Plan, changed: set[str], obs, bindings) -> dict[str, str]:
     """A container sdqos started through a runtime whose values just changed on its scope (or whose
-    own cgroup, ``inside``, no longer holds them): the same values through the runtime (``podman
-    update``), so they reach the cgroup the runtime keeps below the scope."""
-    changed = {a.unit for a in diff.actions if a.kind == "update"} | inside
+    own cgroup no longer holds them; ``changed``: scopes): the same values through the runtime
+    (``podman update``), so they reach the cgroup the runtime keeps below the scope — its CPUs too
+    (cgroup v2, cpuManagerPolicy static), as kubelet's CPU manager updates every container whose
+    CPUs changed (reconcileState, pkg/kubelet/cm/cpumanager/cpu_manager.go). Returns the errors by scope."""
+    failed: dict[str, str] = {}
     if not changed & set(obs.runtime_managed):
-        return
+        return failed
     from sdqos.reconcile import runtimes
 
     for scope in sorted(changed & set(obs.runtime_managed)):
@@ -398,5 +406,5 @@ def _update_runtime_containers(plan: Plan, diff, obs, bindings, report: Report, 
         try:
             rt.update(w, c, plan.cgroup)
         except SdqosError as exc:
-            report.errors.append(f"{scope} ({b.pod}/{b.container}): its scope has the new values, the container "
-                                 f"does not: {exc}")
+            failed[scope] = f"{scope} ({b.pod}/{b.container}): its scope has the new values, the container does not: {exc}"
+    return failed

@@ -3,6 +3,8 @@ manifest (sdqos.kube.runspec): kubelet's values as podman flags, names and label
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from sdqos.errors import InvalidInput
@@ -103,11 +105,17 @@ def test_update_args_bring_a_running_container_to_the_current_values():
                                         f"--memory={256 * 2**20}", f"--memory-swap={256 * 2**20}"]
     shipper = next(c for c in pp.containers if c.name == "shipper")
     no_limit = 0x7FFFFFFFFFFFF000  # the kernel's own: podman takes no -1 for a memory limit
-    assert update_args(shipper, "v1") == ["update", "--cpu-shares=2", "--cpu-quota=-1",  # no limits: both removed
-                                          f"--memory={no_limit}", f"--memory-swap={no_limit}"]
+    # no limits: both removed (podman 4.3 drops --cpu-quota=-1: the kernel's largest quota lifts one)
+    assert update_args(shipper, "v2")[:3] == ["update", "--cpu-quota=17592186044415", "--cpu-period=100000"]
+    assert update_args(shipper, "v1") == ["update", "--cpu-shares=2", "--cpu-quota=17592186044415",
+                                          "--cpu-period=100000", f"--memory={no_limit}", f"--memory-swap={no_limit}"]
     # v2: the weight is the scope's, set by systemd; crun would overwrite it with its own conversion
-    assert update_args(next(c for c in planned("v2").containers if c.name == "nginx"), "v2") == [
+    v2 = next(c for c in planned("v2").containers if c.name == "nginx")
+    assert update_args(v2, "v2") == [
         "update", "--cpu-quota=50000", "--cpu-period=100000", f"--memory={256 * 2**20}", f"--memory-swap={256 * 2**20}"]
+    # cpuManagerPolicy static on v2: the container's CPUs as the plan holds them, one token
+    pinned = dataclasses.replace(v2, resources=dataclasses.replace(v2.resources, cpuset="0-1"))
+    assert update_args(pinned, "v2")[-1] == "--cpuset-cpus=0-1"
 
 
 @pytest.mark.parametrize("policy,flag", [(None, None), ("Always", "--pull=always"), ("IfNotPresent", "--pull=missing"),

@@ -107,6 +107,15 @@ def test_podman_pod_gets_kubelets_v2_values_and_keeps_no_swap_through_updates(v2
     assert again["updated"] == again["drift"] == again["errors"] == [], again
     assert g.run(f"sdqos diff --config {cfg}", env=PODMAN_ENV).rc == 0
 
+    # A removed CPU limit: podman 4.3 sends crun no quota for --cpu-quota=-1, so the container gets
+    # the kernel's largest (it can never throttle), read back as none; the scope's is systemd's "max".
+    sh(g, f"sed -i 's/limits: {{cpu: 300m}}/limits: {{}}/' {cfg}/pods/shop.yaml")
+    report = sync(g, cfg)
+    assert report["errors"] == [] and scope.rsplit("/", 1)[1] in {u["unit"] for u in report["updated"]}, report
+    assert files(g, own)["cpu.max"] == f"{2**44 - 1} 100000" and files(g, scope)["cpu.max"] == "max 100000"
+    again = sync(g, cfg)
+    assert again["updated"] == again["drift"] == again["errors"] == [], again
+
     stop = g.run(f"sdqos podman stop shop/web --config {cfg}", env=PODMAN_ENV)
     assert stop.rc == 0 and stop.stdout.split() == ["removed", "shop_web_nginx"], stop.stdout + stop.stderr
     assert sh(g, "$SDQOS_PODMAN ps --all --format '{{.Names}}'").strip() == ""
@@ -121,3 +130,75 @@ def test_single_process_oom_kill_leaves_the_containers_oom_group_off(v2podman):
     own, _ = container(g, "shop_web_nginx")
     assert files(g, own)["memory.oom.group"] == "0"
     assert g.run(f"sdqos podman stop shop/web --config {cfg}", env=PODMAN_ENV).rc == 0
+
+
+STATIC_NODE = NODE + 'reservedSystemCPUs: "0"\ncpuManagerPolicy: static\n'
+# No CPU request: with CPU 0 reserved one CPU is allocatable, all of it for the pinned pod below.
+SHARED = POD.replace("requests: {cpu: 250m, memory: 128Mi}, limits: {cpu: 500m, memory: 256Mi}",
+                     "requests: {memory: 128Mi}, limits: {memory: 256Mi}")
+PINNED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: pin, namespace: shop}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: localhost/bb
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 100000 & wait"]
+    resources: {requests: {cpu: "1", memory: 32Mi}, limits: {cpu: "1", memory: 32Mi}}
+"""
+
+
+def cpus_of(g, name: str) -> tuple[str, str, str]:
+    """(the container's own cpuset.cpus, its scope's, its process's Cpus_allowed_list)."""
+    own, scope = container(g, name)
+    pid = json.loads(sh(g, f"$SDQOS_PODMAN inspect {name}"))[0]["State"]["Pid"]
+    allowed = next(ln.split(":", 1)[1].strip() for ln in sh(g, f"cat /proc/{pid}/status").splitlines()
+                   if ln.startswith("Cpus_allowed_list:"))
+    return sh(g, f"cat {own}/cpuset.cpus").strip(), sh(g, f"cat {scope}/cpuset.cpus").strip(), allowed
+
+
+def test_a_shared_containers_cpuset_follows_the_pool_as_pinned_pods_come_and_go(v2podman):
+    """cpuManagerPolicy static: a container on the shared pool started with podman's --cpuset-cpus,
+    which crun pins in its own cgroup below the scope. When a Guaranteed pod takes CPU 1 the pool
+    narrows to 0, when it goes the pool is 0-1 again: each sync brings the container's own
+    cpuset.cpus (and so its process's affinity) to the pool through podman update, as kubelet's CPU
+    manager updates every container whose CPUs changed (reconcileState)."""
+    g = v2podman
+    if sh(g, "nproc").strip() != "2":
+        raise AssertionError("the podman guest has no second vCPU")
+    assert SHARED != POD
+    cfg = write_config(g, STATIC_NODE, SHARED)
+    sh(g, f"cat > {cfg}/pods/pin.yaml <<'X'\n{PINNED}X\n")
+    sync(g, cfg)
+    r = g.run(f"sdqos podman start shop/web --config {cfg}", env=PODMAN_ENV)
+    assert r.rc == 0, r.stderr
+    assert cpus_of(g, "shop_web_nginx") == ("0-1", "0-1", "0-1")
+
+    r = g.run(f"sdqos podman start shop/pin --config {cfg}", env=PODMAN_ENV)
+    assert r.rc == 0, r.stderr
+    assert cpus_of(g, "shop_pin_app") == ("1", "1", "1")
+    report = sync(g, cfg)  # the pool is 0 now: the shared container narrows to it
+    assert report["errors"] == [], report
+    assert cpus_of(g, "shop_web_nginx") == ("0", "0", "0")
+    again = sync(g, cfg)
+    assert again["updated"] == again["drift"] == again["errors"] == [], again
+    # one started now starts on the narrow pool
+    sh(g, f"cat > {cfg}/pods/late.yaml <<'X'\n{SHARED.replace('name: web', 'name: late')}X\n")
+    r = g.run(f"sdqos podman start shop/late --config {cfg}", env=PODMAN_ENV)
+    assert r.rc == 0, r.stderr
+    assert cpus_of(g, "shop_late_nginx") == ("0", "0", "0")
+
+    stop = g.run(f"sdqos podman stop shop/pin --config {cfg}", env=PODMAN_ENV)
+    assert stop.rc == 0, stop.stdout + stop.stderr
+    sh(g, f"rm {cfg}/pods/pin.yaml")
+    for _ in range(2):  # the CPUs given back at a full sync widen the next one's pool
+        report = sync(g, cfg)
+        assert report["errors"] == [], report
+    for name in ("shop_web_nginx", "shop_late_nginx"):
+        assert cpus_of(g, name) == ("0-1", "0-1", "0-1"), name
+    again = sync(g, cfg)
+    assert again["updated"] == again["drift"] == again["errors"] == [], again
+    for pod in ("shop/web", "shop/late"):
+        assert g.run(f"sdqos podman stop {pod} --config {cfg}", env=PODMAN_ENV).rc == 0
