@@ -329,3 +329,37 @@ def test_the_shared_cpu_pool_is_part_of_the_context_and_of_the_fragments(tmp_pat
     assert sorted(a[0].name for a in planned) == ["a", "b", "c", "d"]
     assert {cp.properties["AllowedCPUs"] for pp in got.pods for cp in pp.containers} == {0b0011}
     assert all("AllowedCPUs" not in pp.properties for pp in got.pods)  # kubelet sets no cpuset on a pod
+
+
+@pytest.mark.parametrize("after", ["kept", "removed", "damaged"])
+def test_a_plans_pods_are_read_back_from_the_cache_file_once_it_holds_them(tmp_path, monkeypatch, after):
+    """Once the parse cache file holds every entry, the load lets go of the entries' texts (a sync
+    seldom asks for a pod): a pod asked for later is decoded from its entry read back from the
+    file; with the file gone or damaged, from its manifest parsed again — the same pod."""
+    from sdqos.loading import configdir
+
+    cfg, run = config(tmp_path), tmp_path / "run"
+    want_cfg, _ = expected(cfg, "v1")
+    for _ in range(2):  # cold (every file parsed and saved), then warm (every plan from its fragment)
+        _, plan = load_plan(cfg, "v1", detected=CAPACITY, cache_dir=run)
+        scan = plan.pods[0].manifest.scan  # type: ignore[union-attr]
+        assert all(f.text == "" for f in scan.files)  # no entry text is held
+        path = run / pc.CACHE_NAME
+        if after == "removed":
+            path.unlink()
+        elif after == "damaged":
+            path.write_text(path.read_text().replace('{"pods":', '{"podz":'))
+        with monkeypatch.context() as m:
+            parsed = count_calls(m, configdir, "_parse_files")
+            assert [pp.pod for pp in plan.pods] == want_cfg.pods
+        assert bool(parsed) == (after != "kept")  # read back from the file, else parsed again
+
+
+def test_a_load_that_cannot_save_the_cache_keeps_the_entries_texts(tmp_path):
+    """A read-only load (``cache_write=False``: status, explain) does not write the cache file, so
+    the entries it parsed are not there to read back: it keeps their texts."""
+    cfg, run = config(tmp_path), tmp_path / "run"
+    _, plan = load_plan(cfg, "v1", detected=CAPACITY, cache_dir=run, cache_write=False)
+    scan = plan.pods[0].manifest.scan  # type: ignore[union-attr]
+    assert all(f.text for f in scan.files if not f.rel.startswith("vms/"))
+    assert [pp.pod for pp in plan.pods] == expected(cfg, "v1")[0].pods
