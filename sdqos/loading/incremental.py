@@ -60,13 +60,13 @@ def cpu_assignments(run_dir: Path | None = None, reads: Reads | None = None) -> 
     return cpustate.assignments(run_dir)
 
 
-def shared_cpus(node: NodeConfig, cgroup: str, run_dir: Path | None = None, reads: Reads | None = None) -> str:
-    """cpuManagerPolicy static on cgroup v2: the shared pool every container scope without
-    exclusive CPUs gets as AllowedCPUs — the state file's defaultCpuSet (kubelet's default
-    cpuset); with no file yet, kubelet's initial one: every online CPU (with strict-cpu-reservation
+def shared_cpus(node: NodeConfig, run_dir: Path | None = None, reads: Reads | None = None) -> str:
+    """cpuManagerPolicy static: the shared pool every container without exclusive CPUs gets as its
+    cpuset (v2: its scope's AllowedCPUs; v1 and v2: a podman container's own cgroup) — the state
+    file's defaultCpuSet (kubelet's default cpuset); with no file yet, kubelet's initial one: every online CPU (with strict-cpu-reservation
     but those of reservedSystemCPUs; reserved by kube/systemReserved's cpu, which ones is the
     policy's choice: none until the sync's CPU manager has written the file). "": none."""
-    if node.cpu_manager_policy != "static" or cgroup != "v2":
+    if node.cpu_manager_policy != "static":
         return ""
     from sdqos.host import cpustate  # (policy none loads no CPU manager)
     from sdqos.kube import cpumanager, cpuset
@@ -249,7 +249,7 @@ def load_plan(
     vm_files, vm_failed, vms = _vm_files(scan)
     exclusive = cpu_assignments(reads=scan.reads) if scan.node.cpu_manager_policy == "static" else {}
     basis = engine.plan_basis(scan.node, vms.vms, cgroup, machines=machines, explain=explain, exclusive=exclusive,
-                              shared_cpus=shared_cpus(scan.node, cgroup, reads=scan.reads),
+                              shared_cpus=shared_cpus(scan.node, reads=scan.reads),
                               topology=_topology() if explain and exclusive else None)
     ctx = basis.context
     # (plans with exclusive CPUs are not cached: a fragment holds no assignment; a VM's are not a pod's)

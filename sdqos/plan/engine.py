@@ -528,8 +528,9 @@ class PodContext:
     cgroup: str
     capacity_memory: int  # the OOM score's denominator
     allocatable_memory: int  # MemoryQoS's memory.high basis for a container without a limit (kubelet's)
-    # cpuManagerPolicy static on cgroup v2: the shared pool (kubelet's default cpuset, a CPU list) every
-    # container without exclusive CPUs runs on, as its scope's AllowedCPUs; "": none is set
+    # cpuManagerPolicy static: the shared pool (kubelet's default cpuset, a CPU list) every container
+    # without exclusive CPUs runs on (v2: its scope's AllowedCPUs; both: a runtime's container cpuset,
+    # through `podman update`); "": none is set
     shared_cpus: str = ""
     # explain only: the host's CPU topology, to say where exclusive CPUs lie ("whole core 2"); not
     # part of the context's key (an explained plan is never cached)
@@ -558,7 +559,7 @@ class PlanBasis:
 
 STATIC_ON_V1 = ("cpuManagerPolicy static on cgroup v1: systemd cannot hold a cpuset here, so each container's CPUs "
                 "(its exclusive ones, else the shared pool) are set as its processes' CPU affinity: at `sdqos run`, "
-                "and again by every sync")
+                "and again by every sync (a podman container's own cpuset cgroup too, through podman update)")
 
 
 def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str = "v1", *,
@@ -568,8 +569,9 @@ def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str
     """Node values and VMs: VMs, and whatever else runs in machine.slice (``machines``), take
     their share of the node first (one node budget). ``exclusive``: the static CPU manager's
     assignments (uid → container → CPU list), a VM's under its uid and container ``compute``;
-    ``shared_cpus``: its shared pool (cgroup v2: every container's and VM's scope without exclusive
-    CPUs gets it as AllowedCPUs); ``topology``: the host's CPUs, for explain's words on where
+    ``shared_cpus``: its shared pool (every container without exclusive CPUs gets it as its cpuset:
+    v2: its scope's and a VM's AllowedCPUs; v1 and v2: podman's container cgroup, through podman
+    update); ``topology``: the host's CPUs, for explain's words on where
     exclusive CPUs lie."""
     warnings = list(node.warnings)
     if node.cpu_manager_policy == "static" and cgroup == "v1":
@@ -577,9 +579,10 @@ def plan_basis(node: NodeConfig, vms: Iterable[VirtualMachine] = (), cgroup: str
     capacity, allocatable = node_values(node)
     enforced = allocatable if "pods" in node.enforce_node_allocatable else capacity
     vms = list(vms)
-    pool = shared_cpus if node.cpu_manager_policy == "static" and cgroup == "v2" else ""
+    pool = shared_cpus if node.cpu_manager_policy == "static" else ""
+    vm_pool = pool if cgroup == "v2" else ""  # (a VM's CPUs on v1: its processes' affinity, reconcile/cpus.py)
     vm_plans = [_vm_plan(vm, node, cgroup, capacity[MEMORY], explain, (exclusive or {}).get(vm.uid, {}).get("compute", ""),
-                         pool, topology) for vm in vms]
+                         vm_pool, topology) for vm in vms]
     warnings += _dedicated_vm_warnings(node, vms)
     machines = tuple(sorted(machines, key=lambda m: m.unit))
     declared_cpu = sum(v.requests[CPU] for v in vm_plans)
@@ -646,7 +649,7 @@ def plan_pod(pod: Pod, ctx: PodContext, *, explain: bool = False,
         mine = held.get(c.name, "")
         crc = container_resource_config(pod, c, cls, no_quota if drop_quota and mine else node, cgroup,
                                         ctx.allocatable_memory, cwhy)
-        if ctx.shared_cpus:  # cgroup v2: the scope's AllowedCPUs (kubelet's container cpuset, CRI CpusetCpus)
+        if ctx.shared_cpus:  # kubelet's container cpuset (CRI CpusetCpus): v2's AllowedCPUs, podman's --cpuset-cpus
             crc = dataclasses.replace(crc, cpuset=mine or ctx.shared_cpus)
             if cwhy is not None and not mine:
                 cwhy["cpus"] = f"the shared pool: CPUs {ctx.shared_cpus} (the CPUs no container or VM holds exclusively)"

@@ -213,8 +213,9 @@ def update_args(c: ContainerPlan, cgroup: str) -> list[str]:
     alone would not reach. (podman 4.3 takes no -1 for a memory limit: the kernel's own no-limit
     value clears one set before; nor for a quota: :data:`MAX_CFS_QUOTA_US` lifts one.)
 
-    ``--cpuset-cpus`` where the plan holds the container's CPUs (cgroup v2, cpuManagerPolicy
-    static: its exclusive CPUs, else the shared pool as the state file has it now).
+    ``--cpuset-cpus`` where the plan holds the container's CPUs (cpuManagerPolicy static: its
+    exclusive CPUs, else the shared pool as the state file has it now; crun writes them to the
+    container's own cpuset.cpus, on v1 in the cpuset hierarchy systemd does not manage).
 
     No ``--cpu-shares`` on cgroup v2: crun converts shares to a weight with its own formula (crun
     1.8: linear, 256 shares → weight 10, where kubelet's is 35) and writes it to the scope through

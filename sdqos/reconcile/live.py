@@ -26,7 +26,7 @@ from sdqos.kube.naming import (
 )
 from sdqos.plan.engine import MachineCharge, Plan, UnitPlan
 from sdqos.plan.podman import MAX_CFS_QUOTA_US
-from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, from_dbus, owned
+from sdqos.plan.properties import INFINITY, PERIOD_PROPERTY, cpu_list, from_dbus, owned
 from sdqos.reconcile.binding import (
     Binding,
     bind_scopes,
@@ -277,9 +277,11 @@ async def _read_named(sd: SystemdAPI, plan: Plan, names: list[str], *, usage: bo
 
 # What `podman update` is asked to set in a container's own cgroup (plan/podman.py update_args):
 # the CPU weight on v1 (on v2 crun's formula is not kubelet's: systemd sets the scope's), the quota
-# (the period with it), the memory limit; on v2 its CPUs (cpuset.cpus, cpuManagerPolicy static).
+# (the period with it), the memory limit; its CPUs (cpuManagerPolicy static): on v2 the scope's
+# AllowedCPUs, on v1 (no such property) the plan's CPU list in the cpuset hierarchy's cpuset.cpus.
 CONTAINER_PROPERTIES = {"v1": ("CPUShares", QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES),
                         "v2": (QUOTA_PROPERTY, PERIOD_PROPERTY, *MEMORY_PROPERTIES, "AllowedCPUs")}
+_V1_CPUS_FILE = f"cpuset/{cgroupfs.CPU_LIST}"
 _PERIOD_FILE = "cpu/cpu.cfs_period_us"  # v1: with no quota podman is not asked for a period
 _QUOTA_FILE, _MAX_FILE = "cpu/cpu.cfs_quota_us", "cpu.max"
 
@@ -295,9 +297,10 @@ def _as_planned(want: Mapping[str, object], have: dict[str, object]) -> dict[str
     return have
 
 
-def container_expected(props: Mapping[str, int], mode: str, page: int) -> dict[str, object] | None:
+def container_expected(props: Mapping[str, int], mode: str, page: int,
+                       cpus: str | None = None) -> dict[str, object] | None:
     """The files of a container's own cgroup ``podman update`` sets, and what they should hold, for
-    a container whose scope has ``props``."""
+    a container whose scope has ``props`` (and, on v1, whose plan holds the CPU list ``cpus``)."""
     v = "v1" if mode == "v1" else "v2"
     check = {k: val for k, val in props.items() if k in CONTAINER_PROPERTIES[v]}
     if QUOTA_PROPERTY in check:
@@ -307,6 +310,8 @@ def container_expected(props: Mapping[str, int], mode: str, page: int) -> dict[s
     want = cgroupfs.expected(check, mode, page)
     if want and check.get(QUOTA_PROPERTY, INFINITY) == INFINITY:
         want.pop(_PERIOD_FILE, None)
+    if v == "v1" and cpus and want is not None:
+        want[_V1_CPUS_FILE] = cpu_list(cpus)
     return want
 
 
@@ -318,7 +323,9 @@ def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: 
     ``inner_cgroup``; ``runtime``: their scopes), every value the runtime is asked to set there
     (:func:`container_expected`) against what that cgroup holds; only where that cgroup exists.
     ``against``: other values to hold it against, by scope (what the last sync applied, to tell
-    drift from a plan that changed); a scope it has none for is left out."""
+    drift from a plan that changed); a scope it has none for is left out. On v1 a container's CPUs
+    are no property systemd holds: they are the plan's (ResourceConfig.cpuset), held against the
+    plan only (a pool that changed is an update, never drift)."""
     if not cgroupfs.available():
         return {}
     page = facts.page_size()
@@ -328,7 +335,8 @@ def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: 
         props, sc, rt = planned.get(name), scopes.get(name), runtimes.row(runtime[name].runtime)
         if props is None or sc is None or rt is None or rt.inner_cgroup is None:
             continue
-        want = container_expected(props, plan.cgroup, page)
+        u = plan.by_name.get(name) if against is None else None
+        want = container_expected(props, plan.cgroup, page, u.resources.cpuset if u is not None else None)
         have = cgroupfs.read(f"{sc.cgroup}/{rt.inner_cgroup}", want) if want else None
         if want and have is not None and (have := _as_planned(want, have)) != want:
             out[name] = cgroupfs.differing(want, have)

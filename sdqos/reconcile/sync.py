@@ -388,7 +388,7 @@ def _update_runtime_containers(plan: Plan, changed: set[str], obs, bindings) -> 
     """A container sdqos started through a runtime whose values just changed on its scope (or whose
     own cgroup no longer holds them; ``changed``: scopes): the same values through the runtime
     (``podman update``), so they reach the cgroup the runtime keeps below the scope — its CPUs too
-    (cgroup v2, cpuManagerPolicy static), as kubelet's CPU manager updates every container whose
+    (cpuManagerPolicy static), as kubelet's CPU manager updates every container whose
     CPUs changed (reconcileState, pkg/kubelet/cm/cpumanager/cpu_manager.go). Returns the errors by scope."""
     failed: dict[str, str] = {}
     if not changed & set(obs.runtime_managed):

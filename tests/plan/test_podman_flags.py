@@ -152,3 +152,22 @@ def test_no_swap_as_kubelet_on_run_and_update(cgroup):
     run = run_args(pp, nginx, run_spec(DOC, "x").containers[2], "Always", cgroup)
     for args in (run, update_args(nginx, cgroup)):
         assert f"--memory={256 * 2**20}" in args and f"--memory-swap={256 * 2**20}" in args
+
+
+@pytest.mark.parametrize("cgroup", ["v1", "v2"])
+def test_the_shared_pool_reaches_a_podman_container_on_both_cgroup_versions(cgroup):
+    """cpuManagerPolicy static: the plan holds each container's CPUs (the shared pool here) on v1
+    too, for `podman update --cpuset-cpus` and the read-back of crun's own cgroup (v1: the cpuset
+    hierarchy's cpuset.cpus); systemd gets AllowedCPUs on v2 only. Policy none: nothing."""
+    from sdqos.reconcile.live import container_expected
+    from sdqos.plan.podman import update_args
+
+    static = build_plan(node(cpu_manager_policy="static"), [pod_from(DOC)], cgroup=cgroup, shared_cpus="0")
+    nginx = next(c for c in static.pods[0].containers if c.name == "nginx")
+    assert nginx.resources.cpuset == "0" and update_args(nginx, cgroup)[-1] == "--cpuset-cpus=0"
+    assert ("AllowedCPUs" in nginx.properties) == (cgroup == "v2")
+    want = container_expected(nginx.properties, cgroup, 4096, nginx.resources.cpuset)
+    assert want is not None and (want.get("cpuset/cpuset.cpus") == "0") == (cgroup == "v1")
+    none = build_plan(node(), [pod_from(DOC)], cgroup=cgroup, shared_cpus="0")
+    plain = next(c for c in none.pods[0].containers if c.name == "nginx")
+    assert plain.resources.cpuset is None and not any(a.startswith("--cpuset") for a in update_args(plain, cgroup))

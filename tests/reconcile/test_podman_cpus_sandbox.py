@@ -14,7 +14,7 @@ import sys
 from sdqos import sandbox as sbx
 
 from ..cpufixtures import needs_cpus_0_and_1
-from ..sbhelpers import sdqos_in, static_node
+from ..sbhelpers import forget_cpu_state, sdqos_in, static_node, sync_json
 from .test_podman_sandbox import cgroup_file, inspect, podman, podman_env  # noqa: F401 (fixture)
 from .test_scopes_sandbox import can_lower_oom
 
@@ -102,3 +102,77 @@ def test_podman_start_puts_containers_on_their_cpus_at_once(podman_env, tmp_path
     assert rows["pinned"]["cpus"] == {"cpus": "1", "count": 1, "exclusive": True, "affinityOff": {}}
     assert rows["shared"]["cpus"] == {"cpus": "0", "count": 1, "exclusive": False, "affinityOff": {}}
     assert sdqos_in(sb, "podman", "stop", "st/pin", "--config", str(config), env=env).returncode == 0
+
+
+def _pod(name: str, cpu: str, guaranteed: bool) -> str:
+    res = f'{{cpu: "{cpu}", memory: 32Mi}}'
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: st}}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: localhost/bb
+    command: {REPORT}
+    resources: {{requests: {res}{", limits: " + res if guaranteed else ""}}}
+"""
+
+
+def _cpus(sb, env, name: str) -> tuple[str, str]:
+    """(the container's cpuset cgroup's cpuset.cpus, its process's Cpus_allowed_list) as the kernel holds them."""
+    pid = inspect(sb, env, name)["State"]["Pid"]
+    return (cgroup_file(sb, pid, "cpuset", "cpuset.cpus"),
+            _allowed(sbx.run(sb, ["cat", f"/proc/{pid}/status"], check=True).stdout))
+
+
+def test_a_shared_containers_cpuset_follows_the_pool_as_pinned_pods_come_and_go(podman_env, tmp_path):
+    """cgroup v1: podman's --cpuset-cpus puts a shared container's CPUs in crun's own cgroup of the
+    cpuset hierarchy, which limits any affinity sdqos sets. When a Guaranteed pod takes CPU 1 the
+    pool narrows to 0, when it goes the pool is 0-1 again: each sync brings that cgroup's
+    cpuset.cpus (and so its process's CPUs) to the pool through podman update, as kubelet's CPU
+    manager updates every container whose CPUs changed (reconcileState)."""
+    sb, env, config = podman_env
+    env = _runtime(tmp_path, env)
+    (config / "node.yaml").write_text(NODE)
+    for f in (config / "pods").iterdir():
+        f.unlink()
+    forget_cpu_state(sb)
+    pods = config / "pods"
+    (pods / "wide.yaml").write_text(_pod("wide", "100m", False))
+    started: list[str] = []
+
+    def start(pod: str) -> None:
+        started.append(pod)
+        r = sdqos_in(sb, "podman", "start", pod, "--config", str(config), env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    try:
+        start("st/wide")
+        assert _cpus(sb, env, "st_wide_app") == ("0-1", "0-1")
+        (pods / "pin.yaml").write_text(_pod("pin", "1", True))
+        start("st/pin")
+        assert _cpus(sb, env, "st_pin_app") == ("1", "1")
+        report = sync_json(sb, config, env=env)  # the pool is 0 now: the shared container narrows to it
+        assert report["errors"] == [], report
+        assert _cpus(sb, env, "st_wide_app") == ("0", "0")
+        again = sync_json(sb, config, env=env)
+        assert again["updated"] == again["drift"] == again["errors"] == [], again
+        (pods / "late.yaml").write_text(_pod("late", "100m", False))  # one started now: on the narrow pool
+        start("st/late")
+        assert _cpus(sb, env, "st_late_app") == ("0", "0")
+
+        stop = sdqos_in(sb, "podman", "stop", "st/pin", "--config", str(config), env=env)
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        (pods / "pin.yaml").unlink()
+        for _ in range(2):  # the CPUs given back at a full sync widen the next one's pool
+            report = sync_json(sb, config, env=env)
+            assert report["errors"] == [], report
+        for name in ("st_wide_app", "st_late_app"):
+            assert _cpus(sb, env, name) == ("0-1", "0-1"), name
+        again = sync_json(sb, config, env=env)
+        assert again["updated"] == again["drift"] == again["errors"] == [], again
+    finally:
+        for pod in started:
+            sdqos_in(sb, "podman", "stop", pod, "--config", str(config), env=env)
