@@ -338,6 +338,9 @@ def container_kernel_off(plan: "Desired", runtime: dict[str, Workload], scopes: 
         u = plan.by_name.get(name) if against is None else None
         want = container_expected(props, plan.cgroup, page, u.resources.cpuset if u is not None else None)
         have = cgroupfs.read(f"{sc.cgroup}/{rt.inner_cgroup}", want) if want else None
+        if have is None and want and _V1_CPUS_FILE in want:  # no cpuset hierarchy there: the rest is still checked
+            want = {k: v for k, v in want.items() if k != _V1_CPUS_FILE}
+            have = cgroupfs.read(f"{sc.cgroup}/{rt.inner_cgroup}", want) if want else None
         if want and have is not None and (have := _as_planned(want, have)) != want:
             out[name] = cgroupfs.differing(want, have)
     return out
