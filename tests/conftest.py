@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 from sdqos import sandbox as sbx
 
 from . import hostguard
+from . import vmtools as vm
 from .sbhelpers import forget_cpu_state
 
 # --- Hypothesis: deterministic in CI, exploring locally (docs/testing.md) ------------------------
@@ -221,3 +222,42 @@ def clean_sandbox(sandbox: sbx.Sandbox) -> sbx.Sandbox:
     forget_cpu_state(sandbox)
     forget_oom_kills(sandbox)
     return sandbox
+
+
+# --- VMs: qemu guests in the session sandbox, libvirtd and machined in a sandbox of their own ----
+#
+# Guests and domains come from tests/vmtools.py. Without qemu (or libvirt and machined) the tests
+# skip with the reason; SDQOS_REQUIRE_VM=1 (CI) makes that a failure instead.
+
+
+@pytest.fixture
+def qemu_sandbox(clean_sandbox: sbx.Sandbox) -> sbx.Sandbox:
+    """clean_sandbox, where qemu guests can run."""
+    vm.need(vm.qemu_available())
+    return clean_sandbox
+
+
+@pytest.fixture(scope="module")
+def vm_sandbox(sandbox: sbx.Sandbox, sandbox_name: str):
+    """A second sandbox, booted with machined and libvirtd (sdqos.sandbox.up(libvirt=True)): one
+    for each test module that uses it, always torn down."""
+    vm.need(vm.libvirt_available())
+    name = f"{sandbox_name}-vm"
+    sb = sbx.up(name, libvirt=True)
+    try:
+        yield sb
+    finally:
+        sbx.down(name)
+
+
+@pytest.fixture
+def lv_sandbox(vm_sandbox: sbx.Sandbox):
+    """vm_sandbox cleaned as clean_sandbox cleans the other: no kubepods*.slice / machine-*.scope
+    units and no failed units, machine.slice back to its unit file, and no record of earlier
+    tests' syncs (applied values, what the last sync counted) nor evictions; the test's own
+    eviction record is removed after it."""
+    sbx.reset_units(vm_sandbox)
+    sbx.run(vm_sandbox, ["systemctl", "revert", "machine.slice"])
+    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/evicted.json", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json"])
+    yield vm_sandbox
+    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/evicted.json"])

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from sdqos import sandbox as sbx
 
+from . import vmtools as vm
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 UNLIMITED_V1 = 9223372036854771712  # memory.limit_in_bytes with no limit (page-rounded LONG_MAX)
 INFINITY = 2**64 - 1
@@ -137,6 +139,30 @@ def wait_for(cond, what: str = "condition", timeout: float = 20.0):
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def sdqos_run_vm(sb: sbx.Sandbox, config: Path, name: str, timeout: float = 20.0) -> subprocess.Popen:
+    """`sdqos run --config CONFIG --vm NAME -- QEMU` in the sandbox (tests/vmtools.py's guest, the pid
+    file and QMP socket of an earlier guest of that name removed), returned once the guest runs. A run
+    that exits before says why at once; one that is not running after ``timeout`` s is killed with all
+    it started."""
+    d = vm.vm_dir(sb)
+    for f in (f"{name}.pid", f"{name}.qmp"):
+        (d / f).unlink(missing_ok=True)
+    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "--vm", name, "--",
+                       *vm.qemu_argv(name)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def running() -> bool:
+        if p.poll() is not None:  # refused or failed: say why at once
+            raise AssertionError(f"sdqos run --vm {name} exited {p.returncode}: {p.stderr.read() if p.stderr else ''}")
+        return (d / f"{name}.pid").exists() and vm.qmp_status(sb, name) == "running"
+
+    try:
+        wait_for(running, f"guest {name} running", timeout=timeout)
+    except BaseException:
+        end_tree(p)
+        raise
+    return p
 
 
 def remove_sync_units(sb: sbx.Sandbox, directory: str = "/run/systemd/system") -> None:

@@ -41,6 +41,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sdqos import sandbox as sbx
 from sdqos.host.systemd import Systemd
 from sdqos.kube.naming import MACHINE_SLICE, machine_scope
@@ -96,6 +98,14 @@ def libvirt_available() -> str | None:
     """Why a sandbox cannot run libvirtd with qemu domains here (None: it can)."""
     problems = sbx.missing_vm_prerequisites(libvirt=True) + ([qemu_available()] if qemu_available() else [])
     return "; ".join(dict.fromkeys(problems)) or None
+
+
+def need(reason: str | None) -> None:
+    """Skip the test for ``reason`` (one of the above); with SDQOS_REQUIRE_VM=1 (CI) fail it instead."""
+    if reason:
+        if os.environ.get("SDQOS_REQUIRE_VM") == "1":
+            pytest.fail(reason + " (SDQOS_REQUIRE_VM=1)", pytrace=False)
+        pytest.skip(reason)
 
 
 # --- qemu ------------------------------------------------------------------------------------------

@@ -18,8 +18,7 @@ import pytest
 from sdqos import sandbox as sbx
 
 from .. import vmtools as vm
-from ..sandbox.test_vmtools import vm_sandbox  # noqa: F401 (fixture)
-from ..sbhelpers import active_state, sdqos_in, wait_for
+from ..sbhelpers import active_state, sdqos_in, sdqos_run_vm, wait_for
 from .test_pressure_sandbox import STUBBORN, readline, settled_available, stop
 
 Mi = 2**20
@@ -37,14 +36,6 @@ spec:
   priority: -5
   eviction: Allowed
 {locator}"""
-
-
-@pytest.fixture
-def lv(vm_sandbox):  # noqa: F811
-    sbx.reset_units(vm_sandbox)
-    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/evicted.json", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json"])
-    yield vm_sandbox
-    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/evicted.json"])
 
 
 @pytest.fixture
@@ -100,13 +91,13 @@ def evict_once(sb, config: Path, env: dict | None = None) -> tuple[dict, float]:
 
 
 @pytest.mark.parametrize("case", ["plain", "dashes", "another-domains-id", "no-virsh"])
-def test_a_libvirt_vm_evicted_hard_is_destroyed_by_libvirt(lv, config, case):
+def test_a_libvirt_vm_evicted_hard_is_destroyed_by_libvirt(lv_sandbox, config, case):
     """Hard threshold: `virsh destroy` of the domain, found by libvirt's status XML and named to
     virsh by its UUID: the domain reads `shut off (destroyed)` (not crashed), machined's record is
     gone, a decoy domain runs on — also when the domain is named `--lvx` (never a virsh option) or
     after the decoy's id (virsh would read that name as the decoy's id). Without virsh, the scope
     is stopped instead and the record says so."""
-    sb = lv
+    sb = lv_sandbox
     decoy = vm.libvirt_start_domain(sb, "decoy")
     name = {"plain": "lvx", "dashes": "--lvx", "another-domains-id": str(decoy.id), "no-virsh": "lvx"}[case]
     dom = None
@@ -145,11 +136,11 @@ def test_a_libvirt_vm_evicted_hard_is_destroyed_by_libvirt(lv, config, case):
         vm.libvirt_destroy_domain(sb, "decoy")
 
 
-def test_a_libvirt_vm_evicted_soft_is_shut_down_then_destroyed_after_the_grace_period(lv, config):
+def test_a_libvirt_vm_evicted_soft_is_shut_down_then_destroyed_after_the_grace_period(lv_sandbox, config):
     """Soft threshold (grace 1 s, evictionMaxPodGracePeriod 3): `virsh shutdown` (ACPI), and —
     the test guest halts with interrupts off and never answers it — `virsh destroy` once the 3 s
     are over: the domain reads `shut off (destroyed)`, machined's record is gone."""
-    sb = lv
+    sb = lv_sandbox
     name = "soft"
     dom = vm.libvirt_define_domain(sb, name)
     service = None
@@ -171,23 +162,12 @@ def test_a_libvirt_vm_evicted_soft_is_shut_down_then_destroyed_after_the_grace_p
         vm.libvirt_remove_domain(sb, dom.uuid)
 
 
-def _run_vm(sb, config: Path, name: str) -> subprocess.Popen:
-    d = vm.vm_dir(sb)
-    for f in (f"{name}.pid", f"{name}.qmp"):
-        (d / f).unlink(missing_ok=True)
-    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "--vm", name, "--",
-                       *vm.qemu_argv(name)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: (d / f"{name}.pid").exists() and vm.qmp_status(sb, name) == "running", "guest running",
-             timeout=30)
-    return p
-
-
-def test_a_run_vm_vm_is_evicted_through_machined(lv, config):
+def test_a_run_vm_vm_is_evicted_through_machined(lv_sandbox, config):
     """`sdqos run --vm` registered the guest with machined: a hard eviction goes through machined
     (TerminateMachine), QEMU ends, and `machinectl list` no longer shows it."""
-    sb = lv
+    sb = lv_sandbox
     (config / "vms" / "vm1.yaml").write_text(vm_yaml("vm1", ""))
-    p = _run_vm(sb, config, "vm1")
+    p = sdqos_run_vm(sb, config, "vm1", timeout=30)
     try:
         assert vm.machine_info(sb, machine_name="vm1")["Service"] == "sdqos"
         cross_hard_threshold(sb, config)
@@ -205,11 +185,11 @@ def test_a_run_vm_vm_is_evicted_through_machined(lv, config):
 
 
 @pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
-def test_a_machined_vm_that_ignores_sigterm_is_killed_through_machined_when_the_grace_is_over(lv, config, soft):
+def test_a_machined_vm_that_ignores_sigterm_is_killed_through_machined_when_the_grace_is_over(lv_sandbox, config, soft):
     """A guest that does not end on SIGTERM (a stand-in process that ignores it, registered with
     machined by `sdqos run --vm`): hard — TerminateMachine (systemd would wait 90 s), KillMachine
     SIGKILL after 1 s; soft — KillMachine SIGTERM, SIGKILL after the 3 s; machined's record gone."""
-    sb = lv
+    sb = lv_sandbox
     (config / "vms" / "vm2.yaml").write_text(vm_yaml("vm2", ""))
     p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "--vm", "vm2", "--",
                        sys.executable, "-c", STUBBORN, "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

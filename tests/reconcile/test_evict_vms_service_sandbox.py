@@ -14,9 +14,8 @@ import time
 from sdqos import sandbox as sbx
 
 from .. import vmtools as vm
-from ..sandbox.test_vmtools import vm_sandbox  # noqa: F401 (fixture)
-from ..sbhelpers import active_state, remove_sync_units, show, wait_for
-from .test_evict_vms_sandbox import _run_vm, config, cross_hard_threshold, lv, machines, vm_yaml  # noqa: F401
+from ..sbhelpers import active_state, remove_sync_units, sdqos_run_vm, show, wait_for
+from .test_evict_vms_sandbox import config, cross_hard_threshold, machines, vm_yaml  # noqa: F401
 from .test_pressure_service_sandbox import UNIT, install, journal
 
 
@@ -54,12 +53,12 @@ def still_the_same_service(sb, pid: int) -> None:
     assert int(show(sb, UNIT, "MainPID")["MainPID"]) == pid
 
 
-def test_the_installed_service_destroys_a_libvirt_vm_through_libvirt(lv, config):  # noqa: F811
+def test_the_installed_service_destroys_a_libvirt_vm_through_libvirt(lv_sandbox, config):  # noqa: F811
     """A defined libvirt domain with `eviction: Allowed` under a crossed hard threshold: the
     installed service runs `virsh destroy` by the domain's UUID — the domain reads `shut off
     (destroyed)` (a scope stop would read `shutdown` or `crashed`), the record's `how` names virsh
     and no fallback, machined's record of it is gone, and a second domain runs on."""
-    sb = lv
+    sb = lv_sandbox
     decoy = vm.libvirt_start_domain(sb, "decoy")
     dom = None
     try:
@@ -89,13 +88,13 @@ def test_the_installed_service_destroys_a_libvirt_vm_through_libvirt(lv, config)
         vm.libvirt_destroy_domain(sb, "decoy")
 
 
-def test_the_installed_service_stops_a_run_vm_guest_through_machined(lv, config):  # noqa: F811
+def test_the_installed_service_stops_a_run_vm_guest_through_machined(lv_sandbox, config):  # noqa: F811
     """A qemu guest `sdqos run --vm` registered with machined, under a crossed hard threshold: the
     installed service asks machined (TerminateMachine, said in the record, no fallback), QEMU ends
     and `machinectl list` no longer shows the machine."""
-    sb = lv
+    sb = lv_sandbox
     (config / "vms" / "vm1.yaml").write_text(vm_yaml("vm1", ""))
-    p = _run_vm(sb, config, "vm1")
+    p = sdqos_run_vm(sb, config, "vm1", timeout=30)
     try:
         assert vm.machine_info(sb, machine_name="vm1")["Service"] == "sdqos"
         install(sb, config)

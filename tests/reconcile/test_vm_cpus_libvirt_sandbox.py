@@ -16,10 +16,8 @@ from sdqos.kube.manifests import stable_uid
 
 from .. import vmtools as vm
 from ..cpufixtures import needs_cpus_0_and_1, vm_cpu_config, vm_yaml  # noqa: F401 (fixture)
-from ..sandbox.test_vmtools import vm_sandbox  # noqa: F401 (fixture)
 from ..sbhelpers import active_state, cpu_state, forget_cpu_state, sdqos_in, sync_json, wait_for
 from .test_vm_cpus_sandbox import _threads_cpus
-from .test_vms_sandbox import lv_sandbox  # noqa: F401 (fixture)
 
 pytestmark = needs_cpus_0_and_1
 
@@ -28,7 +26,7 @@ LV_UID = stable_uid("VirtualMachine", "lv")
 
 @pytest.fixture
 def lv_cpu_sandbox(lv_sandbox):
-    """test_vms_sandbox's sandbox with libvirtd and machined, with no CPU manager state before and
+    """lv_sandbox (libvirtd and machined, tests/conftest.py) with no CPU manager state before and
     after (a VM's CPUs are given back only by a sync after it is gone)."""
     forget_cpu_state(lv_sandbox)
     yield lv_sandbox

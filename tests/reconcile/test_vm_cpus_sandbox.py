@@ -12,20 +12,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
 from sdqos.kube.naming import container_scope
 
 from .. import vmtools as vm
 from ..cpufixtures import needs_cpus_0_and_1, one_pid, pod_yaml, vm_yaml, vm_cpu_config  # noqa: F401 (fixture)
-from ..sandbox.test_vmtools import need
-from ..sbhelpers import active_state, cgroup_rel, cpu_state, forget_cpu_state, sdqos_in, static_node, sync_json, \
-    wait_for
+from ..sbhelpers import active_state, cgroup_rel, cpu_state, forget_cpu_state, sdqos_in, sdqos_run_vm, static_node, \
+    sync_json, wait_for
 from .test_scopes_sandbox import kill_all, procs_of, run_bg
 
 pytestmark = needs_cpus_0_and_1
@@ -36,12 +33,11 @@ DV_UID = stable_uid("VirtualMachine", "dv")  # no metadata.uid: derived from the
 
 
 @pytest.fixture
-def qsb(clean_sandbox):
-    """The sandbox with no CPU manager state before (clean_sandbox) and after (a VM's CPUs are given
-    back only by a sync after it is gone: the next test must not find them)."""
-    need(vm.qemu_available())
-    yield clean_sandbox
-    forget_cpu_state(clean_sandbox)
+def qemu_cpu_sandbox(qemu_sandbox):
+    """qemu_sandbox (tests/conftest.py) with no CPU manager state before (clean_sandbox) and after (a
+    VM's CPUs are given back only by a sync after it is gone: the next test must not find them)."""
+    yield qemu_sandbox
+    forget_cpu_state(qemu_sandbox)
 
 
 @pytest.fixture
@@ -65,18 +61,8 @@ def _threads_cpus(pid: int) -> dict[int, str]:
 
 
 def _run_vm(sb, config: Path, name: str) -> tuple[subprocess.Popen, int]:
-    d = vm.vm_dir(sb)
-    for f in (f"{name}.pid", f"{name}.qmp"):
-        (d / f).unlink(missing_ok=True)
-    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "--vm", name, "--",
-                       *vm.qemu_argv(name)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    def running() -> bool:
-        if p.poll() is not None:  # refused or failed: say why at once
-            raise AssertionError(f"sdqos run --vm {name} exited {p.returncode}: {p.stderr.read() if p.stderr else ''}")
-        return (d / f"{name}.pid").exists() and vm.qmp_status(sb, name) == "running"
-
+    p = sdqos_run_vm(sb, config, name, timeout=120)
     try:
-        wait_for(running, f"guest {name} running", timeout=120)
         host = vm.qemu_host_pid(p)
         assert host is not None
     except BaseException:
@@ -95,8 +81,8 @@ def _gone(sb, p: subprocess.Popen, scope: str) -> None:
     wait_for(lambda: active_state(sb, scope) in ("inactive", "failed", ""), f"{scope} gone", timeout=60)
 
 
-def test_a_dedicated_vm_takes_cpu_1_from_the_pods_pool_and_gives_it_back(qsb, config):
-    sb = qsb
+def test_a_dedicated_vm_takes_cpu_1_from_the_pods_pool_and_gives_it_back(qemu_cpu_sandbox, config):
+    sb = qemu_cpu_sandbox
     (config / "vms" / "sv.yaml").write_text(vm_yaml("sv", False))
     dv = sv = bu = gu = None
     try:
@@ -143,8 +129,8 @@ def test_a_dedicated_vm_takes_cpu_1_from_the_pods_pool_and_gives_it_back(qsb, co
                 vm.stop_qemu(p)
 
 
-def test_a_dedicated_vm_found_running_without_cpus_gets_them_when_free_and_a_warning_before(qsb, config):
-    sb = qsb
+def test_a_dedicated_vm_found_running_without_cpus_gets_them_when_free_and_a_warning_before(qemu_cpu_sandbox, config):
+    sb = qemu_cpu_sandbox
     (config / "node.yaml").write_text(NONE)
     dv = gu = None
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,7 @@ import pytest
 from sdqos import sandbox as sbx
 
 from .. import vmtools as vm
-from ..sbhelpers import active_state, kernel, remove_sync_units, sdqos_in, sync_json, wait_for
-from ..sandbox.test_vmtools import need, vm_sandbox  # noqa: F401 (fixture)
+from ..sbhelpers import active_state, kernel, remove_sync_units, sdqos_in, sdqos_run_vm, sync_json, wait_for
 
 NODE = 'capacity: {cpu: "4", memory: 4Gi, pids: "100000"}\n'
 POD = """\
@@ -48,21 +46,6 @@ VM_SHARES = 614
 VM_QUOTA_US = 110_000
 VM_MEMORY = 128 * 2**20
 VM_OOM = 1000 - 1000 * VM_MEMORY // (4 * 2**30)
-
-
-@pytest.fixture
-def qsb(clean_sandbox):
-    need(vm.qemu_available())
-    return clean_sandbox
-
-
-@pytest.fixture
-def lv_sandbox(vm_sandbox):  # noqa: F811
-    """The sandbox with libvirtd and machined, cleaned as clean_sandbox cleans the other."""
-    sbx.reset_units(vm_sandbox)
-    sbx.run(vm_sandbox, ["systemctl", "revert", "machine.slice"])
-    sbx.run(vm_sandbox, ["rm", "-f", "/run/sdqos/applied.json", "/run/sdqos/last-sync.json"])
-    return vm_sandbox
 
 
 @pytest.fixture
@@ -108,16 +91,11 @@ def oom_of(host_pid: int) -> int:
     return int(Path(f"/proc/{host_pid}/oom_score_adj").read_text())
 
 
-def test_sdqos_run_vm_starts_real_qemu_in_its_machine_scope(qsb, config):
-    sb = qsb
+def test_sdqos_run_vm_starts_real_qemu_in_its_machine_scope(qemu_sandbox, config):
+    sb = qemu_sandbox
     (config / "vms" / "vm1.yaml").write_text(vm_yaml("vm1"))
-    d = vm.vm_dir(sb)
-    for f in ("vm1.pid", "vm1.qmp"):
-        (d / f).unlink(missing_ok=True)
-    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "--vm", "vm1", "--",
-                       *vm.qemu_argv("vm1")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = sdqos_run_vm(sb, config, "vm1")
     try:
-        wait_for(lambda: (d / "vm1.pid").exists() and vm.qmp_status(sb, "vm1") == "running", "guest running")
         assert active_state(sb, "machine-vm1.scope") == "active"
         assert scope_values(sb, "machine-vm1.scope") == {
             "cpu.shares": VM_SHARES, "cpu.cfs_quota_us": VM_QUOTA_US, "memory.limit_in_bytes": VM_MEMORY}
@@ -162,8 +140,8 @@ def test_sdqos_run_vm_starts_real_qemu_in_its_machine_scope(qsb, config):
         vm.stop_qemu(p)
 
 
-def test_machined_scope_found_by_libvirt_domain_tuned_and_declared_not_running_reported(qsb, config):
-    sb = qsb
+def test_machined_scope_found_by_libvirt_domain_tuned_and_declared_not_running_reported(qemu_sandbox, config):
+    sb = qemu_sandbox
     (config / "vms" / "web.yaml").write_text(vm_yaml("web", "  libvirt: {domain: web}\n"))
     (config / "vms" / "absent.yaml").write_text(vm_yaml("absent"))
     scope = "machine-qemu\\x2d1\\x2dweb.scope"
@@ -209,20 +187,10 @@ def ranked(sb, config) -> dict[str, dict]:
     return {w["name"]: w for w in json.loads(r.stdout)["ranking"]}
 
 
-def _run_vm(sb, config, name: str = "vm1"):
-    d = vm.vm_dir(sb)
-    for f in (f"{name}.pid", f"{name}.qmp"):
-        (d / f).unlink(missing_ok=True)
-    p = sbx.popen(sb, [sys.executable, "-m", "sdqos", "run", "--config", str(config), "--vm", name, "--",
-                       *vm.qemu_argv(name)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: (d / f"{name}.pid").exists() and vm.qmp_status(sb, name) == "running", "guest running")
-    return p
-
-
-def test_vm_resized_while_running_and_drift_on_its_scope_is_restored(qsb, config):
-    sb = qsb
+def test_vm_resized_while_running_and_drift_on_its_scope_is_restored(qemu_sandbox, config):
+    sb = qemu_sandbox
     (config / "vms" / "vm1.yaml").write_text(vm_yaml("vm1"))
-    p = _run_vm(sb, config)
+    p = sdqos_run_vm(sb, config, "vm1")
     scope = "machine-vm1.scope"
     try:
         assert sync_json(sb, config)["errors"] == []
@@ -337,7 +305,7 @@ def test_run_vm_registers_with_machined_and_updates_the_budget_at_once(lv_sandbo
     assert sync_json(sb, config)["errors"] == []
     assert kernel(sb, "memory", "kubepods.slice", "memory.limit_in_bytes") == 4 * 2**30
     (config / "vms" / "vm1.yaml").write_text(vm_yaml("vm1"))
-    p = _run_vm(sb, config)
+    p = sdqos_run_vm(sb, config, "vm1")
     try:
         info = vm.machine_info(sb, machine_name="vm1")
         assert info["Unit"] == "machine-vm1.scope" and info["Class"] == "vm" and info["Service"] == "sdqos"

@@ -1,5 +1,6 @@
 """tests/vmtools.py against the real thing: qemu guests inside the sandbox, scopes made as
-systemd-machined makes them, and machined and libvirtd themselves running inside a sandbox.
+systemd-machined makes them, and machined and libvirtd themselves running inside a sandbox
+(fixtures qemu_sandbox and vm_sandbox, tests/conftest.py).
 
 Without qemu (or machined/libvirt for the last tests) they skip with the reason; with
 SDQOS_REQUIRE_VM=1 (CI) that is a failure instead."""
@@ -7,7 +8,6 @@ SDQOS_REQUIRE_VM=1 (CI) that is a failure instead."""
 from __future__ import annotations
 
 import asyncio
-import os
 import struct
 import time
 from pathlib import Path
@@ -25,31 +25,6 @@ LIBVIRT_AFTER = {"libvirtd.service", "virtqemud.service"}  # libvirt 9's extra s
 # what differs between two scopes of identical making: names, ids, times, who holds a bus ref
 VOLATILE = ("Id", "Names", "Description", "ControlGroup", "ControlGroupId", "FragmentPath", "InvocationID",
             "Refs", "MainPID")
-
-
-def need(reason: str | None) -> None:
-    if reason:
-        if os.environ.get("SDQOS_REQUIRE_VM") == "1":
-            pytest.fail(reason + " (SDQOS_REQUIRE_VM=1)", pytrace=False)
-        pytest.skip(reason)
-
-
-@pytest.fixture
-def qemu_sandbox(clean_sandbox: sbx.Sandbox) -> sbx.Sandbox:
-    need(vm.qemu_available())
-    return clean_sandbox
-
-
-@pytest.fixture(scope="module")
-def vm_sandbox(sandbox: sbx.Sandbox, sandbox_name: str):
-    """A second sandbox, booted with machined and libvirtd (sdqos.sandbox.up(libvirt=True))."""
-    need(vm.libvirt_available())
-    name = f"{sandbox_name}-vm"
-    sb = sbx.up(name, libvirt=True)
-    try:
-        yield sb
-    finally:
-        sbx.down(name)
 
 
 def wait_for(cond, what: str, timeout: float = 10.0) -> None:
@@ -246,7 +221,7 @@ def test_vm_prerequisites_name_the_packages(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_a_vm_service_that_fails_fails_up(sandbox: sbx.Sandbox, sandbox_name: str, monkeypatch: pytest.MonkeyPatch):
-    need(vm.machined_available())
+    vm.need(vm.machined_available())
     monkeypatch.setattr(sbx.units, "MACHINED_UNIT", sbx.MACHINED_UNIT.replace("ExecStart={binary}", "ExecStart=/bin/false"))
     name = f"{sandbox_name}-vmfail"
     with pytest.raises(sbx.SandboxError, match="systemd-machined.service (failed|inactive)"):
