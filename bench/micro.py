@@ -6,6 +6,7 @@ changed; each alternative is a few lines here so its gain can be measured before
     python bench/micro.py imports             what `sdqos sync` pays for imports, per package
     python bench/micro.py read [--n 1000]     live-state read strategies against a fresh sandbox
     python bench/micro.py rss [--n 5000]      peak RSS after each phase of cold, warm, one-change, remove-10% syncs
+    python bench/micro.py peak [--n 1000] [--trace]   each sync's peak RSS; --trace: what is alive at its peak
 
 Each prints the median of --repeat runs (default 5) with the process CPU time next to the wall.
 """
@@ -314,17 +315,39 @@ def cmd_rss(args: argparse.Namespace) -> None:
                 print(f"  {k:<48} {v:7.3f} s" + (f"   peak RSS after {h:6.1f} MB" if h else ""))
 
 
+def cmd_peak(args: argparse.Namespace) -> None:
+    """Peak RSS (VmHWM) of a cold sync, the first warm one (a full sync that writes the no-op
+    stamp), the next warm one (the stamp's proof) and a one-change sync, each the real CLI run
+    inside the sandbox; with --trace, what is alive at each one's traced peak, by call stack."""
+    from sdqos import sandbox as sbx
+    from workload import dump, generate, with_changed_limit
+
+    wl = generate(args.n, args.seed)
+    with _sandbox_with(wl) as (sb, tmp):
+        target = wl.one_change_pod()
+        for kind in ("cold", "warm (full, stamps)", "warm (proof)", "one change"):
+            if kind == "one change":
+                (tmp / "cfg" / "pods" / target.name).write_text(dump(with_changed_limit(target.doc, 1)))
+            out = tmp / "peak.txt"
+            env = sbx.inner_env(dict(os.environ, SDQOS_RUN_DIR=str(tmp / "run"), SDQOS_PEAK_OUT=str(out),
+                                     SDQOS_PEAK_TRACE="1" if args.trace else "0"))
+            argv = [sys.executable, str(HERE / "peak_sync.py"), "sync", "--config", str(tmp / "cfg"), "-o", "json"]
+            subprocess.run(sbx.nsenter_argv(sb, argv, cwd=str(tmp)), env=env, cwd=tmp, stdout=subprocess.DEVNULL)
+            print(f"{kind} sync of {args.n} pods: {out.read_text()}", end="", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=["config", "imports", "read", "rss"])
+    ap.add_argument("what", choices=["config", "imports", "read", "rss", "peak"])
     ap.add_argument("--n", type=int, default=None, help="pods (default 1000; rss: 5000)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seed", type=int, default=20250101)
     ap.add_argument("--where", default="inside", choices=["inside", "host"], help="rss: where sync runs")
+    ap.add_argument("--trace", action="store_true", help="peak: what is alive at each sync's traced peak")
     args = ap.parse_args()
     if args.n is None:
         args.n = 5000 if args.what == "rss" else 1000
-    {"config": cmd_config, "imports": cmd_imports, "read": cmd_read, "rss": cmd_rss}[args.what](args)
+    {"config": cmd_config, "imports": cmd_imports, "read": cmd_read, "rss": cmd_rss, "peak": cmd_peak}[args.what](args)
 
 
 if __name__ == "__main__":
