@@ -72,6 +72,11 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
         report = sync_json(sb, config)
         assert any("CPU affinity" in w for w in report["warnings"]), report["warnings"]
         assert os.sched_getaffinity(gu_pid) == {1}
+        # and says so: an update of the container's scope (the sync cannot tell who moved a thread)
+        moved = {u["unit"]: u.get("affinity") for u in report["updated"]}
+        assert moved.get(container_scope(gu_uid, "app")) == {"cpus": "1", "threads": {"0-1": 1}}, report
+        again = sync_json(sb, config)
+        assert again["updated"] == again["drift"] == again["errors"] == [], again
         assert cpu_state(sb)["entries"] == {gu_uid: {"app": "1"}}  # the state survives a sync
         r = sdqos_in(sb, "explain", "--config", str(config), "st/gu")  # where the CPUs lie, on this host's /sys
         siblings = Path("/sys/devices/system/cpu/cpu1/topology/thread_siblings_list").read_text().strip()
