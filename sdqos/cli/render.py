@@ -320,8 +320,23 @@ def _named(plan: Plan | None, unit: str, whose: dict[str, str]) -> str:
 def drift_text(changes: dict, kernel: dict) -> str:
     """What drifted, live → planned: systemd's properties, else the kernel files that differ."""
     props = ", ".join(f"{p} {P.change(p, o, n)}" for p, (o, n) in changes.items())
-    files = ", ".join(f"{f.split('/')[-1]} {H.change(f, o, n, kernel=True)}" for f, (o, n) in kernel.items())
-    return props or files or "a kernel file differed from systemd's value"
+    return props or _files_text(kernel) or "a kernel file differed from systemd's value"
+
+
+def _files_text(kernel: dict, what: str = "") -> str:
+    """``cpu.shares 77 → 512`` (``what``: ``container cpuset.cpus 0 → 0-1``)."""
+    return ", ".join(f"{what}{f.split('/')[-1]} {H.change(f, o, n, kernel=True)}" for f, (o, n) in kernel.items())
+
+
+def beside_text(entry: dict) -> str:
+    """What a sync changed beside a unit's properties (reconcile.report.Report.note_update): a
+    runtime's own cgroup below its scope (``container cpuset.cpus 0 → 0-1``) and, cgroup v1 under
+    the static CPU manager, its threads' CPUs (``CPU affinity 0-1 → 1 (2 threads)``)."""
+    parts = [_files_text(entry.get("container") or {}, "container ")]
+    aff = entry.get("affinity") or {}
+    parts += [f"CPU affinity {old} → {aff['cpus']} ({n} thread{'s' if n != 1 else ''})"
+              for old, n in (aff.get("threads") or {}).items()]
+    return ", ".join(p for p in parts if p)
 
 
 def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet: bool = False,
@@ -372,7 +387,8 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
         if u is not None:
             lines.append(f"           {props_text(u.properties)}")
     for u in report.updated:
-        changes = ", ".join(f"{p} {P.change(p, o, n)}" for p, (o, n) in u["changes"].items())
+        changes = ", ".join([f"{p} {P.change(p, o, n)}" for p, (o, n) in u["changes"].items()]
+                            + ([beside] if (beside := beside_text(u)) else []))
         lines.append(f"  {verbs['updated']:<8} {_named(plan, u['unit'], descriptions)}" + (f": {changes}" if changes else ""))
     for name in report.removed:
         lines.append(f"  {verbs['removed']:<8} {_named(plan, name, descriptions)}")
@@ -381,7 +397,7 @@ def sync_text(report, plan: Plan | None = None, *, verbose: bool = False, quiet:
     for name in report.reset:
         lines.append(f"  {verbs['reset']:<8} {_named(plan, name, descriptions)} (it had failed)")
     for d in report.drift:
-        detail = drift_text(d.get("changes") or {}, d.get("kernel") or {})
+        detail = ", ".join(x for x in (drift_text(d.get("changes") or {}, d.get("kernel") or {}), beside_text(d)) if x)
         done = "sync would set it back" if would else "restored"
         lines.append(f"  drift    {_named(plan, d['unit'], descriptions)}: {detail} (changed outside sdqos; {done})")
     for name in report.kept:

@@ -165,10 +165,12 @@ def pid_exists(pid: int, proc: Path = PROC) -> bool:
     return (proc / str(pid)).exists()
 
 
-def set_affinity(pid: int, cpus: frozenset[int], cgroup: str, proc: Path = PROC) -> tuple[int, int]:
+def set_affinity(pid: int, cpus: frozenset[int], cgroup: str, proc: Path = PROC,
+                 moved: list[frozenset[int]] | None = None) -> tuple[int, int]:
     """Every thread of process ``pid`` (``/proc/PID/task``) gets CPU affinity ``cpus`` where it
     differs, only while the process is in ``cgroup``. Returns (threads changed, threads refused);
-    a thread or process that exited meanwhile is skipped."""
+    a thread or process that exited meanwhile is skipped. ``moved``: each changed thread's
+    affinity before (a thread the kernel left as it was, its cpuset narrower, is not changed)."""
     if not in_cgroup(pid, cgroup, proc):
         return 0, 0
     try:
@@ -178,10 +180,15 @@ def set_affinity(pid: int, cpus: frozenset[int], cgroup: str, proc: Path = PROC)
     changed = refused = 0
     for tid in tids:
         try:
-            if os.sched_getaffinity(tid) == cpus:
+            before = os.sched_getaffinity(tid)
+            if before == cpus:
                 continue
             os.sched_setaffinity(tid, cpus)
+            if os.sched_getaffinity(tid) == before:
+                continue
             changed += 1
+            if moved is not None:
+                moved.append(frozenset(before))
         except ProcessLookupError:
             continue
         except OSError:  # EPERM (another user's thread without CAP_SYS_NICE), EINVAL (no such CPU online)

@@ -133,19 +133,25 @@ def release(plan: Plan, live_uids: Iterable[str], run_dir: Path = rundir.DEFAULT
 
 
 def apply_affinity(state: cm.CPUManagerState,
-                   containers: Iterable[tuple[str, str, str, str, list[int]]], warnings: list[str]) -> int:
+                   containers: Iterable[tuple[str, str, str, str, str, list[int]]],
+                   warnings: list[str]) -> dict[str, dict]:
     """cgroup v1: each container scope's threads get its CPUs as their affinity (its exclusive
     CPUs, else the shared pool), only while a process is in that scope's cgroup. ``containers``:
-    (pod key, pod uid, container name, the scope's cgroup path, its PIDs). Returns threads changed;
+    (scope, pod key, pod uid, container name, the scope's cgroup path, its PIDs). Returns, by
+    scope, what changed: {"cpus": its CPU list, "threads": {the affinity they had: how many}};
     a refusal is a warning naming the container."""
-    changed = 0
-    for key, uid, name, cgroup, pids in containers:
+    changed: dict[str, dict] = {}
+    for scope, key, uid, name, cgroup, pids in containers:
         cpus = cpus_of(state, uid, name)
         refused = 0
+        moved: list[frozenset[int]] = []
         for pid in pids:
-            c, r = procfs.set_affinity(pid, cpus, cgroup)
-            changed += c
-            refused += r
+            refused += procfs.set_affinity(pid, cpus, cgroup, moved=moved)[1]
+        if moved:
+            threads: dict[str, int] = {}
+            for before in map(str, map(cpuset.CPUSet, moved)):
+                threads[before] = threads.get(before, 0) + 1
+            changed[scope] = {"cpus": str(cpuset.CPUSet(cpus)), "threads": dict(sorted(threads.items()))}
         if refused:
             warnings.append(f"{key}/{name}: the kernel refused CPU affinity {cpuset.CPUSet(cpus)} for "
                             f"{refused} thread(s)")
@@ -172,14 +178,15 @@ def live_uids(unit_names: Iterable[str]) -> set[str]:
 
 
 def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: Mapping, warnings: list[str], *,
-              full: bool, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> int:
+              full: bool, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict[str, dict]:
     """A sync's part: the state restored (a full sync gives back the CPUs of pods whose units are
     gone, and writes the initial state when there is no file, as kubelet's checkpoint is written
     at its start: the next plan's shared pool), then on cgroup v1 every bound container scope's
     threads set to its CPUs (on v2 their scopes' AllowedCPUs hold them: the plan's, applied by the
-    diff; the pool a release widens is the next sync's plan). Returns threads changed."""
+    diff; the pool a release widens is the next sync's plan). Returns the threads it moved, by
+    scope (:func:`apply_affinity`)."""
     if not static(plan.node):
-        return 0
+        return {}
     policy = policy_for(plan.node)
     state = old = cpustate.load(policy, run_dir)
     running = running_vms(plan, bindings, scopes)
@@ -190,16 +197,16 @@ def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: 
     if state != old or (full and not cpustate.state_path(run_dir).exists()):
         cpustate.save(state, run_dir)
     if plan.cgroup != "v1":  # systemd holds them: the scopes' AllowedCPUs, from the plan
-        return 0
+        return {}
     rows = []
     for name, b in bindings.items():
         key, container, scope = b.owner.pod_key, b.owner.container, scopes.get(name)
         pp = plan.pod(key) if key else None
         if pp is None or container is None or scope is None:
             continue
-        rows.append((key, pp.uid, container, scope.cgroup, list(scope.pids)))
+        rows.append((name, key, pp.uid, container, scope.cgroup, list(scope.pids)))
     for vm, scope in running.values():  # every declared VM: its exclusive CPUs, else the shared pool
-        rows.append((f"VM {vm.name}", vm.uid, cm.VM_CONTAINER, scope.cgroup, list(scope.pids)))
+        rows.append((scope.name, f"VM {vm.name}", vm.uid, cm.VM_CONTAINER, scope.cgroup, list(scope.pids)))
     return apply_affinity(state, rows, warnings)
 
 

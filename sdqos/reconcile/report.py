@@ -65,6 +65,17 @@ class Report:
                          for k in self.oom_kills],
         }
 
+    def note_update(self, unit: str, key: str, what: dict) -> None:
+        """A change a sync made beside systemd's properties, into the unit's one entry of ``updated``
+        (made when it has none): ``container`` (a runtime's own cgroup below the scope, by
+        ``podman update``: {file: [old, new]}), ``affinity`` (cgroup v1, static CPU manager: its
+        threads' CPUs, {"cpus": list, "threads": {old list: count}})."""
+        entry = next((u for u in self.updated if u["unit"] == unit), None)
+        if entry is None:
+            entry = {"unit": unit, "changes": {}}
+            self.updated.append(entry)
+        entry[key] = what
+
     @property
     def changed(self) -> bool:
         return bool(self.created or self.updated or self.removed or self.reset or self.containers_removed)

@@ -105,15 +105,17 @@ async def sync(
     state = _Pass(want, obs, applied, diff, obs.runtime_managed, synced)
     if only is not None:  # the rest of the tree is the next sync's; its warnings: its adjustments
         await _narrow(sd, state, only, report)
-    runtime, inside = _report_diff(state, report)
+    runtime, inside, moved = _report_diff(state, report)
     if state.diff.abort:
         report.aborted = True
         report.duration_s = time.monotonic() - t0
         return report
     if settings.dry_run:
         _report_pending(state.diff, report)
+        for name in sorted(moved):
+            report.note_update(name, "container", moved[name])
     else:
-        await _carry_out(sd, state, settings, report, progress, runtime, inside)
+        await _carry_out(sd, state, settings, report, progress, runtime, inside, moved)
     report.duration_s = time.monotonic() - t0
     report.dbus_calls = sd.stats.calls - calls0
     report.disconnects = sd.stats.disconnects - disc0
@@ -177,9 +179,10 @@ async def _narrow(sd: SystemdAPI, state: _Pass, only: Narrow, report: Report) ->
     state.managed = {n: c for n, c in state.managed.items() if n in mine}
 
 
-def _report_diff(state: _Pass, report: Report) -> tuple[dict, dict]:
-    """What the diff found, into the report; returns the runtime's containers bound here and those
-    whose own cgroup is off the desired values."""
+def _report_diff(state: _Pass, report: Report) -> tuple[dict, dict, dict]:
+    """What the diff found, into the report; returns the runtime's containers bound here, those
+    whose own cgroup is off the desired values, and of those the files a plan that changed moves
+    (an update, reported once the runtime made it: {scope: {file: [old, new]}})."""
     diff, want, obs = state.diff, state.want, state.obs
     report.warnings.extend(diff.warnings)
     report.errors.extend(diff.errors)
@@ -191,9 +194,17 @@ def _report_diff(state: _Pass, report: Report) -> tuple[dict, dict]:
     # one that holds it is a plan that changed: an update (podman update, below), as the diff tells them.
     behind = container_kernel_off(want, {n: runtime[n] for n in inside}, obs.scopes, against=state.applied) \
         if inside else {}
-    for name in behind:
-        if not any(d["unit"] == name for d in report.drift):
-            report.drift.append({"unit": name, "changes": {}, "kernel": inside[name]})
+    moved: dict[str, dict] = {}
+    for name, files in inside.items():
+        drifted = {f: v for f, v in files.items() if f in behind.get(name, {})}
+        if drifted:
+            d = next((d for d in report.drift if d["unit"] == name), None)
+            if d is None:
+                report.drift.append({"unit": name, "changes": {}, "kernel": drifted})
+            else:  # the scope drifted too: the container's files beside its own
+                d["container"] = drifted
+        if rest := {f: v for f, v in files.items() if f not in drifted}:
+            moved[name] = rest
     report.kept = diff.kept
     report.kept_why = dict(diff.kept_why)
     report.foreign = diff.foreign + obs.unmatched
@@ -201,7 +212,7 @@ def _report_diff(state: _Pass, report: Report) -> tuple[dict, dict]:
     keys = recorded_keys(state.applied) if any(a.kind == "stop" for a in diff.actions) else {}
     report.whose = {a.unit: f"{o.name}/{o.container}" if o.container else o.name for a in diff.actions
                     if a.kind == "stop" and (o := recorded_owner(a.unit, keys)) is not None}
-    return runtime, inside
+    return runtime, inside, moved
 
 
 def _report_pending(diff: Diff, report: Report) -> None:
@@ -217,7 +228,7 @@ def _report_pending(diff: Diff, report: Report) -> None:
 
 
 async def _carry_out(sd: SystemdAPI, state: _Pass, settings: Settings, report: Report, progress: Progress | None,
-                     runtime: dict, inside: dict) -> None:
+                     runtime: dict, inside: dict, moved: dict) -> None:
     """The diff applied, what was applied recorded, then the OOM scores, the CPUs and the OOM watch."""
     want, obs, diff = state.want, state.obs, state.diff
     plan, scopes, bindings = want.plan, obs.scopes, obs.bindings
@@ -232,6 +243,8 @@ async def _carry_out(sd: SystemdAPI, state: _Pass, settings: Settings, report: R
         off = container_kernel_off(want, {n: w for n, w in obs.runtime_managed.items() if n in tried}, scopes)
         failed = _update_runtime_containers(plan, set(failed) | set(off), obs, bindings)
     report.errors.extend(failed[n] for n in sorted(failed))
+    for name in sorted(set(moved) - set(failed)):  # (one the container did not take: its refusal, below)
+        report.note_update(name, "container", moved[name])
     done -= container_refusals(want, runtime, bindings, scopes, report)
     removed = set(report.removed)
     _record_applied(state, done, removed, settings.run_dir, report)
@@ -256,9 +269,12 @@ def _sync_cpus(plan: Plan, units: list[str], bindings: dict, scopes: dict, full:
     from sdqos.reconcile import cpus
 
     try:
-        cpus.sync_cpus(plan, units, bindings, scopes, report.warnings, full=full, run_dir=run_dir)
+        moved = cpus.sync_cpus(plan, units, bindings, scopes, report.warnings, full=full, run_dir=run_dir)
     except SdqosError as exc:
         report.errors.append(str(exc))
+        return
+    for name in sorted(moved):  # (an update: a thread off its CPUs cannot tell who moved it, see cpus.py)
+        report.note_update(name, "affinity", moved[name])
 
 
 def _record_applied(state: _Pass, done: set[str], removed: set[str], run_dir: Path, report: Report) -> None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from sdqos import sandbox as sbx
 from sdqos.kube.manifests import stable_uid
@@ -72,6 +73,15 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
         report = sync_json(sb, config)
         assert any("CPU affinity" in w for w in report["warnings"]), report["warnings"]
         assert os.sched_getaffinity(gu_pid) == {1}
+        # and says so: an update of the container's scope (the sync cannot tell who moved a thread)
+        moved = {u["unit"]: u.get("affinity") for u in report["updated"]}
+        assert moved.get(container_scope(gu_uid, "app")) == {"cpus": "1", "threads": {"0-1": 1}}, report
+        m = sdqos_in(sb, "metrics", "--config", str(config), "--interval", "0")  # the last-sync record counts it
+        changes = {s.labels["change"]: s.value for f in text_string_to_metric_families(m.stdout)
+                   if f.name == "sdqos_sync_changes" for s in f.samples}
+        assert changes["updated"] == len(report["updated"]) >= 1, changes
+        again = sync_json(sb, config)
+        assert again["updated"] == again["drift"] == again["errors"] == [], again
         assert cpu_state(sb)["entries"] == {gu_uid: {"app": "1"}}  # the state survives a sync
         r = sdqos_in(sb, "explain", "--config", str(config), "st/gu")  # where the CPUs lie, on this host's /sys
         siblings = Path("/sys/devices/system/cpu/cpu1/topology/thread_siblings_list").read_text().strip()

@@ -549,10 +549,15 @@ def test_a_manifest_edit_is_an_update_of_the_containers_scope_never_drift(podman
                                                      "limits: {cpu: 500m, memory: 300Mi}"))
     r = sdqos_in(sb, "sync", "--config", str(config), "--dry-run", "-o", "json", env=env)
     assert r.returncode == 4 and json.loads(r.stdout)["drift"] == [], r.stdout
+    pending = {u["unit"]: u.get("container") or {} for u in json.loads(r.stdout)["updated"]}
+    assert pending[scope].get("memory/memory.limit_in_bytes") == [256 * 2**20, 300 * 2**20], pending
     report = sync_json(sb, config, env=env)
     assert report["errors"] == [] and report["drift"] == [], report
     updated = {u["unit"]: u["changes"] for u in report["updated"]}
     assert updated[scope]["MemoryLimit"] == [256 * 2**20, 300 * 2**20], updated
+    # and the container's own cgroup, podman update's doing, on the same entry
+    inner = {u["unit"]: u.get("container") or {} for u in report["updated"]}
+    assert inner[scope].get("memory/memory.limit_in_bytes") == [256 * 2**20, 300 * 2**20], inner
     assert int(cgroup_file(sb, pid, "memory", "memory.limit_in_bytes")) == 300 * 2**20
     pod_file.write_text(pod_file.read_text().replace("memory: 300Mi}", "memory: 200Mi}"))
     text = sdqos_in(sb, "sync", "--config", str(config), env=env)
