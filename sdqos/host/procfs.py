@@ -166,11 +166,12 @@ def pid_exists(pid: int, proc: Path = PROC) -> bool:
 
 
 def set_affinity(pid: int, cpus: frozenset[int], cgroup: str, proc: Path = PROC,
-                 moved: list[frozenset[int]] | None = None) -> tuple[int, int]:
+                 moved: list[frozenset[int]] | None = None, *, dry_run: bool = False) -> tuple[int, int]:
     """Every thread of process ``pid`` (``/proc/PID/task``) gets CPU affinity ``cpus`` where it
     differs, only while the process is in ``cgroup``. Returns (threads changed, threads refused);
     a thread or process that exited meanwhile is skipped. ``moved``: each changed thread's
-    affinity before (a thread the kernel left as it was, its cpuset narrower, is not changed)."""
+    affinity before (a thread the kernel left as it was, its cpuset narrower, is not changed).
+    ``dry_run``: nothing is set; the threads whose affinity differs count as changed."""
     if not in_cgroup(pid, cgroup, proc):
         return 0, 0
     try:
@@ -183,9 +184,10 @@ def set_affinity(pid: int, cpus: frozenset[int], cgroup: str, proc: Path = PROC,
             before = os.sched_getaffinity(tid)
             if before == cpus:
                 continue
-            os.sched_setaffinity(tid, cpus)
-            if os.sched_getaffinity(tid) == before:
-                continue
+            if not dry_run:
+                os.sched_setaffinity(tid, cpus)
+                if os.sched_getaffinity(tid) == before:
+                    continue
             changed += 1
             if moved is not None:
                 moved.append(frozenset(before))

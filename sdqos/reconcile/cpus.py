@@ -134,19 +134,19 @@ def release(plan: Plan, live_uids: Iterable[str], run_dir: Path = rundir.DEFAULT
 
 def apply_affinity(state: cm.CPUManagerState,
                    containers: Iterable[tuple[str, str, str, str, str, list[int]]],
-                   warnings: list[str]) -> dict[str, dict]:
+                   warnings: list[str], *, dry_run: bool = False) -> dict[str, dict]:
     """cgroup v1: each container scope's threads get its CPUs as their affinity (its exclusive
     CPUs, else the shared pool), only while a process is in that scope's cgroup. ``containers``:
     (scope, pod key, pod uid, container name, the scope's cgroup path, its PIDs). Returns, by
     scope, what changed: {"cpus": its CPU list, "threads": {the affinity they had: how many}};
-    a refusal is a warning naming the container."""
+    a refusal is a warning naming the container. ``dry_run``: nothing is set; what would change."""
     changed: dict[str, dict] = {}
     for scope, key, uid, name, cgroup, pids in containers:
         cpus = cpus_of(state, uid, name)
         refused = 0
         moved: list[frozenset[int]] = []
         for pid in pids:
-            refused += procfs.set_affinity(pid, cpus, cgroup, moved=moved)[1]
+            refused += procfs.set_affinity(pid, cpus, cgroup, moved=moved, dry_run=dry_run)[1]
         if moved:
             threads: dict[str, int] = {}
             for before in map(str, map(cpuset.CPUSet, moved)):
@@ -178,13 +178,13 @@ def live_uids(unit_names: Iterable[str]) -> set[str]:
 
 
 def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: Mapping, warnings: list[str], *,
-              full: bool, run_dir: Path = rundir.DEFAULT_RUN_DIR) -> dict[str, dict]:
+              full: bool, run_dir: Path = rundir.DEFAULT_RUN_DIR, dry_run: bool = False) -> dict[str, dict]:
     """A sync's part: the state restored (a full sync gives back the CPUs of pods whose units are
     gone, and writes the initial state when there is no file, as kubelet's checkpoint is written
     at its start: the next plan's shared pool), then on cgroup v1 every bound container scope's
     threads set to its CPUs (on v2 their scopes' AllowedCPUs hold them: the plan's, applied by the
     diff; the pool a release widens is the next sync's plan). Returns the threads it moved, by
-    scope (:func:`apply_affinity`)."""
+    scope (:func:`apply_affinity`). ``dry_run``: the same, with nothing written or set."""
     if not static(plan.node):
         return {}
     policy = policy_for(plan.node)
@@ -194,7 +194,7 @@ def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: 
         present = live_uids(unit_names) | {_norm(vm.uid) for vm, _ in running.values() if vm.dedicated_cpu_placement}
         state = cm.release_gone_pods(state, [u for u in state.entries if _norm(u) in present])
     state = _admit_running_vms(policy, state, plan, running, warnings)
-    if state != old or (full and not cpustate.state_path(run_dir).exists()):
+    if not dry_run and (state != old or (full and not cpustate.state_path(run_dir).exists())):
         cpustate.save(state, run_dir)
     if plan.cgroup != "v1":  # systemd holds them: the scopes' AllowedCPUs, from the plan
         return {}
@@ -207,7 +207,7 @@ def sync_cpus(plan: Plan, unit_names: Iterable[str], bindings: Mapping, scopes: 
         rows.append((name, key, pp.uid, container, scope.cgroup, list(scope.pids)))
     for vm, scope in running.values():  # every declared VM: its exclusive CPUs, else the shared pool
         rows.append((scope.name, f"VM {vm.name}", vm.uid, cm.VM_CONTAINER, scope.cgroup, list(scope.pids)))
-    return apply_affinity(state, rows, warnings)
+    return apply_affinity(state, rows, warnings, dry_run=dry_run)
 
 
 def running_vms(plan: Plan, bindings: Mapping, scopes: Mapping) -> dict[str, tuple[VirtualMachine, LiveScope]]:

@@ -114,6 +114,8 @@ async def sync(
         _report_pending(state.diff, report)
         for name in sorted(moved):
             report.note_update(name, "container", moved[name])
+        if plan.node.cpu_manager_policy == "static" and only is None:  # the affinity it would set (cgroup v1)
+            _cpu_pass(state, obs.bindings, set(report.removed), settings.run_dir, report, dry_run=True)
     else:
         await _carry_out(sd, state, settings, report, progress, runtime, inside, moved)
     report.duration_s = time.monotonic() - t0
@@ -253,8 +255,7 @@ async def _carry_out(sd: SystemdAPI, state: _Pass, settings: Settings, report: R
         bindings = {n: b for n, b in bindings.items() if n in mine and n not in state.launched}
     report.oom_adjusted = apply_oom_scores(bindings, scopes, report.warnings)
     if plan.node.cpu_manager_policy == "static":  # assignments of removed pods released, affinity re-checked
-        _sync_cpus(plan, [n for n in [*obs.live, *scopes] if n not in removed], bindings, scopes, mine is None,
-                   settings.run_dir, report)
+        _cpu_pass(state, bindings, removed, settings.run_dir, report)
     if mine is None:  # (a narrow pass leaves new OOM kills to the next sync, which reports them)
         report.oom_kills, oom_error = oomwatch.track(state.synced, {n: sc.cgroup for n, sc in scopes.items()},
                                                      settings.run_dir)
@@ -262,14 +263,18 @@ async def _carry_out(sd: SystemdAPI, state: _Pass, settings: Settings, report: R
             report.warnings.append(oom_error)
 
 
-def _sync_cpus(plan: Plan, units: list[str], bindings: dict, scopes: dict, full: bool, run_dir: Path,
-               report: Report) -> None:
-    """cpuManagerPolicy static: the CPU manager's part of a sync (:func:`sdqos.reconcile.cpus.sync_cpus`);
-    imported only then (policy none loads no CPU manager)."""
+def _cpu_pass(state: _Pass, bindings: dict, removed: set[str], run_dir: Path, report: Report,
+              dry_run: bool = False) -> None:
+    """cpuManagerPolicy static: the CPU manager's part of a sync (:func:`sdqos.reconcile.cpus.sync_cpus`)
+    over the units left once ``removed`` are gone; imported only then (policy none loads no CPU
+    manager). ``dry_run``: what it would do, reported, nothing written or set."""
     from sdqos.reconcile import cpus
 
+    obs, plan = state.obs, state.want.plan
+    units = [n for n in [*obs.live, *obs.scopes] if n not in removed]
     try:
-        moved = cpus.sync_cpus(plan, units, bindings, scopes, report.warnings, full=full, run_dir=run_dir)
+        moved = cpus.sync_cpus(plan, units, bindings, obs.scopes, report.warnings, full=state.mine is None,
+                               run_dir=run_dir, dry_run=dry_run)
     except SdqosError as exc:
         report.errors.append(str(exc))
         return

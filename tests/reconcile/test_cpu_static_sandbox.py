@@ -70,6 +70,11 @@ def test_static_policy_pins_keeps_refuses_and_releases(clean_sandbox, config):
         assert cpu_state(sb)["entries"] == {gu_uid: {"app": "1"}}
 
         os.sched_setaffinity(gu_pid, {0, 1})  # changed behind sdqos's back: the sync sets it again
+        state_before = cpu_state(sb)
+        dry = sync_json(sb, config, "--dry-run", expect=4)  # a dry run says so (exit 4: changes pending), sets nothing
+        assert {u["unit"]: u.get("affinity") for u in dry["updated"]}.get(container_scope(gu_uid, "app")) == \
+            {"cpus": "1", "threads": {"0-1": 1}}, dry
+        assert os.sched_getaffinity(gu_pid) == {0, 1} and cpu_state(sb) == state_before
         report = sync_json(sb, config)
         assert any("CPU affinity" in w for w in report["warnings"]), report["warnings"]
         assert os.sched_getaffinity(gu_pid) == {1}
