@@ -61,13 +61,13 @@ LAST_SYNC = Record("last-sync.json", 1, "JSON (record_sync below)", "reconcile/s
                    input=False)  # rewritten by every sync: the proof reads what it needs of it
 CPU_STATE = Record("cpu_manager_state", 2, "kubelet's CPUManagerCheckpointV2", "host/cpustate.py")
 PARSE_CACHE = Record("parsed.json", 11, "lines of JSON (loading/cache.py)", "loading/cache.py", durable=False)
-# 10: containers' cpuset (AllowedCPUs, cgroup v2 static CPU manager); 9: VMs keep their uid and spec.cpu.dedicatedCpuPlacement; 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM
+# 11: a file's identity is one string; 10: containers' cpuset (AllowedCPUs, cgroup v2 static CPU manager); 9: VMs keep their uid and spec.cpu.dedicatedCpuPlacement; 8: scopes' ManagedOOMPreference (v2); 7: VMs keep spec.priority and spec.eviction; 6: containers' swap and OOM
 # group (v2); 5: pods keep terminationGracePeriodSeconds (4: a plan fragment line after each entry)
 OBSERVED = Record("observed.json", 1, "JSON {runtime: [key, answer]}", "reconcile/memo.py")
 OOM_KILLS = Record("oom-kills.json", 1, "JSON", "reconcile/oomwatch.py (host/oomevents.py)")
 EVICTED = Record("evicted.json", 1, "JSON {evicted, counts}", "reconcile/evict.py")
 NOOP = Record("noop.json", 6, "JSON (reconcile/noop.py)", "reconcile/noop.py", input=False)
-# 5: the inputs the loader read (Reads); 4: the node's and tiers' kernel files; 3: the memory-limit
+# 6: a file's identity is one string; 5: the inputs the loader read (Reads); 4: the node's and tiers' kernel files; 3: the memory-limit
 # property names come from the stamp
 RECORDS = (LOCK, APPLIED, LAST_SYNC, CPU_STATE, PARSE_CACHE, OBSERVED, OOM_KILLS, EVICTED, NOOP)
 # Files earlier versions of sdqos kept here and no version reads any more: a per-boot cache of the
@@ -405,14 +405,10 @@ class Reads:
         self.calls: list[list] = []  # [module:function, args, result, paths]
         self.stable = True
 
-    def file(self, path: str | Path, st: os.stat_result | None = None, *, known: str | None = None) -> None:
-        """A file about to be read (or looked for); ``st``: its lstat, already taken; ``known``:
-        :func:`identity` of a regular file's lstat, already made (the parse cache's: one string
-        for both)."""
-        got: str | list | None = known
-        if got is None:
-            got = identity(st) if st is not None and not stat.S_ISLNK(st.st_mode) else identify(path)
-        self._put(self.files, str(path), got)
+    def file(self, path: str | Path, *, known: str | None = None) -> None:
+        """A file about to be read (or looked for); ``known``: :func:`identity` of a regular file's
+        lstat, already made (the parse cache's: one string for both)."""
+        self._put(self.files, str(path), known if known is not None else identify(path))
 
     def listing(self, path: str | Path, st: os.stat_result | None, names: list[str]) -> None:
         """A directory listed (``st``: its stat, followed, taken before the listing)."""

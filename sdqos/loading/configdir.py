@@ -570,7 +570,7 @@ def _scan_files(config_dir: Path, real_dir: Path, insecure: bool, cache: pc.Pars
                     reads.file(sub_dir / name)
                     file_real, file_st = _checked(config_dir, real_dir, sub_dir / name, insecure)
                     identity = pc.file_identity(file_st)
-                else:  # one key and one identity list, shared by the inputs and the parse cache
+                else:  # one key and one identity string, shared by the inputs and the parse cache
                     identity = pc.file_identity(file_st)
                     reads.file(key, known=identity)
             except InvalidInput as exc:
