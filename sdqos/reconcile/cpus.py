@@ -11,6 +11,7 @@ The decisions are sdqos.kube.cpumanager's."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -148,9 +149,7 @@ def apply_affinity(state: cm.CPUManagerState,
         for pid in pids:
             refused += procfs.set_affinity(pid, cpus, cgroup, moved=moved, dry_run=dry_run)[1]
         if moved:
-            threads: dict[str, int] = {}
-            for before in map(str, map(cpuset.CPUSet, moved)):
-                threads[before] = threads.get(before, 0) + 1
+            threads = Counter(str(cpuset.CPUSet(before)) for before in moved)
             changed[scope] = {"cpus": str(cpuset.CPUSet(cpus)), "threads": dict(sorted(threads.items()))}
         if refused:
             warnings.append(f"{key}/{name}: the kernel refused CPU affinity {cpuset.CPUSet(cpus)} for "
